@@ -1,0 +1,71 @@
+/* @name tenant_exists */
+SELECT tenant_id FROM tenants WHERE tenant_id = $tenant_id;
+
+/* @name insert_tenant */
+INSERT INTO tenants (tenant_id, created_at) VALUES ($tenant_id, $now::TIMESTAMP);
+
+/* @name list_tenants */
+SELECT t.tenant_id, t.created_at, count(w.workspace_id) AS workspaces
+FROM tenants t LEFT JOIN workspaces w USING (tenant_id)
+GROUP BY ALL ORDER BY t.tenant_id;
+
+/* @name get_workspace */
+SELECT workspace_id, display_name, created_at, updated_at
+FROM workspaces WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id;
+
+/* @name insert_workspace */
+INSERT INTO workspaces (tenant_id, workspace_id, display_name, created_at, updated_at)
+VALUES ($tenant_id, $workspace_id, $display_name, $now::TIMESTAMP, $now::TIMESTAMP);
+
+/* @name update_workspace */
+UPDATE workspaces SET display_name = $display_name, updated_at = $now::TIMESTAMP
+WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id;
+
+/* @name list_workspaces */
+SELECT workspace_id, display_name, created_at, updated_at
+FROM workspaces WHERE tenant_id = $tenant_id ORDER BY workspace_id;
+
+/* @name insert_token */
+INSERT INTO tokens (token_id, tenant_id, kind, workspace_id, name, token_lookup, token_hash, created_at)
+VALUES ($token_id, $tenant_id, $kind, $workspace_id, $name, $token_lookup, $token_hash, $now::TIMESTAMP);
+
+/* @name find_tokens_by_lookup */
+SELECT token_id, tenant_id, kind, workspace_id, token_hash
+FROM tokens WHERE token_lookup = $token_lookup AND revoked_at IS NULL;
+
+/* @name list_tokens */
+SELECT token_id, kind, workspace_id, name, created_at, revoked_at
+FROM tokens WHERE tenant_id = $tenant_id ORDER BY created_at, token_id;
+
+/* @name revoke_token */
+UPDATE tokens SET revoked_at = $now::TIMESTAMP
+WHERE tenant_id = $tenant_id AND token_id = $token_id AND revoked_at IS NULL;
+
+/* @name get_token */
+SELECT token_id, kind, workspace_id, name, created_at, revoked_at
+FROM tokens WHERE tenant_id = $tenant_id AND token_id = $token_id;
+
+/* @name upsert_identifier_type */
+INSERT INTO identifier_types (tenant_id, identifier_type, tier, max_per_profile, created_at, updated_at)
+VALUES ($tenant_id, $identifier_type, $tier, $max_per_profile, $now::TIMESTAMP, $now::TIMESTAMP)
+ON CONFLICT (tenant_id, identifier_type) DO UPDATE
+SET tier = excluded.tier, max_per_profile = excluded.max_per_profile, updated_at = excluded.updated_at;
+
+/* @name get_identifier_type */
+SELECT identifier_type AS type, tier, max_per_profile, created_at, updated_at
+FROM identifier_types WHERE tenant_id = $tenant_id AND identifier_type = $identifier_type;
+
+/* @name list_identifier_types */
+SELECT identifier_type AS type, tier, max_per_profile, created_at, updated_at
+FROM identifier_types WHERE tenant_id = $tenant_id ORDER BY identifier_type;
+
+/* @name delete_placeholders */
+DELETE FROM placeholders WHERE tenant_id = $tenant_id;
+
+/* @name insert_placeholders */
+INSERT INTO placeholders (tenant_id, identifier_type, value)
+SELECT DISTINCT $tenant_id, entry.identifier_type, entry.value
+FROM (SELECT unnest(CAST($entries AS JSON)::STRUCT(identifier_type VARCHAR, value VARCHAR)[], recursive := true)) AS entry;
+
+/* @name list_placeholders */
+SELECT identifier_type, value FROM placeholders WHERE tenant_id = $tenant_id ORDER BY identifier_type, value;

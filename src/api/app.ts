@@ -1,0 +1,44 @@
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import type { Context } from '../context.js';
+import { registerAuth } from './auth.js';
+import { handleError, handleNotFound } from './error-handler.js';
+import { eventTypeRoutes } from './routes/event-types.js';
+import { healthRoutes } from './routes/health.js';
+import { identityConfigRoutes } from './routes/identity-config.js';
+import { metricDefinitionRoutes } from './routes/metric-definitions.js';
+import { operatorRoutes } from './routes/operator.js';
+import { segmentRoutes } from './routes/segments.js';
+import { tokenRoutes } from './routes/tokens.js';
+import { whoamiRoutes } from './routes/whoami.js';
+import { workspaceRoutes } from './routes/workspaces.js';
+
+/** The largest body any route takes: a collector batch (design §8). */
+export const BODY_LIMIT_BYTES = 1024 * 1024;
+
+export interface AppOptions {
+  logger?: FastifyServerOptions['logger'];
+}
+
+/** The whole HTTP surface over one store; `cds serve`, the CLI and the tests all build it here. */
+export function buildApp(context: Context, options: AppOptions = {}): FastifyInstance {
+  const app = Fastify({ logger: options.logger ?? false, bodyLimit: BODY_LIMIT_BYTES });
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  // Every body is JSON; anything else is answered 415 rather than parsed as text.
+  app.removeContentTypeParser('text/plain');
+  app.setErrorHandler(handleError);
+  app.setNotFoundHandler(handleNotFound);
+  registerAuth(app, context);
+
+  healthRoutes(app, context);
+  whoamiRoutes(app);
+  operatorRoutes(app, context);
+  workspaceRoutes(app, context);
+  tokenRoutes(app, context);
+  identityConfigRoutes(app, context);
+  eventTypeRoutes(app, context);
+  metricDefinitionRoutes(app, context);
+  segmentRoutes(app, context);
+  return app;
+}

@@ -1,0 +1,72 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { Context } from '../context.js';
+import { UnauthorizedError } from '../errors.js';
+import { type Access, authorize } from '../tenancy/access.js';
+import { isOperatorToken } from '../tenancy/operator.js';
+import { authenticateToken, type Principal } from '../tenancy/tokens.js';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Who may call the route; routes without it take no token. */
+    access?: Access;
+  }
+  interface FastifyRequest {
+    principal: Principal;
+  }
+}
+
+const OPERATOR: Principal = {
+  kind: 'operator',
+  tokenId: 'operator',
+  tenantId: null,
+  workspaceId: null,
+};
+
+function bearerToken(request: FastifyRequest): string | null {
+  const header = request.headers.authorization;
+  const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+  return match?.[1] ?? null;
+}
+
+async function authenticate(context: Context, request: FastifyRequest): Promise<Principal> {
+  const token = bearerToken(request);
+  if (!token) throw new UnauthorizedError('missing bearer token (Authorization: Bearer <token>)');
+  if (isOperatorToken(context.dataDir.masterKey, token)) return OPERATOR;
+  const principal = await context.store.read((session) => authenticateToken(session, token));
+  if (!principal) throw new UnauthorizedError('unknown or revoked token');
+  return principal;
+}
+
+/**
+ * The workspace a request is about: the path's, else the `workspace_id` query. A workspace token
+ * that names none is taken to mean its own workspace.
+ */
+export function requestedWorkspace(request: FastifyRequest): string | undefined {
+  const params = request.params as Record<string, string | undefined>;
+  const query = request.query as Record<string, unknown> | undefined;
+  const named =
+    params.workspace ?? (typeof query?.workspace_id === 'string' ? query.workspace_id : undefined);
+  if (named !== undefined) return named;
+  return request.principal.kind === 'workspace'
+    ? (request.principal.workspaceId ?? undefined)
+    : undefined;
+}
+
+/**
+ * Authenticates and authorises on `onRequest`, before the body is parsed or validated, so that a
+ * caller without the right gets 401/403 whatever it sends.
+ */
+export function registerAuth(app: FastifyInstance, context: Context): void {
+  // Set by the hook below before any route that declares `access` runs.
+  app.decorateRequest('principal', null as never);
+  app.addHook('onRequest', async (request) => {
+    const access = request.routeOptions.config.access;
+    if (!access) return;
+    request.principal = await authenticate(context, request);
+    const params = request.params as Record<string, string | undefined>;
+    authorize(request.principal, access, {
+      tenantId: params.tenant,
+      workspaceId: requestedWorkspace(request),
+    });
+  });
+}

@@ -1,0 +1,76 @@
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { deleteEventType, listEventTypes, putEventType } from '../../catalog/event-types.js';
+import type { Context } from '../../context.js';
+import { propertyPathSchema } from '../../ids.js';
+import { eventTypeParams, eventTypeResponse, noContent, tenantParams } from '../schemas.js';
+
+const registerBody = z
+  .object({
+    dedup_entity: z.string().min(1).max(128).nullish(),
+    dedup_key_paths: z.array(propertyPathSchema).min(1).max(8).nullish(),
+  })
+  .default({})
+  .superRefine((body, ctx) => {
+    const hasEntity = body.dedup_entity != null;
+    const hasPaths = body.dedup_key_paths != null;
+    if (hasEntity !== hasPaths) {
+      ctx.addIssue({
+        code: 'custom',
+        path: [hasEntity ? 'dedup_key_paths' : 'dedup_entity'],
+        message: 'dedup_entity and dedup_key_paths are given together or both omitted',
+      });
+    }
+  });
+
+export function eventTypeRoutes(app: FastifyInstance, context: Context): void {
+  const api = app.withTypeProvider<ZodTypeProvider>();
+  api.put(
+    '/v1/tenants/:tenant/event-types/:event_name',
+    {
+      config: { access: 'tenant-token' },
+      schema: {
+        params: eventTypeParams,
+        body: registerBody,
+        response: { 200: eventTypeResponse, 201: eventTypeResponse },
+      },
+    },
+    async (request, reply) => {
+      const { dedup_entity, dedup_key_paths } = request.body;
+      const dedup =
+        dedup_entity != null && dedup_key_paths != null
+          ? { dedupEntity: dedup_entity, dedupKeyPaths: dedup_key_paths }
+          : null;
+      const result = await putEventType(
+        context,
+        request.params.tenant,
+        request.params.event_name,
+        dedup,
+      );
+      return reply.code(result.created ? 201 : 200).send(result.eventType);
+    },
+  );
+  api.get(
+    '/v1/tenants/:tenant/event-types',
+    {
+      config: { access: 'tenant-member' },
+      schema: {
+        params: tenantParams,
+        response: { 200: z.object({ event_types: z.array(eventTypeResponse) }) },
+      },
+    },
+    async (request) => ({ event_types: await listEventTypes(context, request.params.tenant) }),
+  );
+  api.delete(
+    '/v1/tenants/:tenant/event-types/:event_name',
+    {
+      config: { access: 'tenant-token' },
+      schema: { params: eventTypeParams, response: { 204: noContent } },
+    },
+    async (request, reply) => {
+      await deleteEventType(context, request.params.tenant, request.params.event_name);
+      return reply.code(204).send(null);
+    },
+  );
+}

@@ -1,0 +1,84 @@
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { Context } from '../../context.js';
+import { eventNameSchema, idSchema } from '../../ids.js';
+import {
+  metricDefinitionInputSchema,
+  metricNameSchema,
+  workspaceScopeSchema,
+} from '../../metrics/definition-schema.js';
+import {
+  createMetricDefinition,
+  deleteMetricDefinition,
+  listMetricDefinitions,
+} from '../../metrics/definitions.js';
+import { requestedWorkspace } from '../auth.js';
+import { metricDefinitionResponse, noContent, tenantParams } from '../schemas.js';
+
+export function metricDefinitionRoutes(app: FastifyInstance, context: Context): void {
+  const api = app.withTypeProvider<ZodTypeProvider>();
+  api.put(
+    '/v1/tenants/:tenant/metric-definitions',
+    {
+      config: { access: 'tenant-token' },
+      schema: {
+        params: tenantParams,
+        body: metricDefinitionInputSchema,
+        response: {
+          201: z.object({
+            tenant_id: z.string(),
+            metric_name: z.string(),
+            status: z.literal('created'),
+          }),
+        },
+      },
+    },
+    async (request, reply) =>
+      reply
+        .code(201)
+        .send(await createMetricDefinition(context, request.params.tenant, request.body)),
+  );
+  api.get(
+    '/v1/tenants/:tenant/metric-definitions',
+    {
+      config: { access: 'workspace-member' },
+      schema: {
+        params: tenantParams,
+        querystring: z.object({ workspace_id: idSchema.optional() }),
+        response: { 200: z.object({ metric_definitions: z.array(metricDefinitionResponse) }) },
+      },
+    },
+    async (request) => ({
+      metric_definitions: await listMetricDefinitions(
+        context,
+        request.params.tenant,
+        requestedWorkspace(request) ?? null,
+      ),
+    }),
+  );
+  api.delete(
+    '/v1/tenants/:tenant/metric-definitions',
+    {
+      config: { access: 'tenant-token' },
+      schema: {
+        params: tenantParams,
+        querystring: z.object({
+          metric_name: metricNameSchema,
+          event_name: eventNameSchema,
+          workspace_id: workspaceScopeSchema.default('*'),
+        }),
+        response: { 204: noContent },
+      },
+    },
+    async (request, reply) => {
+      const { metric_name, event_name, workspace_id } = request.query;
+      await deleteMetricDefinition(context, request.params.tenant, {
+        metricName: metric_name,
+        eventName: event_name,
+        workspaceScope: workspace_id,
+      });
+      return reply.code(204).send(null);
+    },
+  );
+}

@@ -1,0 +1,69 @@
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { Context } from '../../context.js';
+import { idSchema } from '../../ids.js';
+import { createTenant, issueTenantToken, listTenants } from '../../tenancy/tenants.js';
+import { issuedTokenResponse, tenantParams } from '../schemas.js';
+
+/**
+ * Operator-only routes behind the CLI's `cds tenants` and `cds tokens issue-tenant`. Tenant tokens
+ * are issued by the operator, never by a tenant: these routes take only the operator credential.
+ */
+export function operatorRoutes(app: FastifyInstance, context: Context): void {
+  const api = app.withTypeProvider<ZodTypeProvider>();
+  api.post(
+    '/v1/operator/tenants',
+    {
+      config: { access: 'operator' },
+      schema: {
+        body: z.object({ tenant_id: idSchema, workspaces: z.array(idSchema).default([]) }),
+        response: {
+          201: z.object({
+            tenant_id: z.string(),
+            workspaces: z.array(z.string()),
+            tenant_token: issuedTokenResponse,
+          }),
+        },
+      },
+    },
+    async (request, reply) => {
+      const { tenant_id, workspaces } = request.body;
+      const token = await createTenant(context, tenant_id, workspaces);
+      return reply
+        .code(201)
+        .send({ tenant_id, workspaces: [...new Set(workspaces)], tenant_token: token });
+    },
+  );
+  api.get(
+    '/v1/operator/tenants',
+    {
+      config: { access: 'operator' },
+      schema: {
+        response: {
+          200: z.object({
+            tenants: z.array(
+              z.object({ tenant_id: z.string(), created_at: z.string(), workspaces: z.number() }),
+            ),
+          }),
+        },
+      },
+    },
+    async () => ({ tenants: await listTenants(context) }),
+  );
+  api.post(
+    '/v1/operator/tenants/:tenant/tenant-tokens',
+    {
+      config: { access: 'operator' },
+      schema: {
+        params: tenantParams,
+        body: z.object({ name: z.string().max(200).nullish() }).default({}),
+        response: { 201: issuedTokenResponse },
+      },
+    },
+    async (request, reply) =>
+      reply
+        .code(201)
+        .send(await issueTenantToken(context, request.params.tenant, request.body.name ?? null)),
+  );
+}

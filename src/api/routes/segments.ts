@@ -1,0 +1,170 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { Context } from '../../context.js';
+import { ValidationError } from '../../errors.js';
+import { idSchema } from '../../ids.js';
+import {
+  createSegment,
+  DEFAULT_AUTOMATIONS,
+  deleteSegment,
+  getSegment,
+  listSegments,
+  SEGMENT_STATUSES,
+  setSegmentStatus,
+} from '../../segments/definitions.js';
+import { previewSegment } from '../../segments/preview.js';
+import { requestedWorkspace } from '../auth.js';
+import {
+  noContent,
+  pagingQuery,
+  previewResponse,
+  segmentListItemResponse,
+  segmentParams,
+  segmentResponse,
+  tenantParams,
+} from '../schemas.js';
+
+const predicateSchema = z.record(z.string(), z.unknown(), { error: 'must be an object' });
+
+const createBody = z.object({
+  workspace_id: idSchema,
+  display_name: z.string().min(1).max(200),
+  predicate: predicateSchema,
+  status: z.enum(SEGMENT_STATUSES).default('active'),
+  automations: z
+    .object({
+      on_enter: z.boolean().default(DEFAULT_AUTOMATIONS.on_enter),
+      on_exit: z.boolean().default(DEFAULT_AUTOMATIONS.on_exit),
+      on_backfill: z.boolean().default(DEFAULT_AUTOMATIONS.on_backfill),
+    })
+    .default(DEFAULT_AUTOMATIONS),
+});
+
+const workspaceQuery = z.object({ workspace_id: idSchema.optional() });
+
+/** Reads name their workspace in the query; a workspace token may leave it out. */
+function workspaceOf(request: FastifyRequest): string {
+  const workspaceId = requestedWorkspace(request);
+  if (workspaceId === undefined) throw ValidationError.field('workspace_id', 'is required');
+  return workspaceId;
+}
+
+export function segmentRoutes(app: FastifyInstance, context: Context): void {
+  const api = app.withTypeProvider<ZodTypeProvider>();
+  api.post(
+    '/v1/tenants/:tenant/segments/preview',
+    {
+      config: { access: 'tenant-token' },
+      schema: {
+        params: tenantParams,
+        body: z.object({ workspace_id: idSchema, predicate: predicateSchema }),
+        response: { 200: previewResponse },
+      },
+    },
+    async (request) =>
+      previewSegment(
+        context,
+        request.params.tenant,
+        request.body.workspace_id,
+        request.body.predicate,
+      ),
+  );
+  api.put(
+    '/v1/tenants/:tenant/segments/:segment_id',
+    {
+      config: { access: 'tenant-token' },
+      schema: { params: segmentParams, body: createBody, response: { 201: segmentResponse } },
+    },
+    async (request, reply) => {
+      const { workspace_id, ...input } = request.body;
+      const key = {
+        tenantId: request.params.tenant,
+        workspaceId: workspace_id,
+        segmentId: request.params.segment_id,
+      };
+      return reply.code(201).send(await createSegment(context, key, input));
+    },
+  );
+  api.get(
+    '/v1/tenants/:tenant/segments',
+    {
+      config: { access: 'workspace-member' },
+      schema: {
+        params: tenantParams,
+        querystring: pagingQuery.extend(workspaceQuery.shape),
+        response: {
+          200: z.object({
+            segments: z.array(segmentListItemResponse),
+            next_cursor: z.string().nullable(),
+          }),
+        },
+      },
+    },
+    async (request) => {
+      const page = await listSegments(context, request.params.tenant, {
+        workspaceId: requestedWorkspace(request) ?? null,
+        limit: request.query.limit,
+        cursor: request.query.cursor ?? null,
+      });
+      return { segments: page.items, next_cursor: page.next_cursor };
+    },
+  );
+  api.get(
+    '/v1/tenants/:tenant/segments/:segment_id/definition',
+    {
+      config: { access: 'workspace-member' },
+      schema: {
+        params: segmentParams,
+        querystring: workspaceQuery,
+        response: { 200: segmentResponse },
+      },
+    },
+    async (request) =>
+      getSegment(context, {
+        tenantId: request.params.tenant,
+        workspaceId: workspaceOf(request),
+        segmentId: request.params.segment_id,
+      }),
+  );
+  api.put(
+    '/v1/tenants/:tenant/segments/:segment_id/status',
+    {
+      config: { access: 'tenant-token' },
+      schema: {
+        params: segmentParams,
+        body: z.object({ workspace_id: idSchema, status: z.enum(SEGMENT_STATUSES) }),
+        response: { 200: segmentResponse },
+      },
+    },
+    async (request) =>
+      setSegmentStatus(
+        context,
+        {
+          tenantId: request.params.tenant,
+          workspaceId: request.body.workspace_id,
+          segmentId: request.params.segment_id,
+        },
+        request.body.status,
+      ),
+  );
+  api.delete(
+    '/v1/tenants/:tenant/segments/:segment_id',
+    {
+      config: { access: 'tenant-token' },
+      schema: {
+        params: segmentParams,
+        querystring: z.object({ workspace_id: idSchema }),
+        response: { 204: noContent },
+      },
+    },
+    async (request, reply) => {
+      await deleteSegment(context, {
+        tenantId: request.params.tenant,
+        workspaceId: request.query.workspace_id,
+        segmentId: request.params.segment_id,
+      });
+      return reply.code(204).send(null);
+    },
+  );
+}

@@ -1,0 +1,53 @@
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { Context } from '../../context.js';
+import { listWorkspaces, putWorkspace, requireWorkspace } from '../../tenancy/workspaces.js';
+import { tenantParams, workspaceParams, workspaceResponse } from '../schemas.js';
+
+export function workspaceRoutes(app: FastifyInstance, context: Context): void {
+  const api = app.withTypeProvider<ZodTypeProvider>();
+  api.put(
+    '/v1/tenants/:tenant/workspaces/:workspace',
+    {
+      config: { access: 'tenant-token' },
+      schema: {
+        params: workspaceParams,
+        body: z.object({ display_name: z.string().min(1).max(200).nullish() }).default({}),
+        response: { 200: workspaceResponse, 201: workspaceResponse },
+      },
+    },
+    async (request, reply) => {
+      const { tenant, workspace } = request.params;
+      const result = await putWorkspace(
+        context,
+        tenant,
+        workspace,
+        request.body.display_name ?? null,
+      );
+      return reply.code(result.created ? 201 : 200).send(result.workspace);
+    },
+  );
+  api.get(
+    '/v1/tenants/:tenant/workspaces',
+    {
+      config: { access: 'tenant-token' },
+      schema: {
+        params: tenantParams,
+        response: { 200: z.object({ workspaces: z.array(workspaceResponse) }) },
+      },
+    },
+    async (request) => ({ workspaces: await listWorkspaces(context, request.params.tenant) }),
+  );
+  api.get(
+    '/v1/tenants/:tenant/workspaces/:workspace',
+    {
+      config: { access: 'workspace-member' },
+      schema: { params: workspaceParams, response: { 200: workspaceResponse } },
+    },
+    async (request) =>
+      context.store.read((session) =>
+        requireWorkspace(session, request.params.tenant, request.params.workspace),
+      ),
+  );
+}

@@ -1,0 +1,103 @@
+import { z } from 'zod';
+import { eventNameSchema, idSchema } from '../ids.js';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../store/cursor.js';
+
+export const tenantParams = z.object({ tenant: idSchema });
+export const workspaceParams = tenantParams.extend({ workspace: idSchema });
+export const eventTypeParams = tenantParams.extend({ event_name: eventNameSchema });
+export const segmentParams = tenantParams.extend({ segment_id: idSchema });
+
+export const pagingQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).default(DEFAULT_PAGE_SIZE),
+  cursor: z.string().min(1).optional(),
+});
+
+const timestamp = z.string();
+
+export const workspaceResponse = z.object({
+  workspace_id: z.string(),
+  display_name: z.string().nullable(),
+  created_at: timestamp,
+  updated_at: timestamp,
+});
+
+export const issuedTokenResponse = z.object({
+  token_id: z.string(),
+  kind: z.enum(['tenant', 'workspace', 'collector']),
+  token: z.string(),
+  tenant_id: z.string(),
+  workspace_id: z.string().nullable(),
+  name: z.string().nullable(),
+  created_at: timestamp,
+});
+
+export const tokenListingResponse = issuedTokenResponse
+  .omit({ token: true, tenant_id: true })
+  .extend({
+    revoked_at: timestamp.nullable(),
+  });
+
+export const identifierTypeResponse = z.object({
+  type: z.string(),
+  tier: z.enum(['strong', 'weak']),
+  max_per_profile: z.number().nullable(),
+  created_at: timestamp,
+  updated_at: timestamp,
+});
+
+export const placeholdersResponse = z.object({
+  values: z.record(z.string(), z.array(z.string())),
+  built_in: z.record(z.string(), z.array(z.string())),
+});
+
+export const eventTypeResponse = z.object({
+  event_name: z.string(),
+  dedup_entity: z.string().nullable(),
+  dedup_key_paths: z.array(z.string()).nullable(),
+  created_at: timestamp,
+  updated_at: timestamp,
+});
+
+export const metricDefinitionResponse = z.object({
+  workspace_id: z.string(),
+  metric_name: z.string(),
+  event_name: z.string(),
+  value_kind: z.string(),
+  value_path: z.string().nullable(),
+  display_name: z.string().nullable(),
+  description: z.string().nullable(),
+  window_days: z.number().nullable(),
+  aggregation: z.string().nullable(),
+  keep: z.number().nullable(),
+  created_at: timestamp,
+});
+
+export const automationsSchema = z.object({
+  on_enter: z.boolean(),
+  on_exit: z.boolean(),
+  on_backfill: z.boolean(),
+});
+
+export const segmentResponse = z.object({
+  segment_id: z.string(),
+  workspace_id: z.string(),
+  display_name: z.string(),
+  predicate: z.unknown(),
+  status: z.enum(['draft', 'active', 'paused', 'archived']),
+  automations: automationsSchema,
+  created_at: timestamp,
+  updated_at: timestamp,
+});
+
+export const segmentListItemResponse = segmentResponse.extend({ member_count: z.number() });
+
+export const previewResponse = z.object({
+  workspace_id: z.string(),
+  matched_profiles: z.number(),
+  scanned_profiles: z.number(),
+  truncated: z.boolean(),
+  workspace_profiles: z.number(),
+  workspace_identified_profiles: z.number(),
+});
+
+export const noContent = z.null();

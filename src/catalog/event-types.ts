@@ -1,0 +1,75 @@
+import { type Context, nowIso } from '../context.js';
+import { ConflictError, NotFoundError } from '../errors.js';
+import type { Session } from '../store/database.js';
+
+export interface EventType {
+  event_name: string;
+  dedup_entity: string | null;
+  dedup_key_paths: string[] | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface DedupSettings {
+  dedupEntity: string;
+  dedupKeyPaths: string[];
+}
+
+export async function findEventType(
+  session: Session,
+  tenantId: string,
+  eventName: string,
+): Promise<EventType | null> {
+  return session.one<EventType>('get_event_type', { tenant_id: tenantId, event_name: eventName });
+}
+
+/** Registers or updates an event type; without dedup settings its events dedup by `id`. */
+export async function putEventType(
+  context: Context,
+  tenantId: string,
+  eventName: string,
+  dedup: DedupSettings | null,
+): Promise<{ eventType: EventType; created: boolean }> {
+  return context.store.write(async (session) => {
+    const existing = await findEventType(session, tenantId, eventName);
+    await session.run(existing ? 'update_event_type' : 'insert_event_type', {
+      tenant_id: tenantId,
+      event_name: eventName,
+      dedup_entity: dedup?.dedupEntity ?? null,
+      dedup_key_paths: dedup ? JSON.stringify(dedup.dedupKeyPaths) : null,
+      now: nowIso(context),
+    });
+    return {
+      eventType: (await findEventType(session, tenantId, eventName)) as EventType,
+      created: !existing,
+    };
+  });
+}
+
+export async function listEventTypes(context: Context, tenantId: string): Promise<EventType[]> {
+  return context.store.read((session) =>
+    session.all<EventType>('list_event_types', { tenant_id: tenantId }),
+  );
+}
+
+/** Refuses while metric definitions still read the type: they would silently stop counting. */
+export async function deleteEventType(
+  context: Context,
+  tenantId: string,
+  eventName: string,
+): Promise<void> {
+  await context.store.write(async (session) => {
+    const key = { tenant_id: tenantId, event_name: eventName };
+    if (!(await findEventType(session, tenantId, eventName))) {
+      throw new NotFoundError(`event type ${eventName} is not registered`);
+    }
+    const users = await session.all<{ metric_name: string }>('metric_names_using_event', key);
+    if (users.length > 0) {
+      const names = users.map((row) => row.metric_name).join(', ');
+      throw new ConflictError(
+        `event type ${eventName} is used by metric definitions (${names}); delete them first`,
+      );
+    }
+    await session.run('delete_event_type', key);
+  });
+}

@@ -1,0 +1,89 @@
+import { buildApp } from '../api/app.js';
+import { loadConfig } from '../config.js';
+import { AppError } from '../errors.js';
+import { openDataDir } from '../store/data-dir.js';
+import { operatorToken } from '../tenancy/operator.js';
+import { openContext } from './open-context.js';
+
+export interface GlobalOptions {
+  dataDir?: string;
+  server?: string;
+  token?: string;
+  json?: boolean;
+}
+
+export interface AdminRequest {
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
+  path: string;
+  query?: Record<string, string | number | undefined>;
+  body?: unknown;
+}
+
+/** Sends admin requests to the API, in-process or to a running `cds serve`. */
+export type AdminClient = <T = unknown>(request: AdminRequest) => Promise<T>;
+
+function urlOf(request: AdminRequest): string {
+  const query = new URLSearchParams();
+  for (const [key, value] of Object.entries(request.query ?? {})) {
+    if (value !== undefined) query.set(key, String(value));
+  }
+  const text = query.toString();
+  return text ? `${request.path}?${text}` : request.path;
+}
+
+function answer<T>(status: number, text: string): T {
+  const body = text ? JSON.parse(text) : null;
+  if (status >= 400) {
+    const error = body?.error ?? { code: 'http_error', message: `HTTP ${status}` };
+    throw new AppError(status, error.code, error.message, error.details);
+  }
+  return body as T;
+}
+
+/**
+ * Runs `work` with an admin client. Without `--server` the CLI owns the database for the length of
+ * the command and calls the same routes through `inject`, as the operator; with it, the request
+ * goes over HTTP with `--token`, or the operator credential derived from the local master key.
+ */
+export async function withAdminClient<T>(
+  options: GlobalOptions,
+  work: (client: AdminClient) => Promise<T>,
+): Promise<T> {
+  if (options.server) {
+    const token = options.token ?? operatorTokenFromDataDir(options.dataDir);
+    const base = options.server.replace(/\/$/, '');
+    return work(async (request) => {
+      const response = await fetch(base + urlOf(request), {
+        method: request.method,
+        headers: {
+          authorization: `Bearer ${token}`,
+          ...(request.body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        body: request.body === undefined ? undefined : JSON.stringify(request.body),
+      });
+      return answer(response.status, await response.text());
+    });
+  }
+  const context = await openContext({ data_dir: options.dataDir });
+  const app = buildApp(context);
+  const token = options.token ?? operatorToken(context.dataDir.masterKey);
+  try {
+    return await work(async (request) => {
+      const response = await app.inject({
+        method: request.method,
+        url: urlOf(request),
+        headers: { authorization: `Bearer ${token}` },
+        ...(request.body === undefined ? {} : { payload: request.body as object }),
+      });
+      return answer(response.statusCode, response.body);
+    });
+  } finally {
+    await app.close();
+    await context.store.close();
+  }
+}
+
+function operatorTokenFromDataDir(dataDir: string | undefined): string {
+  const config = loadConfig({ data_dir: dataDir });
+  return operatorToken(openDataDir(config.data_dir, config.master_key).masterKey);
+}

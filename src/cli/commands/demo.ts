@@ -1,0 +1,70 @@
+import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { Command, Option } from 'commander';
+import { ValidationError } from '../../errors.js';
+import type { GlobalOptions } from '../admin-client.js';
+import { DEMO_TENANT, type DemoTokens, setUpDemo } from '../demo-setup.js';
+import { openContext } from '../open-context.js';
+import { closeOnSignals, startServer } from '../serve.js';
+
+const MARKER = '.cds-demo';
+
+/** Starts from an empty folder each time, but never wipes one that the demo did not make. */
+function freshDemoDir(dir: string): void {
+  if (existsSync(dir) && readdirSync(dir).length > 0) {
+    if (!existsSync(join(dir, MARKER))) {
+      throw ValidationError.field(
+        '--data-dir',
+        `${dir} is not empty and was not made by cds demo; pick another folder`,
+      );
+    }
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function instructions(url: string, tokens: DemoTokens): string {
+  const preview = JSON.stringify({
+    workspace_id: 'brand-eu',
+    predicate: {
+      any: [
+        { metric: 'revenue', op: 'gte', value: 500 },
+        { metric: 'orders', op: 'gte', value: 3 },
+      ],
+    },
+  });
+  return [
+    '',
+    `Demo tenant "${DEMO_TENANT}" with workspaces brand-eu and brand-us is ready.`,
+    '',
+    `  tenant token     ${tokens.tenant}`,
+    `  workspace token  ${tokens.workspace}   (brand-eu, read-only)`,
+    `  collector token  ${tokens.collector}`,
+    '',
+    'Try:',
+    `  curl -s ${url}/v1/whoami -H 'authorization: Bearer ${tokens.workspace}'`,
+    `  curl -s '${url}/v1/tenants/${DEMO_TENANT}/segments?workspace_id=brand-eu' -H 'authorization: Bearer ${tokens.workspace}'`,
+    `  curl -s -X POST ${url}/v1/tenants/${DEMO_TENANT}/segments/preview -H 'authorization: Bearer ${tokens.tenant}' -H 'content-type: application/json' -d '${preview}'`,
+    '',
+    'Press Ctrl-C to stop.',
+    '',
+  ].join('\n');
+}
+
+export function demoCommand(): Command {
+  return new Command('demo')
+    .description('create a demo data dir (default ./cds-demo), set up a demo tenant and serve it')
+    .addOption(
+      new Option('--port <port>', 'port to listen on (0 picks a free one)').env('CDS_PORT'),
+    )
+    .action(async (options: { port?: string }, command: Command) => {
+      const globals = command.optsWithGlobals<GlobalOptions>();
+      const dir = resolve(globals.dataDir ?? './cds-demo');
+      freshDemoDir(dir);
+      const context = await openContext({ data_dir: dir, port: options.port });
+      writeFileSync(join(dir, MARKER), 'made by cds demo; removed and recreated on each run\n');
+      const tokens = await setUpDemo(context);
+      const server = await startServer(context, false);
+      process.stdout.write(instructions(server.url, tokens));
+      await closeOnSignals(server);
+    });
+}

@@ -1,0 +1,110 @@
+import { Command, Option } from 'commander';
+import { type GlobalOptions, withAdminClient } from '../admin-client.js';
+import { output, printTable } from '../output.js';
+
+interface IssuedToken {
+  token_id: string;
+  kind: string;
+  token: string;
+  workspace_id: string | null;
+}
+
+function printIssued(value: IssuedToken): void {
+  const scope = value.workspace_id ? ` for workspace ${value.workspace_id}` : '';
+  process.stdout.write(
+    `Issued ${value.kind} token ${value.token_id}${scope} (shown once; store it now):\n`,
+  );
+  process.stdout.write(`${value.token}\n`);
+}
+
+const tenantOption = () => new Option('-t, --tenant <tenant>', 'tenant id').makeOptionMandatory();
+
+export function tokensCommand(): Command {
+  const tokens = new Command('tokens').description('issue, list and revoke tokens');
+  tokens
+    .command('issue-tenant <tenant>')
+    .description('issue another tenant token (operator)')
+    .option('--name <name>', 'a label for the token')
+    .action(async (tenantId: string, options: { name?: string }, command: Command) => {
+      const globals = command.optsWithGlobals<GlobalOptions>();
+      const issued = await withAdminClient(globals, (client) =>
+        client<IssuedToken>({
+          method: 'POST',
+          path: `/v1/operator/tenants/${encodeURIComponent(tenantId)}/tenant-tokens`,
+          body: { name: options.name ?? null },
+        }),
+      );
+      output(globals.json, issued, printIssued);
+    });
+  tokens
+    .command('issue')
+    .description('mint a workspace (read-only) or collector token')
+    .addOption(tenantOption())
+    .addOption(
+      new Option('--kind <kind>', 'token kind')
+        .choices(['workspace', 'collector'])
+        .makeOptionMandatory(),
+    )
+    .option('-w, --workspace <workspace>', 'workspace id (required for workspace tokens)')
+    .requiredOption('--name <name>', 'a label for the token')
+    .addHelpText(
+      'after',
+      '\nExample:\n  cds tokens issue --tenant acme --kind workspace --workspace store-eu --name analytics',
+    )
+    .action(
+      async (
+        options: { tenant: string; kind: string; workspace?: string; name: string },
+        command: Command,
+      ) => {
+        const globals = command.optsWithGlobals<GlobalOptions>();
+        const issued = await withAdminClient(globals, (client) =>
+          client<IssuedToken>({
+            method: 'POST',
+            path: `/v1/tenants/${encodeURIComponent(options.tenant)}/tokens`,
+            body: { kind: options.kind, workspace_id: options.workspace, name: options.name },
+          }),
+        );
+        output(globals.json, issued, printIssued);
+      },
+    );
+  tokens
+    .command('list')
+    .description("list a tenant's tokens (never their secrets)")
+    .addOption(tenantOption())
+    .action(async (options: { tenant: string }, command: Command) => {
+      const globals = command.optsWithGlobals<GlobalOptions>();
+      const listed = await withAdminClient(globals, (client) =>
+        client<{ tokens: Record<string, unknown>[] }>({
+          method: 'GET',
+          path: `/v1/tenants/${encodeURIComponent(options.tenant)}/tokens`,
+        }),
+      );
+      output(globals.json, listed, (value) =>
+        printTable(value.tokens, [
+          'token_id',
+          'kind',
+          'workspace_id',
+          'name',
+          'created_at',
+          'revoked_at',
+        ]),
+      );
+    });
+  tokens
+    .command('revoke <token_id>')
+    .description('revoke a token; it stops working at once')
+    .addOption(tenantOption())
+    .action(async (tokenId: string, options: { tenant: string }, command: Command) => {
+      const globals = command.optsWithGlobals<GlobalOptions>();
+      await withAdminClient(globals, (client) =>
+        client({
+          method: 'DELETE',
+          path: `/v1/tenants/${encodeURIComponent(options.tenant)}/tokens/${encodeURIComponent(tokenId)}`,
+        }),
+      );
+      output(globals.json, { token_id: tokenId, revoked: true }, () =>
+        process.stdout.write(`Revoked ${tokenId}\n`),
+      );
+    });
+  return tokens;
+}

@@ -1,0 +1,57 @@
+import { Command, CommanderError, Option } from 'commander';
+import { AppError } from '../errors.js';
+import { demoCommand } from './commands/demo.js';
+import { segmentsCommand } from './commands/segments.js';
+import { serveCommand } from './commands/serve.js';
+import { tenantsCommand } from './commands/tenants.js';
+import { tokensCommand } from './commands/tokens.js';
+
+export function createCLI(): Command {
+  return new Command('cds')
+    .description('cds: customer events to profiles, metrics and segments, over one DuckDB file')
+    .addOption(
+      new Option('-d, --data-dir <dir>', 'data directory (default ./cds-data)').env('CDS_DATA_DIR'),
+    )
+    .addOption(
+      new Option(
+        '--server <url>',
+        'send admin commands to a running cds serve instead of opening the file',
+      ).env('CDS_SERVER'),
+    )
+    .addOption(
+      new Option(
+        '--token <token>',
+        'token for --server (default: operator, from the local master key)',
+      ).env('CDS_TOKEN'),
+    )
+    .option('--json', 'print machine-readable JSON')
+    .showHelpAfterError()
+    .addCommand(serveCommand())
+    .addCommand(tenantsCommand())
+    .addCommand(tokensCommand())
+    .addCommand(segmentsCommand())
+    .addCommand(demoCommand());
+}
+
+/** Exit codes: 0 done, 1 refused or failed (the message says why), 2 bad usage. */
+export async function runCLI(argv: string[]): Promise<void> {
+  const program = createCLI().exitOverride();
+  try {
+    await program.parseAsync(argv);
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      process.exitCode = error.exitCode === 0 ? 0 : 2;
+      return;
+    }
+    if (error instanceof AppError) {
+      process.stderr.write(`cds: ${error.message}\n`);
+      if (Array.isArray(error.details) && error.details.length > 1) {
+        for (const issue of error.details)
+          process.stderr.write(`  ${issue.path}: ${issue.message}\n`);
+      }
+      process.exitCode = 1;
+      return;
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,85 @@
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { z } from 'zod';
+import { ValidationError } from './errors.js';
+
+const commaList = z.preprocess(
+  (value) =>
+    typeof value === 'string'
+      ? value
+          .split(',')
+          .map((item) => item.trim())
+          .filter(Boolean)
+      : value,
+  z.array(z.string().min(1)),
+);
+
+const jsonObject = z.preprocess(
+  (value) => (typeof value === 'string' ? JSON.parse(value) : value),
+  z.record(z.string(), z.array(z.string())),
+);
+
+/** Every configuration key of design §4 with its default. */
+const configSchema = z.object({
+  data_dir: z.string().min(1).default('./cds-data'),
+  port: z.coerce.number().int().min(0).max(65535).default(8080),
+  host: z.string().min(1).default('127.0.0.1'),
+  /** Allowed browser origins per tenant id. */
+  cors_origins: jsonObject.default({}),
+  plaintext_identifier_types: commaList.default(['email', 'phone']),
+  webhook_url: z.url().optional(),
+  webhook_secret: z.string().startsWith('whsec_').optional(),
+  ingest_interval_ms: z.coerce.number().int().positive().default(1000),
+  max_batch_events: z.coerce.number().int().positive().default(500_000),
+  master_key: z.string().optional(),
+});
+
+export type Config = z.infer<typeof configSchema>;
+export type ConfigInput = Partial<Record<keyof Config, unknown>>;
+
+const keys = Object.keys(configSchema.shape) as (keyof Config)[];
+
+function fromEnv(env: NodeJS.ProcessEnv): ConfigInput {
+  const found: ConfigInput = {};
+  for (const key of keys) {
+    const value = env[`CDS_${key.toUpperCase()}`];
+    if (value !== undefined && value !== '') found[key] = value;
+  }
+  return found;
+}
+
+function fromFile(dataDir: string): ConfigInput {
+  const path = join(dataDir, 'cds.config.json');
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch {
+    return {};
+  }
+  try {
+    return JSON.parse(text) as ConfigInput;
+  } catch (error) {
+    throw ValidationError.field(path, `not valid JSON: ${(error as Error).message}`);
+  }
+}
+
+function definedOnly(input: ConfigInput): ConfigInput {
+  return Object.fromEntries(Object.entries(input).filter(([, value]) => value !== undefined));
+}
+
+/** Flags win over `CDS_*` environment variables, which win over `cds.config.json` in the data dir. */
+export function loadConfig(flags: ConfigInput = {}, env: NodeJS.ProcessEnv = process.env): Config {
+  const early = { ...definedOnly(fromEnv(env)), ...definedOnly(flags) };
+  const dataDir = resolve(String(early.data_dir ?? configSchema.shape.data_dir.parse(undefined)));
+  const merged = { ...fromFile(dataDir), ...early, data_dir: dataDir };
+  const parsed = configSchema.safeParse(merged);
+  if (!parsed.success) {
+    throw new ValidationError(
+      parsed.error.issues.map((issue) => ({
+        path: `config.${issue.path.join('.')}`,
+        message: issue.message,
+      })),
+    );
+  }
+  return parsed.data;
+}

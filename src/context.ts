@@ -1,0 +1,16 @@
+import type { Clock } from './clock.js';
+import type { Config } from './config.js';
+import type { DataDir } from './store/data-dir.js';
+import type { Store } from './store/database.js';
+
+/** What every service needs: the open store, the configuration and the clock. */
+export interface Context {
+  store: Store;
+  config: Config;
+  dataDir: DataDir;
+  clock: Clock;
+}
+
+export function nowIso(context: Pick<Context, 'clock'>): string {
+  return context.clock.now().toISOString();
+}

@@ -1,0 +1,116 @@
+/**
+ * The one error hierarchy of cds. Every expected failure is one of these; the HTTP layer maps
+ * them to the error body of design §6 and the CLI prints their message.
+ */
+export class AppError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    readonly details?: unknown,
+  ) {
+    super(message);
+    this.name = new.target.name;
+  }
+}
+
+export class BadRequestError extends AppError {
+  constructor(message: string, details?: unknown) {
+    super(400, 'bad_request', message, details);
+  }
+}
+
+export class UnauthorizedError extends AppError {
+  constructor(message = 'a valid bearer token is required') {
+    super(401, 'unauthorized', message);
+  }
+}
+
+export class ForbiddenError extends AppError {
+  constructor(message: string) {
+    super(403, 'forbidden', message);
+  }
+}
+
+export class NotFoundError extends AppError {
+  constructor(message: string) {
+    super(404, 'not_found', message);
+  }
+}
+
+export class ConflictError extends AppError {
+  constructor(message: string) {
+    super(409, 'conflict', message);
+  }
+}
+
+export class PayloadTooLargeError extends AppError {
+  constructor(message: string) {
+    super(413, 'payload_too_large', message);
+  }
+}
+
+export class UnsupportedMediaTypeError extends AppError {
+  constructor(message = 'the body must be JSON (content-type: application/json)') {
+    super(415, 'unsupported_media_type', message);
+  }
+}
+
+export interface FieldIssue {
+  path: string;
+  message: string;
+}
+
+/** A body, query or predicate that fails validation; the message names the first faulty field. */
+export class ValidationError extends AppError {
+  constructor(readonly issues: FieldIssue[]) {
+    const [first] = issues;
+    super(
+      422,
+      'validation_failed',
+      first ? `${first.path}: ${first.message}` : 'invalid input',
+      issues,
+    );
+  }
+
+  static field(path: string, message: string): ValidationError {
+    return new ValidationError([{ path, message }]);
+  }
+}
+
+export class RateLimitedError extends AppError {
+  constructor(readonly retryAfterSeconds: number) {
+    super(429, 'rate_limited', `too many requests; retry after ${retryAfterSeconds} s`);
+  }
+}
+
+export class UnavailableError extends AppError {
+  constructor(message: string) {
+    super(503, 'unavailable', message);
+  }
+}
+
+/** The database file is held by another process (design §1: one owner process). */
+export class StoreLockedError extends AppError {
+  constructor(
+    readonly databasePath: string,
+    readonly holder: { pid: number; command: string } | null,
+  ) {
+    const who = holder ? `process ${holder.pid} (${holder.command})` : 'another process';
+    super(
+      503,
+      'store_locked',
+      `${databasePath} is held by ${who}. Stop it, or send this command to the running server with --server http://HOST:PORT`,
+    );
+  }
+}
+
+export interface ErrorBody {
+  error: { code: string; message: string; details?: unknown };
+}
+
+export function errorBody(error: AppError): ErrorBody {
+  const body: ErrorBody = { error: { code: error.code, message: error.message } };
+  if (error.details !== undefined) body.error.details = error.details;
+  return body;
+}

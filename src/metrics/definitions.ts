@@ -1,0 +1,120 @@
+import { findEventType } from '../catalog/event-types.js';
+import { type Context, nowIso } from '../context.js';
+import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
+import { findWorkspace } from '../tenancy/workspaces.js';
+import type { MetricDefinitionInput } from './definition-schema.js';
+
+export interface MetricDefinition {
+  workspace_id: string;
+  metric_name: string;
+  event_name: string;
+  value_kind: MetricDefinitionInput['value_kind'];
+  value_path: string | null;
+  display_name: string | null;
+  description: string | null;
+  window_days: number | null;
+  aggregation: 'latest' | 'recent' | null;
+  keep: number | null;
+  created_at: string;
+}
+
+/**
+ * Creates a definition. Rules that need the store are checked here: the event type exists, the
+ * workspace exists, and a metric name keeps one kind (and one aggregation) across definitions,
+ * because definitions sharing a name combine into one value.
+ */
+export async function createMetricDefinition(
+  context: Context,
+  tenantId: string,
+  input: MetricDefinitionInput,
+): Promise<{ tenant_id: string; metric_name: string; status: 'created' }> {
+  return context.store.write(async (session) => {
+    if (!(await findEventType(session, tenantId, input.event_name))) {
+      throw ValidationError.field('event_name', `event type ${input.event_name} is not registered`);
+    }
+    if (
+      input.workspace_id !== '*' &&
+      !(await findWorkspace(session, tenantId, input.workspace_id))
+    ) {
+      throw ValidationError.field('workspace_id', `workspace ${input.workspace_id} does not exist`);
+    }
+    const key = {
+      tenant_id: tenantId,
+      workspace_scope: input.workspace_id,
+      metric_name: input.metric_name,
+      event_name: input.event_name,
+    };
+    if (await session.one('get_metric_definition', key)) {
+      throw new ConflictError(
+        `metric ${input.metric_name} on event ${input.event_name} is already defined for workspace ${input.workspace_id}`,
+      );
+    }
+    const siblings = await session.all<{ value_kind: string; aggregation: string | null }>(
+      'metric_definitions_named',
+      {
+        tenant_id: tenantId,
+        metric_name: input.metric_name,
+      },
+    );
+    const other = siblings.find((row) => row.value_kind !== input.value_kind);
+    if (other) {
+      throw ValidationError.field(
+        'value_kind',
+        `metric ${input.metric_name} is already defined with value_kind ${other.value_kind}`,
+      );
+    }
+    const otherAggregation = siblings.find((row) => row.aggregation !== input.aggregation);
+    if (otherAggregation) {
+      throw ValidationError.field(
+        'aggregation',
+        `metric ${input.metric_name} is already defined with aggregation ${otherAggregation.aggregation}`,
+      );
+    }
+    await session.run('insert_metric_definition', {
+      ...key,
+      value_kind: input.value_kind,
+      value_path: input.value_path,
+      aggregation: input.aggregation,
+      keep: input.keep,
+      window_days: input.window_days,
+      display_name: input.display_name,
+      description: input.description,
+      now: nowIso(context),
+    });
+    return { tenant_id: tenantId, metric_name: input.metric_name, status: 'created' as const };
+  });
+}
+
+/** Every definition of the tenant, or with `workspaceId` only those that apply to that workspace. */
+export async function listMetricDefinitions(
+  context: Context,
+  tenantId: string,
+  workspaceId: string | null,
+): Promise<MetricDefinition[]> {
+  return context.store.read((session) =>
+    session.all<MetricDefinition>('list_metric_definitions', {
+      tenant_id: tenantId,
+      workspace_id: workspaceId,
+    }),
+  );
+}
+
+export async function deleteMetricDefinition(
+  context: Context,
+  tenantId: string,
+  key: { metricName: string; eventName: string; workspaceScope: string },
+): Promise<void> {
+  await context.store.write(async (session) => {
+    const deleted = await session.run('delete_metric_definition', {
+      tenant_id: tenantId,
+      workspace_scope: key.workspaceScope,
+      metric_name: key.metricName,
+      event_name: key.eventName,
+    });
+    if (deleted === 0) {
+      throw new NotFoundError(
+        `no metric ${key.metricName} on event ${key.eventName} for workspace ${key.workspaceScope}`,
+      );
+    }
+  });
+}

@@ -1,0 +1,25 @@
+import type { MetricShape } from '../segments/predicate.js';
+import type { Session } from '../store/database.js';
+
+/** The metrics a workspace can use in segments, by name, with how their values compare. */
+export async function metricShapes(
+  session: Session,
+  tenantId: string,
+  workspaceId: string,
+): Promise<Map<string, MetricShape>> {
+  const rows = await session.all<{
+    metric_name: string;
+    value_kind: string;
+    aggregation: string | null;
+  }>('metric_kinds_for_workspace', { tenant_id: tenantId, workspace_id: workspaceId });
+  return new Map(
+    rows.map((row) => [
+      row.metric_name,
+      row.value_kind !== 'property_string'
+        ? 'number'
+        : row.aggregation === 'recent'
+          ? 'list'
+          : 'string',
+    ]),
+  );
+}

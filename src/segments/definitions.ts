@@ -1,0 +1,169 @@
+import { type Context, nowIso } from '../context.js';
+import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
+import { metricShapes } from '../metrics/shapes.js';
+import { decodeCursor, type Page, segmentCursorSchema, toPage } from '../store/cursor.js';
+import type { Session } from '../store/database.js';
+import { findWorkspace, requireWorkspace } from '../tenancy/workspaces.js';
+import { parsePredicate } from './predicate.js';
+
+export const SEGMENT_STATUSES = ['draft', 'active', 'paused', 'archived'] as const;
+export type SegmentStatus = (typeof SEGMENT_STATUSES)[number];
+
+export interface Automations {
+  on_enter: boolean;
+  on_exit: boolean;
+  on_backfill: boolean;
+}
+
+export const DEFAULT_AUTOMATIONS: Automations = {
+  on_enter: true,
+  on_exit: true,
+  on_backfill: false,
+};
+
+export interface Segment {
+  segment_id: string;
+  workspace_id: string;
+  display_name: string;
+  predicate: unknown;
+  status: SegmentStatus;
+  automations: Automations;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface SegmentListItem extends Segment {
+  member_count: number;
+}
+
+interface SegmentRow extends Automations {
+  segment_id: string;
+  workspace_id: string;
+  display_name: string;
+  predicate: string;
+  status: SegmentStatus;
+  created_at: string;
+  updated_at: string;
+}
+
+function toSegment(row: SegmentRow): Segment {
+  return {
+    segment_id: row.segment_id,
+    workspace_id: row.workspace_id,
+    display_name: row.display_name,
+    predicate: JSON.parse(row.predicate),
+    status: row.status,
+    automations: { on_enter: row.on_enter, on_exit: row.on_exit, on_backfill: row.on_backfill },
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}
+
+interface SegmentKey {
+  tenantId: string;
+  workspaceId: string;
+  segmentId: string;
+}
+
+function keyParams(key: SegmentKey) {
+  return { tenant_id: key.tenantId, workspace_id: key.workspaceId, segment_id: key.segmentId };
+}
+
+async function findSegment(session: Session, key: SegmentKey): Promise<Segment | null> {
+  const row = await session.one<SegmentRow>('get_segment', keyParams(key));
+  return row && toSegment(row);
+}
+
+async function requireSegment(session: Session, key: SegmentKey): Promise<Segment> {
+  await requireWorkspace(session, key.tenantId, key.workspaceId);
+  const segment = await findSegment(session, key);
+  if (!segment)
+    throw new NotFoundError(
+      `segment ${key.segmentId} does not exist in workspace ${key.workspaceId}`,
+    );
+  return segment;
+}
+
+export interface SegmentInput {
+  display_name: string;
+  predicate: unknown;
+  status: SegmentStatus;
+  automations: Automations;
+}
+
+/** Create-only: the predicate is checked against the metrics the workspace can see. */
+export async function createSegment(
+  context: Context,
+  key: SegmentKey,
+  input: SegmentInput,
+): Promise<Segment> {
+  return context.store.write(async (session) => {
+    if (!(await findWorkspace(session, key.tenantId, key.workspaceId))) {
+      throw ValidationError.field('workspace_id', `workspace ${key.workspaceId} does not exist`);
+    }
+    parsePredicate(input.predicate, await metricShapes(session, key.tenantId, key.workspaceId));
+    if (await findSegment(session, key)) {
+      throw new ConflictError(
+        `segment ${key.segmentId} already exists in workspace ${key.workspaceId}`,
+      );
+    }
+    await session.run('insert_segment', {
+      ...keyParams(key),
+      display_name: input.display_name,
+      predicate: JSON.stringify(input.predicate),
+      status: input.status,
+      ...input.automations,
+      now: nowIso(context),
+    });
+    return (await findSegment(session, key)) as Segment;
+  });
+}
+
+export async function getSegment(context: Context, key: SegmentKey): Promise<Segment> {
+  return context.store.read((session) => requireSegment(session, key));
+}
+
+export async function listSegments(
+  context: Context,
+  tenantId: string,
+  query: { workspaceId: string | null; limit: number; cursor: string | null },
+): Promise<Page<SegmentListItem>> {
+  const after = query.cursor === null ? null : decodeCursor(query.cursor, segmentCursorSchema);
+  return context.store.read(async (session) => {
+    if (query.workspaceId !== null) await requireWorkspace(session, tenantId, query.workspaceId);
+    const rows = await session.all<SegmentRow & { member_count: number }>('list_segments_page', {
+      tenant_id: tenantId,
+      workspace_id: query.workspaceId,
+      after_workspace: after?.w ?? null,
+      after_segment: after?.s ?? null,
+      limit: query.limit + 1,
+    });
+    return toPage(
+      rows,
+      query.limit,
+      (row) => ({ w: row.workspace_id, s: row.segment_id }),
+      (row) => ({ ...toSegment(row), member_count: row.member_count }),
+    );
+  });
+}
+
+export async function setSegmentStatus(
+  context: Context,
+  key: SegmentKey,
+  status: SegmentStatus,
+): Promise<Segment> {
+  return context.store.write(async (session) => {
+    await requireSegment(session, key);
+    await session.run('update_segment_status', { ...keyParams(key), status, now: nowIso(context) });
+    return (await findSegment(session, key)) as Segment;
+  });
+}
+
+/** Deletes the definition and its memberships; `archived` is the way to retire a segment. */
+export async function deleteSegment(context: Context, key: SegmentKey): Promise<void> {
+  await context.store.write(async (session) => {
+    await requireSegment(session, key);
+    await session.run('delete_segment_members', keyParams(key));
+    await session.run('delete_segment', keyParams(key));
+  });
+}

@@ -1,0 +1,153 @@
+import { z } from 'zod';
+import { type FieldIssue, ValidationError } from '../errors.js';
+
+/** How a metric's value is compared: count and sum are numbers, `latest` a string, `recent` a list. */
+export type MetricShape = 'number' | 'string' | 'list';
+
+export const MAX_PREDICATE_DEPTH = 8;
+const MAX_IN_VALUES = 1000;
+
+const OPS_BY_SHAPE: Record<MetricShape, readonly string[]> = {
+  number: ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'exists'],
+  string: ['eq', 'ne', 'in', 'not_in', 'contains', 'exists'],
+  list: ['eq', 'ne', 'in', 'not_in', 'contains', 'exists'],
+};
+
+export type Comparison =
+  | { kind: 'cmp'; metric: string; shape: MetricShape; op: 'exists'; value: boolean }
+  | {
+      kind: 'cmp';
+      metric: string;
+      shape: 'number';
+      op: 'eq' | 'ne' | 'gt' | 'gte' | 'lt' | 'lte';
+      value: number;
+    }
+  | {
+      kind: 'cmp';
+      metric: string;
+      shape: 'string' | 'list';
+      op: 'eq' | 'ne' | 'contains';
+      value: string;
+    }
+  | { kind: 'cmp'; metric: string; shape: 'string' | 'list'; op: 'in' | 'not_in'; value: string[] };
+
+export type Predicate =
+  | Comparison
+  | { kind: 'all'; of: Predicate[] }
+  | { kind: 'any'; of: Predicate[] }
+  | { kind: 'not'; of: Predicate };
+
+const comparisonShape = z
+  .object({ metric: z.string().min(1), op: z.string().min(1), value: z.unknown() })
+  .strict();
+
+const valueSchemas = {
+  boolean: z.boolean({ error: 'must be a boolean' }),
+  number: z.number({ error: 'must be a number' }).finite(),
+  string: z.string({ error: 'must be a string' }).max(1000),
+  strings: z
+    .array(z.string().max(1000), { error: 'must be an array of strings' })
+    .min(1)
+    .max(MAX_IN_VALUES),
+};
+
+function valueSchemaFor(shape: MetricShape, op: string): z.ZodType {
+  if (op === 'exists') return valueSchemas.boolean;
+  if (shape === 'number') return valueSchemas.number;
+  return op === 'in' || op === 'not_in' ? valueSchemas.strings : valueSchemas.string;
+}
+
+class PredicateParser {
+  readonly issues: FieldIssue[] = [];
+
+  constructor(private readonly shapes: ReadonlyMap<string, MetricShape>) {}
+
+  parse(node: unknown, path: string, depth: number): Predicate | null {
+    if (depth > MAX_PREDICATE_DEPTH)
+      return this.fail(path, `nesting deeper than ${MAX_PREDICATE_DEPTH} levels`);
+    if (typeof node !== 'object' || node === null || Array.isArray(node))
+      return this.fail(path, 'must be an object');
+    const keys = Object.keys(node);
+    const record = node as Record<string, unknown>;
+    if (keys.length === 1 && (keys[0] === 'all' || keys[0] === 'any'))
+      return this.parseList(keys[0], record[keys[0]], path, depth);
+    if (keys.length === 1 && keys[0] === 'not') {
+      const inner = this.parse(record.not, `${path}.not`, depth + 1);
+      return inner && { kind: 'not', of: inner };
+    }
+    return this.parseComparison(node, path);
+  }
+
+  private parseList(
+    kind: 'all' | 'any',
+    list: unknown,
+    path: string,
+    depth: number,
+  ): Predicate | null {
+    if (!Array.isArray(list) || list.length === 0)
+      return this.fail(`${path}.${kind}`, 'must be a non-empty array of predicates');
+    const parts = list.map((item, index) =>
+      this.parse(item, `${path}.${kind}[${index}]`, depth + 1),
+    );
+    if (parts.some((part) => part === null)) return null;
+    return { kind, of: parts as Predicate[] };
+  }
+
+  private parseComparison(node: object, path: string): Predicate | null {
+    const shape = comparisonShape.safeParse(node);
+    if (!shape.success) {
+      const [issue] = shape.error.issues;
+      const where = issue && issue.path.length > 0 ? `${path}.${issue.path.join('.')}` : path;
+      return this.fail(
+        where,
+        issue?.code === 'unrecognized_keys'
+          ? `unexpected key ${issue.keys.join(', ')}; a predicate is {metric, op, value} or one of all, any, not`
+          : (issue?.message ?? 'invalid comparison'),
+      );
+    }
+    const { metric, op, value } = shape.data;
+    const metricShape = this.shapes.get(metric);
+    if (!metricShape) return this.fail(`${path}.metric`, `unknown metric ${metric}`);
+    if (!OPS_BY_SHAPE[metricShape].includes(op)) {
+      return this.fail(
+        `${path}.op`,
+        `operator ${op} does not apply to ${metricShape} metric ${metric}; use one of ${OPS_BY_SHAPE[metricShape].join(', ')}`,
+      );
+    }
+    const checked = valueSchemaFor(metricShape, op).safeParse(value);
+    if (!checked.success)
+      return this.fail(`${path}.value`, checked.error.issues[0]?.message ?? 'invalid value');
+    return { kind: 'cmp', metric, shape: metricShape, op, value: checked.data } as Comparison;
+  }
+
+  private fail(path: string, message: string): null {
+    this.issues.push({ path, message });
+    return null;
+  }
+}
+
+/**
+ * Validates a predicate (design §13) against the metrics known in a workspace and returns its
+ * tree; throws a ValidationError whose path points at the fault (`predicate.all[1].op`).
+ */
+export function parsePredicate(
+  raw: unknown,
+  shapes: ReadonlyMap<string, MetricShape>,
+  path = 'predicate',
+): Predicate {
+  const parser = new PredicateParser(shapes);
+  const predicate = parser.parse(raw, path, 1);
+  if (!predicate) throw new ValidationError(parser.issues);
+  return predicate;
+}
+
+export function metricsOf(predicate: Predicate): string[] {
+  const names = new Set<string>();
+  const visit = (node: Predicate): void => {
+    if (node.kind === 'cmp') names.add(node.metric);
+    else if (node.kind === 'not') visit(node.of);
+    else node.of.forEach(visit);
+  };
+  visit(predicate);
+  return [...names];
+}

@@ -1,0 +1,65 @@
+import type { Context } from '../context.js';
+import { metricShapes } from '../metrics/shapes.js';
+import { sql } from '../store/sql-files.js';
+import { requireWorkspace } from '../tenancy/workspaces.js';
+import { compilePredicate, fillSlots } from './compile.js';
+import { parsePredicate } from './predicate.js';
+
+/** Preview counts look at this many profiles at most (interface "Limits"). */
+export const PREVIEW_SCAN_LIMIT = 20_000;
+
+export interface PreviewResult {
+  workspace_id: string;
+  matched_profiles: number;
+  scanned_profiles: number;
+  truncated: boolean;
+  workspace_profiles: number;
+  workspace_identified_profiles: number;
+}
+
+export async function previewSegment(
+  context: Context,
+  tenantId: string,
+  workspaceId: string,
+  rawPredicate: unknown,
+): Promise<PreviewResult> {
+  return context.store.read(async (session) => {
+    await requireWorkspace(session, tenantId, workspaceId);
+    const predicate = parsePredicate(
+      rawPredicate,
+      await metricShapes(session, tenantId, workspaceId),
+    );
+    const compiled = compilePredicate(predicate);
+    const statement = fillSlots(sql('preview_segment'), {
+      columns: compiled.columns,
+      metric_names: compiled.metricNames,
+      condition: compiled.condition,
+    });
+    const scope = { tenant_id: tenantId, workspace_id: workspaceId };
+    const [counts] = await session.allText<{ matched_profiles: number; scanned_profiles: number }>(
+      statement,
+      {
+        ...scope,
+        ...compiled.params,
+        scan_limit: PREVIEW_SCAN_LIMIT,
+      },
+    );
+    const totals = (await session.one<{
+      workspace_profiles: number;
+      workspace_identified_profiles: number;
+    }>('workspace_profile_totals', scope)) as {
+      workspace_profiles: number;
+      workspace_identified_profiles: number;
+    };
+    const matched = counts?.matched_profiles ?? 0;
+    const scanned = counts?.scanned_profiles ?? 0;
+    return {
+      workspace_id: workspaceId,
+      matched_profiles: matched,
+      scanned_profiles: scanned,
+      truncated: totals.workspace_profiles > scanned,
+      workspace_profiles: totals.workspace_profiles,
+      workspace_identified_profiles: totals.workspace_identified_profiles,
+    };
+  });
+}

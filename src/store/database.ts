@@ -1,0 +1,191 @@
+import { readFileSync } from 'node:fs';
+import { type DuckDBConnection, DuckDBInstance, type DuckDBValue } from '@duckdb/node-api';
+import { StoreLockedError } from '../errors.js';
+import { type Migration, migrations, sql } from './sql-files.js';
+
+export type Params = Record<string, DuckDBValue>;
+export type Row = Record<string, unknown>;
+
+function plain(value: unknown): unknown {
+  if (typeof value === 'bigint') return Number(value);
+  if (value instanceof Date) return value.toISOString();
+  if (Array.isArray(value)) return value.map(plain);
+  return value;
+}
+
+function plainRow(row: Record<string, unknown>): Row {
+  const out: Row = {};
+  for (const [key, value] of Object.entries(row)) out[key] = plain(value);
+  return out;
+}
+
+/**
+ * Runs named statements from `sql/` on one connection. BIGINT comes back as number and
+ * timestamps as ISO 8601 strings, so rows can be answered as JSON as they are.
+ */
+export class Session {
+  constructor(private readonly connection: DuckDBConnection) {}
+
+  async all<T = Row>(name: string, params?: Params): Promise<T[]> {
+    return this.allText<T>(sql(name), params);
+  }
+
+  async one<T = Row>(name: string, params?: Params): Promise<T | null> {
+    const [row] = await this.all<T>(name, params);
+    return row ?? null;
+  }
+
+  /** Runs a statement and returns how many rows it changed. */
+  async run(name: string, params?: Params): Promise<number> {
+    return this.runText(sql(name), params);
+  }
+
+  /** For statements assembled by a compiler from fixed fragments (values are still bound). */
+  async allText<T = Row>(text: string, params?: Params): Promise<T[]> {
+    const reader = await this.connection.runAndReadAll(text, params);
+    return reader.getRowObjectsJS().map((row) => plainRow(row) as T);
+  }
+
+  async runText(text: string, params?: Params): Promise<number> {
+    const result = await this.connection.run(text, params);
+    return result.rowsChanged;
+  }
+}
+
+const LOCK_HOLDER = /Conflicting lock is held in (.+?) \(PID (\d+)\)/;
+
+function commandOf(pid: number, fallback: string): string {
+  try {
+    const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+    return argv.join(' ') || fallback;
+  } catch {
+    return fallback;
+  }
+}
+
+function lockError(path: string, error: unknown): Error {
+  const message = error instanceof Error ? error.message : String(error);
+  if (!message.includes('Could not set lock')) return error as Error;
+  const match = LOCK_HOLDER.exec(message);
+  const pid = match ? Number(match[2]) : null;
+  return new StoreLockedError(
+    path,
+    pid === null ? null : { pid, command: commandOf(pid, match?.[1] ?? 'unknown') },
+  );
+}
+
+const READERS = 4;
+
+/**
+ * The one DuckDB database of a process (design §1). Writes are serialised through a queue on a
+ * single connection, each in its own transaction, because DuckDB connections must never run two
+ * statements at once; reads take one of a few reader connections.
+ */
+export class Store {
+  private writeTail: Promise<unknown> = Promise.resolve();
+  private readonly idleReaders: DuckDBConnection[] = [];
+  private readonly waitingReaders: ((connection: DuckDBConnection) => void)[] = [];
+  private closed = false;
+
+  private constructor(
+    readonly path: string,
+    private readonly instance: DuckDBInstance,
+    private readonly writer: DuckDBConnection,
+    readers: DuckDBConnection[],
+  ) {
+    this.idleReaders.push(...readers);
+  }
+
+  static async open(path: string): Promise<Store> {
+    let instance: DuckDBInstance;
+    try {
+      instance = await DuckDBInstance.fromCache(path);
+    } catch (error) {
+      throw lockError(path, error);
+    }
+    const writer = await instance.connect();
+    const readers = await Promise.all(Array.from({ length: READERS }, () => instance.connect()));
+    const store = new Store(path, instance, writer, readers);
+    await store.migrate();
+    return store;
+  }
+
+  /** Runs `work` in one transaction on the writer connection, after every earlier write. */
+  write<T>(work: (session: Session) => Promise<T>): Promise<T> {
+    const run = async (): Promise<T> => {
+      await this.writer.run('BEGIN TRANSACTION');
+      try {
+        const result = await work(new Session(this.writer));
+        await this.writer.run('COMMIT');
+        return result;
+      } catch (error) {
+        await this.writer.run('ROLLBACK');
+        throw error;
+      }
+    };
+    const result = this.writeTail.then(run, run);
+    this.writeTail = result.catch(() => undefined);
+    return result;
+  }
+
+  async read<T>(work: (session: Session) => Promise<T>): Promise<T> {
+    const connection = await this.acquireReader();
+    try {
+      return await work(new Session(connection));
+    } finally {
+      this.releaseReader(connection);
+    }
+  }
+
+  async checkpoint(): Promise<void> {
+    await this.write(async () => undefined);
+    await this.writer.run('FORCE CHECKPOINT');
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.writeTail;
+    this.writer.closeSync();
+    for (const reader of this.idleReaders) reader.closeSync();
+    this.instance.closeSync();
+  }
+
+  private acquireReader(): Promise<DuckDBConnection> {
+    const connection = this.idleReaders.pop();
+    if (connection) return Promise.resolve(connection);
+    return new Promise((resolve) => this.waitingReaders.push(resolve));
+  }
+
+  private releaseReader(connection: DuckDBConnection): void {
+    const waiting = this.waitingReaders.shift();
+    if (waiting) waiting(connection);
+    else this.idleReaders.push(connection);
+  }
+
+  private async migrate(): Promise<void> {
+    await this.writer.run(
+      'CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name VARCHAR NOT NULL, applied_at TIMESTAMP NOT NULL DEFAULT now())',
+    );
+    const applied = await this.read((session) =>
+      session.allText<{ version: number }>('SELECT version FROM schema_migrations'),
+    );
+    const done = new Set(applied.map((row) => row.version));
+    for (const migration of migrations()) {
+      if (!done.has(migration.version)) await this.applyMigration(migration);
+    }
+  }
+
+  private applyMigration(migration: Migration): Promise<void> {
+    return this.write(async (session) => {
+      await session.runText(migration.text);
+      await session.runText(
+        'INSERT INTO schema_migrations (version, name) VALUES ($version, $name)',
+        {
+          version: migration.version,
+          name: migration.name,
+        },
+      );
+    });
+  }
+}

@@ -1,0 +1,57 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+/** `sql/` at the package root; the same depth from `src/store` and `dist/store`. */
+export const SQL_DIR = fileURLToPath(new URL('../../sql/', import.meta.url));
+
+const NAME_MARKER = /\/\*\s*@name\s+([a-z0-9_]+)\s*\*\//g;
+
+function parseNamedStatements(fileName: string, text: string, into: Map<string, string>): void {
+  const markers = [...text.matchAll(NAME_MARKER)];
+  markers.forEach((marker, index) => {
+    const name = marker[1] as string;
+    const start = (marker.index ?? 0) + marker[0].length;
+    const end = markers[index + 1]?.index ?? text.length;
+    const body = text.slice(start, end).trim().replace(/;\s*$/, '');
+    if (into.has(name)) throw new Error(`SQL statement ${name} is defined twice (${fileName})`);
+    into.set(name, body);
+  });
+}
+
+function loadStatements(): Map<string, string> {
+  const statements = new Map<string, string>();
+  for (const fileName of readdirSync(SQL_DIR).sort()) {
+    if (!fileName.endsWith('.sql')) continue;
+    parseNamedStatements(fileName, readFileSync(`${SQL_DIR}${fileName}`, 'utf8'), statements);
+  }
+  return statements;
+}
+
+let statements: Map<string, string> | undefined;
+
+/** The text of a named statement (`/* @name foo *\/`) from the files in `sql/`. */
+export function sql(name: string): string {
+  statements ??= loadStatements();
+  const text = statements.get(name);
+  if (text === undefined) throw new Error(`no SQL statement named ${name} in ${SQL_DIR}`);
+  return text;
+}
+
+export interface Migration {
+  version: number;
+  name: string;
+  text: string;
+}
+
+/** Numbered migrations (`sql/migrations/001_init.sql`), in order. */
+export function migrations(): Migration[] {
+  const dir = `${SQL_DIR}migrations/`;
+  return readdirSync(dir)
+    .filter((fileName) => /^\d+_.+\.sql$/.test(fileName))
+    .sort()
+    .map((fileName) => ({
+      version: Number.parseInt(fileName, 10),
+      name: fileName.replace(/\.sql$/, ''),
+      text: readFileSync(`${dir}${fileName}`, 'utf8'),
+    }));
+}

@@ -1,0 +1,72 @@
+import { type Context, nowIso } from '../context.js';
+import { ConflictError } from '../errors.js';
+import { DEFAULT_IDENTIFIER_TYPES } from '../identity/identifier-types.js';
+import { requireTenant, tenantExists } from './tenant-lookup.js';
+import { type IssuedToken, insertToken } from './tokens.js';
+
+/**
+ * Creates a tenant with its workspaces and the default identifier types of design §5, and issues
+ * its first tenant token, all in one transaction.
+ */
+export async function createTenant(
+  context: Context,
+  tenantId: string,
+  workspaceIds: string[],
+): Promise<IssuedToken> {
+  return context.store.write(async (session) => {
+    if (await tenantExists(session, tenantId))
+      throw new ConflictError(`tenant ${tenantId} already exists`);
+    const now = nowIso(context);
+    await session.run('insert_tenant', { tenant_id: tenantId, now });
+    for (const workspaceId of new Set(workspaceIds)) {
+      await session.run('insert_workspace', {
+        tenant_id: tenantId,
+        workspace_id: workspaceId,
+        display_name: null,
+        now,
+      });
+    }
+    for (const type of DEFAULT_IDENTIFIER_TYPES) {
+      await session.run('upsert_identifier_type', {
+        tenant_id: tenantId,
+        identifier_type: type.type,
+        tier: type.tier,
+        max_per_profile: type.max_per_profile,
+        now,
+      });
+    }
+    return insertToken(session, now, {
+      tenantId,
+      kind: 'tenant',
+      workspaceId: null,
+      name: 'initial tenant token',
+    });
+  });
+}
+
+/** Another tenant token for an existing tenant (operator only). */
+export async function issueTenantToken(
+  context: Context,
+  tenantId: string,
+  name: string | null,
+): Promise<IssuedToken> {
+  return context.store.write(async (session) => {
+    await requireTenant(session, tenantId);
+    return insertToken(session, nowIso(context), {
+      tenantId,
+      kind: 'tenant',
+      workspaceId: null,
+      name,
+    });
+  });
+}
+
+export interface TenantSummary {
+  tenant_id: string;
+  created_at: string;
+  workspaces: number;
+}
+
+export async function listTenants(context: Context): Promise<TenantSummary[]> {
+  return context.store.read((session) => session.all<TenantSummary>('list_tenants'));
+}

@@ -1,0 +1,134 @@
+import { type Context, nowIso } from '../context.js';
+import { NotFoundError, ValidationError } from '../errors.js';
+import type { Session } from '../store/database.js';
+import { tenantExists } from './tenant-lookup.js';
+import {
+  digestToken,
+  generateToken,
+  isWellFormedToken,
+  kindOfToken,
+  newTokenId,
+  sameDigest,
+  type TokenKind,
+} from './token-format.js';
+import { findWorkspace } from './workspaces.js';
+
+export interface IssuedToken {
+  token_id: string;
+  kind: TokenKind;
+  token: string;
+  tenant_id: string;
+  workspace_id: string | null;
+  name: string | null;
+  created_at: string;
+}
+
+export interface TokenListing {
+  token_id: string;
+  kind: TokenKind;
+  workspace_id: string | null;
+  name: string | null;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+export async function insertToken(
+  session: Session,
+  now: string,
+  spec: { tenantId: string; kind: TokenKind; workspaceId: string | null; name: string | null },
+): Promise<IssuedToken> {
+  const token = generateToken(spec.kind);
+  const digest = digestToken(token);
+  const tokenId = newTokenId();
+  await session.run('insert_token', {
+    token_id: tokenId,
+    tenant_id: spec.tenantId,
+    kind: spec.kind,
+    workspace_id: spec.workspaceId,
+    name: spec.name,
+    token_lookup: digest.lookup,
+    token_hash: digest.hash,
+    now,
+  });
+  return {
+    token_id: tokenId,
+    kind: spec.kind,
+    token,
+    tenant_id: spec.tenantId,
+    workspace_id: spec.workspaceId,
+    name: spec.name,
+    created_at: now,
+  };
+}
+
+/** Mints a workspace or collector token; the secret is in the answer and nowhere else. */
+export async function issueToken(
+  context: Context,
+  tenantId: string,
+  spec: { kind: 'workspace' | 'collector'; workspaceId: string | null; name: string | null },
+): Promise<IssuedToken> {
+  return context.store.write(async (session) => {
+    if (spec.workspaceId !== null && !(await findWorkspace(session, tenantId, spec.workspaceId))) {
+      throw ValidationError.field('workspace_id', `workspace ${spec.workspaceId} does not exist`);
+    }
+    return insertToken(session, nowIso(context), { tenantId, ...spec });
+  });
+}
+
+export async function listTokens(context: Context, tenantId: string): Promise<TokenListing[]> {
+  return context.store.read((session) =>
+    session.all<TokenListing>('list_tokens', { tenant_id: tenantId }),
+  );
+}
+
+export async function revokeToken(
+  context: Context,
+  tenantId: string,
+  tokenId: string,
+): Promise<TokenListing> {
+  return context.store.write(async (session) => {
+    const revoked = await session.run('revoke_token', {
+      tenant_id: tenantId,
+      token_id: tokenId,
+      now: nowIso(context),
+    });
+    if (revoked === 0) throw new NotFoundError(`no active token ${tokenId} in tenant ${tenantId}`);
+    return (await session.one<TokenListing>('get_token', {
+      tenant_id: tenantId,
+      token_id: tokenId,
+    })) as TokenListing;
+  });
+}
+
+export type Principal =
+  | { kind: 'operator'; tokenId: 'operator'; tenantId: null; workspaceId: null }
+  | { kind: TokenKind; tokenId: string; tenantId: string; workspaceId: string | null };
+
+interface TokenRow {
+  token_id: string;
+  tenant_id: string;
+  kind: TokenKind;
+  workspace_id: string | null;
+  token_hash: string;
+}
+
+/** The principal behind a presented token, or null for an unknown, malformed or revoked one. */
+export async function authenticateToken(
+  session: Session,
+  token: string,
+): Promise<Principal | null> {
+  if (!isWellFormedToken(token)) return null;
+  const digest = digestToken(token);
+  const candidates = await session.all<TokenRow>('find_tokens_by_lookup', {
+    token_lookup: digest.lookup,
+  });
+  const row = candidates.find((candidate) => sameDigest(candidate.token_hash, digest.hash));
+  if (!row || row.kind !== kindOfToken(token)) return null;
+  if (!(await tenantExists(session, row.tenant_id))) return null;
+  return {
+    kind: row.kind,
+    tokenId: row.token_id,
+    tenantId: row.tenant_id,
+    workspaceId: row.workspace_id,
+  };
+}

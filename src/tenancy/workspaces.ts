@@ -1,0 +1,61 @@
+import { type Context, nowIso } from '../context.js';
+import { NotFoundError } from '../errors.js';
+import type { Session } from '../store/database.js';
+
+export interface Workspace {
+  workspace_id: string;
+  display_name: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export async function findWorkspace(
+  session: Session,
+  tenantId: string,
+  workspaceId: string,
+): Promise<Workspace | null> {
+  return session.one<Workspace>('get_workspace', {
+    tenant_id: tenantId,
+    workspace_id: workspaceId,
+  });
+}
+
+export async function requireWorkspace(
+  session: Session,
+  tenantId: string,
+  workspaceId: string,
+): Promise<Workspace> {
+  const workspace = await findWorkspace(session, tenantId, workspaceId);
+  if (!workspace)
+    throw new NotFoundError(`workspace ${workspaceId} does not exist in tenant ${tenantId}`);
+  return workspace;
+}
+
+/** Creates the workspace or renames it; `created` tells which. */
+export async function putWorkspace(
+  context: Context,
+  tenantId: string,
+  workspaceId: string,
+  displayName: string | null,
+): Promise<{ workspace: Workspace; created: boolean }> {
+  return context.store.write(async (session) => {
+    const params = {
+      tenant_id: tenantId,
+      workspace_id: workspaceId,
+      display_name: displayName,
+      now: nowIso(context),
+    };
+    const existing = await findWorkspace(session, tenantId, workspaceId);
+    await session.run(existing ? 'update_workspace' : 'insert_workspace', params);
+    return {
+      workspace: await requireWorkspace(session, tenantId, workspaceId),
+      created: !existing,
+    };
+  });
+}
+
+export async function listWorkspaces(context: Context, tenantId: string): Promise<Workspace[]> {
+  return context.store.read((session) =>
+    session.all<Workspace>('list_workspaces', { tenant_id: tenantId }),
+  );
+}
