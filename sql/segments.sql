@@ -32,7 +32,7 @@ ORDER BY s.workspace_id, s.segment_id
 LIMIT $limit;
 
 /* @name preview_segment */
--- {{columns}}, {{metric_names}} and {{condition}} come from src/segments/compile.ts.
+-- The double-braced slots are filled by src/segments/compile.ts.
 WITH scanned AS (
   SELECT profile_id FROM profiles
   WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND merged_into IS NULL

@@ -101,3 +101,8 @@ export const previewResponse = z.object({
 });
 
 export const noContent = z.null();
+
+/** A body that may be left out: Fastify hands a missing body over as null. */
+export function optionalBody<T extends z.ZodType>(schema: T) {
+  return z.preprocess((body) => body ?? {}, schema);
+}

@@ -44,11 +44,6 @@ export async function createMetricDefinition(
       metric_name: input.metric_name,
       event_name: input.event_name,
     };
-    if (await session.one('get_metric_definition', key)) {
-      throw new ConflictError(
-        `metric ${input.metric_name} on event ${input.event_name} is already defined for workspace ${input.workspace_id}`,
-      );
-    }
     const siblings = await session.all<{ value_kind: string; aggregation: string | null }>(
       'metric_definitions_named',
       {
@@ -68,6 +63,11 @@ export async function createMetricDefinition(
       throw ValidationError.field(
         'aggregation',
         `metric ${input.metric_name} is already defined with aggregation ${otherAggregation.aggregation}`,
+      );
+    }
+    if (await session.one('get_metric_definition', key)) {
+      throw new ConflictError(
+        `metric ${input.metric_name} on event ${input.event_name} is already defined for workspace ${input.workspace_id}`,
       );
     }
     await session.run('insert_metric_definition', {

@@ -4,25 +4,32 @@ import { z } from 'zod';
 import { deleteEventType, listEventTypes, putEventType } from '../../catalog/event-types.js';
 import type { Context } from '../../context.js';
 import { propertyPathSchema } from '../../ids.js';
-import { eventTypeParams, eventTypeResponse, noContent, tenantParams } from '../schemas.js';
+import {
+  eventTypeParams,
+  eventTypeResponse,
+  noContent,
+  optionalBody,
+  tenantParams,
+} from '../schemas.js';
 
-const registerBody = z
-  .object({
-    dedup_entity: z.string().min(1).max(128).nullish(),
-    dedup_key_paths: z.array(propertyPathSchema).min(1).max(8).nullish(),
-  })
-  .default({})
-  .superRefine((body, ctx) => {
-    const hasEntity = body.dedup_entity != null;
-    const hasPaths = body.dedup_key_paths != null;
-    if (hasEntity !== hasPaths) {
-      ctx.addIssue({
-        code: 'custom',
-        path: [hasEntity ? 'dedup_key_paths' : 'dedup_entity'],
-        message: 'dedup_entity and dedup_key_paths are given together or both omitted',
-      });
-    }
-  });
+const registerBody = optionalBody(
+  z
+    .object({
+      dedup_entity: z.string().min(1).max(128).nullish(),
+      dedup_key_paths: z.array(propertyPathSchema).min(1).max(8).nullish(),
+    })
+    .superRefine((body, ctx) => {
+      const hasEntity = body.dedup_entity != null;
+      const hasPaths = body.dedup_key_paths != null;
+      if (hasEntity !== hasPaths) {
+        ctx.addIssue({
+          code: 'custom',
+          path: [hasEntity ? 'dedup_key_paths' : 'dedup_entity'],
+          message: 'dedup_entity and dedup_key_paths are given together or both omitted',
+        });
+      }
+    }),
+);
 
 export function eventTypeRoutes(app: FastifyInstance, context: Context): void {
   const api = app.withTypeProvider<ZodTypeProvider>();

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { Context } from '../../context.js';
 import { idSchema } from '../../ids.js';
 import { createTenant, issueTenantToken, listTenants } from '../../tenancy/tenants.js';
-import { issuedTokenResponse, tenantParams } from '../schemas.js';
+import { issuedTokenResponse, optionalBody, tenantParams } from '../schemas.js';
 
 /**
  * Operator-only routes behind the CLI's `cds tenants` and `cds tokens issue-tenant`. Tenant tokens
@@ -57,7 +57,7 @@ export function operatorRoutes(app: FastifyInstance, context: Context): void {
       config: { access: 'operator' },
       schema: {
         params: tenantParams,
-        body: z.object({ name: z.string().max(200).nullish() }).default({}),
+        body: optionalBody(z.object({ name: z.string().max(200).nullish() })),
         response: { 201: issuedTokenResponse },
       },
     },

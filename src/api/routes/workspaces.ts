@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Context } from '../../context.js';
 import { listWorkspaces, putWorkspace, requireWorkspace } from '../../tenancy/workspaces.js';
-import { tenantParams, workspaceParams, workspaceResponse } from '../schemas.js';
+import { optionalBody, tenantParams, workspaceParams, workspaceResponse } from '../schemas.js';
 
 export function workspaceRoutes(app: FastifyInstance, context: Context): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
@@ -13,7 +13,7 @@ export function workspaceRoutes(app: FastifyInstance, context: Context): void {
       config: { access: 'tenant-token' },
       schema: {
         params: workspaceParams,
-        body: z.object({ display_name: z.string().min(1).max(200).nullish() }).default({}),
+        body: optionalBody(z.object({ display_name: z.string().min(1).max(200).nullish() })),
         response: { 200: workspaceResponse, 201: workspaceResponse },
       },
     },

@@ -1,0 +1,98 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openTestEnv, type TestEnv } from '../helpers/context.js';
+import { seedTenants, type Tokens } from '../helpers/tenant.js';
+
+describe('error answers', () => {
+  let env: TestEnv;
+  let tokens: Tokens;
+
+  beforeAll(async () => {
+    env = await openTestEnv();
+    tokens = await seedTenants(env.context);
+  });
+  afterAll(() => env.close());
+
+  const send = (payload: string, contentType: string) =>
+    env.app.inject({
+      method: 'PUT',
+      url: '/v1/tenants/acme/event-types/page_viewed',
+      headers: { authorization: `Bearer ${tokens.tenant}`, 'content-type': contentType },
+      payload,
+    });
+
+  it('answers 400 to unparsable JSON', async () => {
+    const response = await send('{"dedup_entity": ', 'application/json');
+    expect(response.statusCode).toBe(400);
+    expect(response.json().error.code).toBe('bad_request');
+  });
+
+  it('answers 415 to a body that is not JSON', async () => {
+    const response = await send('dedup_entity=order', 'text/plain');
+    expect(response.statusCode).toBe(415);
+    expect(response.json()).toEqual({
+      error: {
+        code: 'unsupported_media_type',
+        message: 'the body must be JSON (content-type: application/json)',
+      },
+    });
+  });
+
+  it('answers 413 to a body over 1 MiB', async () => {
+    const response = await send(
+      JSON.stringify({ dedup_entity: 'x'.repeat(1024 * 1024) }),
+      'application/json',
+    );
+    expect(response.statusCode).toBe(413);
+    expect(response.json().error.code).toBe('payload_too_large');
+  });
+
+  it('answers 404 with the error body to an unknown route', async () => {
+    const response = await env.app.inject({ method: 'GET', url: '/v1/nothing-here' });
+    expect(response.statusCode).toBe(404);
+    expect(response.json()).toEqual({
+      error: { code: 'not_found', message: 'no route GET /v1/nothing-here' },
+    });
+  });
+
+  it('answers 401 before looking at the body', async () => {
+    const response = await env.app.inject({
+      method: 'PUT',
+      url: '/v1/tenants/acme/event-types/page_viewed',
+      headers: { 'content-type': 'application/json' },
+      payload: '{not json',
+    });
+    expect(response.statusCode).toBe(401);
+    expect(response.json().error.code).toBe('unauthorized');
+  });
+
+  it('answers 403 to a workspace token before validating its write', async () => {
+    const response = await env.app.inject({
+      method: 'PUT',
+      url: '/v1/tenants/acme/event-types/BAD NAME',
+      headers: { authorization: `Bearer ${tokens.workspace}` },
+      payload: {},
+    });
+    expect(response.statusCode).toBe(403);
+  });
+
+  it('lists every validation issue in details', async () => {
+    const response = await env.app.inject({
+      method: 'PUT',
+      url: '/v1/tenants/acme/metric-definitions',
+      headers: { authorization: `Bearer ${tokens.tenant}` },
+      payload: { metric_name: 'Bad', value_kind: 'nope' },
+    });
+    expect(response.statusCode).toBe(422);
+    const paths = response.json().error.details.map((issue: { path: string }) => issue.path);
+    expect(paths).toEqual(expect.arrayContaining(['metric_name', 'event_name', 'value_kind']));
+  });
+
+  it('answers GET /healthz and /readyz without a token', async () => {
+    expect((await env.app.inject({ method: 'GET', url: '/healthz' })).json()).toEqual({
+      status: 'ok',
+    });
+    expect((await env.app.inject({ method: 'GET', url: '/readyz' })).json()).toMatchObject({
+      status: 'ready',
+    });
+  });
+});
