@@ -33,9 +33,16 @@ export function createCLI(): Command {
     .addCommand(demoCommand());
 }
 
+/** Commander copies settings only to subcommands made with `.command()`, not added ones. */
+function throwInsteadOfExit(command: Command): Command {
+  command.exitOverride();
+  for (const sub of command.commands) throwInsteadOfExit(sub);
+  return command;
+}
+
 /** Exit codes: 0 done, 1 refused or failed (the message says why), 2 bad usage. */
 export async function runCLI(argv: string[]): Promise<void> {
-  const program = createCLI().exitOverride();
+  const program = throwInsteadOfExit(createCLI());
   try {
     await program.parseAsync(argv);
   } catch (error) {

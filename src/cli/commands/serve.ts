@@ -5,7 +5,7 @@ import { closeOnSignals, startServer } from '../serve.js';
 
 export function serveCommand(): Command {
   return new Command('serve')
-    .description('run the API and the collector on one port; this process owns the database')
+    .description('run the HTTP API; this process owns the database')
     .addOption(
       new Option('--port <port>', 'port to listen on (0 picks a free one)').env('CDS_PORT'),
     )

@@ -1,0 +1,318 @@
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { type ChildServer, runCli, runJson, startCli } from '../helpers/cli.js';
+import { tempDir } from '../helpers/context.js';
+
+const LISTENING = /cds listening on (http:\/\/\S+)/;
+
+describe('cds CLI', () => {
+  let dir: string;
+  let servers: ChildServer[];
+
+  beforeEach(() => {
+    dir = tempDir();
+    servers = [];
+  });
+  afterEach(async () => {
+    for (const server of servers) await server.stop();
+  });
+
+  const cds = (...args: string[]) => runCli(['--data-dir', dir, ...args]);
+  const cdsJson = <T = Record<string, unknown>>(...args: string[]) =>
+    runJson<T>(['--data-dir', dir, ...args]);
+  const serve = async () => {
+    const server = await startCli(
+      ['--data-dir', dir, 'serve', '--port', '0', '--quiet'],
+      LISTENING,
+    );
+    servers.push(server);
+    return server;
+  };
+
+  describe('tenants create', () => {
+    it('prints the new tenant token once, on a line of its own', async () => {
+      const result = await cds('tenants', 'create', 'acme', '--workspace', 'eu', '-w', 'us');
+      expect(result.code).toBe(0);
+      expect(result.stdout).toContain('Created tenant acme; workspaces: eu, us');
+      const token = result.stdout.split('\n').find((line) => /^cpt_[0-9A-Za-z]{49}$/.test(line));
+      expect(token).toBeDefined();
+
+      const server = await serve();
+      const whoami = await fetch(`${server.url}/v1/whoami`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      expect(await whoami.json()).toMatchObject({ kind: 'tenant', tenant_id: 'acme' });
+    });
+
+    it('fails with exit 1 and a clear message for an existing tenant', async () => {
+      await cds('tenants', 'create', 'acme');
+      const again = await cds('tenants', 'create', 'acme');
+      expect(again.code).toBe(1);
+      expect(again.stderr).toBe('cds: tenant acme already exists\n');
+    });
+
+    it('fails with exit 2 on bad usage', async () => {
+      const result = await cds('tenants', 'create');
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain("missing required argument 'tenant'");
+    });
+  });
+
+  describe('tokens', () => {
+    it('issues, lists without secrets and revokes', async () => {
+      await cds('tenants', 'create', 'acme', '-w', 'eu');
+      const issued = await cdsJson<{ token: string; token_id: string }>(
+        'tokens',
+        'issue',
+        '-t',
+        'acme',
+        '--kind',
+        'workspace',
+        '-w',
+        'eu',
+        '--name',
+        'bi',
+      );
+      expect(issued.token).toMatch(/^cpw_/);
+      const extra = await cds('tokens', 'issue-tenant', 'acme', '--name', 'ci');
+      expect(extra.stdout).toMatch(/\ncpt_[0-9A-Za-z]{49}\n/);
+
+      const table = await cds('tokens', 'list', '-t', 'acme');
+      expect(table.stdout).toContain(issued.token_id);
+      expect(table.stdout).not.toContain(issued.token);
+
+      expect((await cds('tokens', 'revoke', issued.token_id, '-t', 'acme')).stdout).toBe(
+        `Revoked ${issued.token_id}\n`,
+      );
+      const listed = await cdsJson<{ tokens: { token_id: string; revoked_at: string | null }[] }>(
+        'tokens',
+        'list',
+        '-t',
+        'acme',
+      );
+      expect(listed.tokens.find((t) => t.token_id === issued.token_id)?.revoked_at).not.toBeNull();
+      const twice = await cds('tokens', 'revoke', issued.token_id, '-t', 'acme');
+      expect(twice.code).toBe(1);
+    });
+  });
+
+  describe('segments', () => {
+    beforeEach(async () => {
+      await cds('tenants', 'create', 'acme', '-w', 'eu');
+      const server = await serve();
+      const tenantToken = (
+        await cdsJson<{ token: string }>('--server', server.url, 'tokens', 'issue-tenant', 'acme')
+      ).token;
+      const put = (path: string, body: unknown) =>
+        fetch(`${server.url}${path}`, {
+          method: 'PUT',
+          headers: { authorization: `Bearer ${tenantToken}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
+      await put('/v1/tenants/acme/event-types/order_completed', {});
+      await put('/v1/tenants/acme/metric-definitions', {
+        metric_name: 'orders',
+        event_name: 'order_completed',
+        value_kind: 'count',
+      });
+      await server.stop();
+      servers = [];
+    });
+
+    it('creates, lists, gets, previews, changes status and deletes', async () => {
+      const predicate = '{"metric":"orders","op":"gte","value":3}';
+      const created = await cds(
+        'segments',
+        'create',
+        'repeat',
+        '-t',
+        'acme',
+        '-w',
+        'eu',
+        '--name',
+        'Repeat buyers',
+        '--predicate',
+        predicate,
+      );
+      expect(created.stdout).toBe('Created segment repeat (active)\n');
+
+      const table = await cds('segments', 'list', '-t', 'acme');
+      expect(table.stdout).toMatch(/eu\s+repeat\s+Repeat buyers\s+active\s+0/);
+
+      const got = await cdsJson<{ predicate: unknown }>(
+        'segments',
+        'get',
+        'repeat',
+        '-t',
+        'acme',
+        '-w',
+        'eu',
+      );
+      expect(got.predicate).toEqual(JSON.parse(predicate));
+
+      const preview = await cdsJson(
+        'segments',
+        'preview',
+        '-t',
+        'acme',
+        '-w',
+        'eu',
+        '--predicate',
+        predicate,
+      );
+      expect(preview).toMatchObject({ matched_profiles: 0, scanned_profiles: 0, truncated: false });
+
+      expect(
+        (await cds('segments', 'status', 'repeat', 'paused', '-t', 'acme', '-w', 'eu')).stdout,
+      ).toBe('Segment repeat is paused\n');
+      expect((await cds('segments', 'delete', 'repeat', '-t', 'acme', '-w', 'eu')).stdout).toBe(
+        'Deleted segment repeat\n',
+      );
+      const listed = await cdsJson<{ segments: unknown[] }>('segments', 'list', '-t', 'acme');
+      expect(listed.segments).toEqual([]);
+    });
+
+    it('reports a faulty predicate with its path and exit 1', async () => {
+      const result = await cds(
+        'segments',
+        'create',
+        'bad',
+        '-t',
+        'acme',
+        '-w',
+        'eu',
+        '--name',
+        'Bad',
+        '--predicate',
+        '{"metric":"orders","op":"contains","value":"x"}',
+      );
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain(
+        'predicate.op: operator contains does not apply to number metric orders',
+      );
+    });
+
+    it('refuses a predicate that is not JSON before doing anything', async () => {
+      const result = await cds(
+        'segments',
+        'preview',
+        '-t',
+        'acme',
+        '-w',
+        'eu',
+        '--predicate',
+        'orders > 3',
+      );
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain('must be JSON');
+    });
+
+    it('refuses a status outside the four', async () => {
+      const result = await cds('segments', 'status', 'repeat', 'deleted', '-t', 'acme', '-w', 'eu');
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain('Allowed choices are draft, active, paused, archived');
+    });
+  });
+
+  describe('one owner process', () => {
+    it('names the process that holds the file and points at --server, which then works', async () => {
+      await cds('tenants', 'create', 'acme', '-w', 'eu');
+      const server = await serve();
+      const blocked = await cds('tenants', 'list');
+      expect(blocked.code).toBe(1);
+      expect(blocked.stderr).toContain(`is held by process ${server.child.pid}`);
+      expect(blocked.stderr).toContain('serve');
+      expect(blocked.stderr).toContain('--server http://HOST:PORT');
+
+      const viaServer = await cdsJson<{ tenants: { tenant_id: string }[] }>(
+        '--server',
+        server.url,
+        'tenants',
+        'list',
+      );
+      expect(viaServer.tenants.map((t) => t.tenant_id)).toEqual(['acme']);
+    });
+
+    it('sends a token given with --token instead of the operator credential', async () => {
+      await cds('tenants', 'create', 'acme', '-w', 'eu');
+      const issued = await cdsJson<{ token: string }>(
+        'tokens',
+        'issue',
+        '-t',
+        'acme',
+        '--kind',
+        'workspace',
+        '-w',
+        'eu',
+        '--name',
+        'r',
+      );
+      const server = await serve();
+      const listed = await runCli([
+        '--server',
+        server.url,
+        '--token',
+        issued.token,
+        'segments',
+        'list',
+        '-t',
+        'acme',
+        '--json',
+      ]);
+      expect(listed.code).toBe(0);
+      const refused = await runCli([
+        '--server',
+        server.url,
+        '--token',
+        issued.token,
+        'tokens',
+        'list',
+        '-t',
+        'acme',
+      ]);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain('this needs a tenant token');
+    });
+
+    it('closes cleanly on SIGTERM and lets the next command open the file', async () => {
+      const server = await serve();
+      expect(await server.stop()).toBe(0);
+      expect((await cds('tenants', 'list')).code).toBe(0);
+    });
+  });
+
+  describe('demo', () => {
+    it('sets up the demo tenant, serves it and prints working tokens and curl lines', async () => {
+      const demoDir = join(dir, 'demo');
+      const demo = await startCli(['--data-dir', demoDir, 'demo', '--port', '0'], /Press Ctrl-C/);
+      servers.push(demo);
+      const text = demo.output();
+      const url = /curl -s (http:\/\/[^/\s]+)\/v1\/whoami/.exec(text)?.[1];
+      const workspaceToken = /workspace token\s+(cpw_\S+)/.exec(text)?.[1];
+      expect((await fetch(`${url}/healthz`)).status).toBe(200);
+      const segments = await fetch(`${url}/v1/tenants/demo/segments?workspace_id=brand-eu`, {
+        headers: { authorization: `Bearer ${workspaceToken}` },
+      });
+      const body = (await segments.json()) as { segments: { segment_id: string }[] };
+      expect(body.segments.map((s) => s.segment_id)).toEqual([
+        'big-spenders',
+        'repeat-buyers',
+        'shoe-browsers-no-order',
+      ]);
+      expect(text.match(/^ {2}curl /gm)).toHaveLength(3);
+      expect(await demo.stop()).toBe(0);
+      expect(existsSync(join(demoDir, 'cds.duckdb'))).toBe(true);
+    });
+
+    it('will not wipe a folder it did not make', async () => {
+      const foreign = join(dir, 'mine');
+      mkdirSync(foreign);
+      writeFileSync(join(foreign, 'notes.txt'), 'keep me');
+      const result = await runCli(['--data-dir', foreign, 'demo', '--port', '0']);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain('was not made by cds demo');
+      expect(existsSync(join(foreign, 'notes.txt'))).toBe(true);
+    });
+  });
+});

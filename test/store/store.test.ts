@@ -1,0 +1,121 @@
+import { statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { loadConfig } from '../../src/config.js';
+import { openDataDir } from '../../src/store/data-dir.js';
+import { Store } from '../../src/store/database.js';
+import { migrations } from '../../src/store/sql-files.js';
+import { tempDir } from '../helpers/context.js';
+
+describe('data directory', () => {
+  it('creates master.key once, 32 bytes, mode 0600', () => {
+    const dir = tempDir();
+    const first = openDataDir(dir);
+    expect(first.masterKey).toHaveLength(32);
+    expect(statSync(join(dir, 'master.key')).mode & 0o777).toBe(0o600);
+    expect(openDataDir(dir).masterKey.equals(first.masterKey)).toBe(true);
+  });
+
+  it('takes CDS_MASTER_KEY instead of the file, and refuses a key of the wrong size', () => {
+    const dir = tempDir();
+    const hex = 'ab'.repeat(32);
+    expect(openDataDir(dir, hex).masterKey.toString('hex')).toBe(hex);
+    expect(() => openDataDir(dir, 'abcd')).toThrow(/32 bytes/);
+  });
+});
+
+describe('Store', () => {
+  const opened: Store[] = [];
+  afterEach(async () => {
+    for (const store of opened.splice(0)) await store.close();
+  });
+
+  it('applies every migration in order once and records it', async () => {
+    const path = join(tempDir(), 'cds.duckdb');
+    const store = await Store.open(path);
+    const recorded = await store.read((session) =>
+      session.allText<{ version: number; name: string }>(
+        'SELECT version, name FROM schema_migrations ORDER BY version',
+      ),
+    );
+    expect(recorded).toEqual(migrations().map(({ version, name }) => ({ version, name })));
+    await store.close();
+    const again = await Store.open(path);
+    opened.push(again);
+    const count = await again.read((session) =>
+      session.allText<{ n: number }>('SELECT count(*) AS n FROM schema_migrations'),
+    );
+    expect(count[0]?.n).toBe(migrations().length);
+  });
+
+  it('rolls back a write that fails half-way', async () => {
+    const store = await Store.open(join(tempDir(), 'cds.duckdb'));
+    opened.push(store);
+    await expect(
+      store.write(async (session) => {
+        await session.run('insert_tenant', { tenant_id: 'acme', now: '2026-01-01T00:00:00Z' });
+        await session.run('insert_tenant', { tenant_id: 'acme', now: '2026-01-01T00:00:00Z' });
+      }),
+    ).rejects.toThrow(/duplicate key/);
+    expect(await store.read((session) => session.all('list_tenants'))).toEqual([]);
+    await store.write((session) =>
+      session.run('insert_tenant', { tenant_id: 'acme', now: '2026-01-01T00:00:00Z' }),
+    );
+    expect(await store.read((session) => session.all('list_tenants'))).toHaveLength(1);
+  });
+
+  it('serialises concurrent writes', async () => {
+    const store = await Store.open(join(tempDir(), 'cds.duckdb'));
+    opened.push(store);
+    await Promise.all(
+      Array.from({ length: 20 }, (_, index) =>
+        store.write((session) =>
+          session.run('insert_tenant', { tenant_id: `t${index}`, now: '2026-01-01T00:00:00Z' }),
+        ),
+      ),
+    );
+    expect(await store.read((session) => session.all('list_tenants'))).toHaveLength(20);
+  });
+});
+
+describe('configuration', () => {
+  it('takes flags over CDS_* variables over cds.config.json over defaults', () => {
+    const dir = tempDir();
+    writeFileSync(
+      join(dir, 'cds.config.json'),
+      JSON.stringify({ port: 7000, host: '0.0.0.0', ingest_interval_ms: 250 }),
+    );
+    const config = loadConfig(
+      { data_dir: dir, port: '9000' },
+      { CDS_PORT: '8000', CDS_HOST: '127.0.0.2' },
+    );
+    expect(config).toMatchObject({
+      port: 9000,
+      host: '127.0.0.2',
+      ingest_interval_ms: 250,
+      max_batch_events: 500_000,
+    });
+    expect(loadConfig({}, { CDS_DATA_DIR: dir }).port).toBe(7000);
+  });
+
+  it('reads lists and per-tenant CORS origins from the environment', () => {
+    const config = loadConfig(
+      { data_dir: tempDir() },
+      {
+        CDS_PLAINTEXT_IDENTIFIER_TYPES: 'email',
+        CDS_CORS_ORIGINS: '{"acme":["https://shop.acme.test"]}',
+      },
+    );
+    expect(config.plaintext_identifier_types).toEqual(['email']);
+    expect(config.cors_origins).toEqual({ acme: ['https://shop.acme.test'] });
+  });
+
+  it('names the faulty key', () => {
+    expect(() => loadConfig({ data_dir: tempDir() }, { CDS_PORT: 'eighty' })).toThrow(
+      /config\.port/,
+    );
+    expect(() => loadConfig({ data_dir: tempDir() }, { CDS_WEBHOOK_SECRET: 'secret' })).toThrow(
+      /config\.webhook_secret/,
+    );
+  });
+});
