@@ -1,5 +1,6 @@
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
+import type { KeyRing } from './identity/tenant-keys.js';
 import type { DataDir } from './store/data-dir.js';
 import type { Store } from './store/database.js';
 
@@ -9,6 +10,8 @@ export interface Context {
   config: Config;
   dataDir: DataDir;
   clock: Clock;
+  /** Per-tenant identifier keys derived from the master key. */
+  keyRing: KeyRing;
 }
 
 export function nowIso(context: Pick<Context, 'clock'>): string {

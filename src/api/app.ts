@@ -1,5 +1,7 @@
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { collectorRoutes } from '../collector/routes.js';
+import type { CollectorRuntime } from '../collector/runtime.js';
 import type { Context } from '../context.js';
 import { registerAuth } from './auth.js';
 import { handleError, handleNotFound } from './error-handler.js';
@@ -18,7 +20,11 @@ export const BODY_LIMIT_BYTES = 1024 * 1024;
 
 export interface AppOptions {
   logger?: FastifyServerOptions['logger'];
+  /** Serve the collector endpoints on the same port (design §1: `cds serve`). */
+  collector?: CollectorRuntime;
 }
+
+const CONTROL_PLANE_WRITE = /^\/v1\/(tenants|operator)\//;
 
 /** The whole HTTP surface over one store; `cds serve`, the CLI and the tests all build it here. */
 export function buildApp(context: Context, options: AppOptions = {}): FastifyInstance {
@@ -40,5 +46,21 @@ export function buildApp(context: Context, options: AppOptions = {}): FastifyIns
   eventTypeRoutes(app, context);
   metricDefinitionRoutes(app, context);
   segmentRoutes(app, context);
+
+  const collector = options.collector;
+  if (collector) {
+    app.register((scope) => collectorRoutes(scope, collector));
+    // A changed event type, workspace or token is in the collector's registry before the change
+    // is acknowledged, so the caller's next event is judged by it.
+    app.addHook('onSend', async (request, reply) => {
+      if (
+        request.method !== 'GET' &&
+        reply.statusCode < 300 &&
+        CONTROL_PLANE_WRITE.test(request.url)
+      ) {
+        await collector.refresh();
+      }
+    });
+  }
   return app;
 }

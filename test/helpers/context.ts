@@ -4,8 +4,11 @@ import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/api/app.js';
 import type { Clock } from '../../src/clock.js';
+import { openOwnedCollector } from '../../src/collector/runtime.js';
 import { loadConfig } from '../../src/config.js';
 import type { Context } from '../../src/context.js';
+import { KeyRing } from '../../src/identity/tenant-keys.js';
+import { IngestLoop } from '../../src/ingest/loop.js';
 import { openDataDir } from '../../src/store/data-dir.js';
 import { Store } from '../../src/store/database.js';
 
@@ -25,6 +28,8 @@ export interface TestEnv {
   context: Context;
   app: FastifyInstance;
   clock: TestClock;
+  /** Seals the collector's open files and ingests every sealed file (collector envs only). */
+  ingest(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -32,22 +37,40 @@ export function tempDir(prefix = 'cds-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }
 
-/** A real store in a fresh temp data dir, and the app over it. */
-export async function openTestEnv(): Promise<TestEnv> {
+/** A real store in a fresh temp data dir, and the app over it; with `collector`, events too. */
+export async function openTestEnv(
+  options: { collector?: boolean; maxBatchEvents?: number } = {},
+): Promise<TestEnv> {
   const dir = tempDir();
-  const config = loadConfig({ data_dir: dir }, {});
+  const config = loadConfig({ data_dir: dir, collector_rate_limit: 100_000 }, {});
   const dataDir = openDataDir(config.data_dir);
   const store = await Store.open(dataDir.databasePath);
   const clock = new TestClock();
-  const context: Context = { store, config, dataDir, clock };
-  const app = buildApp(context);
+  const context: Context = {
+    store,
+    config,
+    dataDir,
+    clock,
+    keyRing: new KeyRing(dataDir.masterKey),
+  };
+  const collector = options.collector ? await openOwnedCollector(context) : undefined;
+  const app = buildApp(context, { collector });
+  const loop = new IngestLoop(context, {
+    maxBatchEvents: options.maxBatchEvents ?? 500_000,
+    intervalMs: 60_000,
+  });
   return {
     dir,
     context,
     app,
     clock,
+    async ingest() {
+      await collector?.writer.sealAll();
+      await loop.drain();
+    },
     async close() {
       await app.close();
+      await collector?.close();
       await store.close();
       rmSync(dir, { recursive: true, force: true });
     },

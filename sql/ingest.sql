@@ -1,0 +1,257 @@
+-- One ingest micro-batch (design §9), in the order src/ingest/batch.ts runs them, all in one
+-- transaction. Temporary tables hold the batch; they never reach the database file.
+
+/* @name ingest_already_done */
+SELECT path FROM ingested_files WHERE list_contains(CAST($paths AS JSON)::VARCHAR[], path);
+
+/* @name ingest_file_digests */
+SELECT filename AS path, size, sha256(content) AS sha256 FROM read_blob(CAST($paths AS JSON)::VARCHAR[]);
+
+/* @name ingest_stage */
+-- Insertion order is kept: rowid follows the files in the order given, then their lines.
+CREATE TEMP TABLE ingest_raw AS
+SELECT * FROM read_json(CAST($paths AS JSON)::VARCHAR[],
+  format = 'newline_delimited', filename = true, ignore_errors = true,
+  columns = {
+    received_at: 'VARCHAR', source: 'VARCHAR', collector_id: 'VARCHAR',
+    event: 'STRUCT(envelop_version VARCHAR, id VARCHAR, name VARCHAR, tenant_id VARCHAR, workspace_id VARCHAR, anon_id VARCHAR, occured_at VARCHAR, properties JSON)'
+  });
+
+/* @name ingest_check */
+CREATE TEMP TABLE ingest_checked AS
+WITH parsed AS (
+  SELECT r.rowid AS seq, r.filename AS file,
+    try_cast(r.received_at AS TIMESTAMPTZ)::TIMESTAMP AS received_at, r.source,
+    r.event.envelop_version AS envelop_version, r.event.id AS event_id, r.event.name AS event_name,
+    r.event.tenant_id AS tenant_id, r.event.workspace_id AS workspace_id, r.event.anon_id AS anon_id,
+    try_cast(r.event.occured_at AS TIMESTAMPTZ)::TIMESTAMP AS occured_at, r.event.properties AS properties
+  FROM ingest_raw r
+)
+SELECT p.*,
+  CASE
+    WHEN p.event_id IS NULL OR p.received_at IS NULL OR p.source NOT IN ('browser', 'server') THEN 'unparsable_line'
+    WHEN p.envelop_version IS DISTINCT FROM '1.0' THEN 'unsupported_envelop_version'
+    WHEN w.workspace_id IS NULL THEN 'unknown_workspace'
+    WHEN t.event_name IS NULL THEN 'unknown_event_type'
+    WHEN p.occured_at IS NULL THEN 'invalid_occured_at'
+    WHEN p.source = 'browser' AND (p.anon_id IS NULL OR NOT starts_with(p.anon_id, 'cookie:')) THEN 'missing_anon_id'
+  END AS reject_reason,
+  CASE
+    WHEN t.dedup_key_paths IS NULL THEN 'id:' || p.event_id
+    ELSE t.dedup_entity || ':' || array_to_string(
+      list_transform(t.dedup_key_paths, path -> coalesce(json_extract_string(p.properties, '$.' || path[12:]), '')), '|')
+  END AS dedup_key
+FROM parsed p
+LEFT JOIN workspaces w ON w.tenant_id = p.tenant_id AND w.workspace_id = p.workspace_id
+LEFT JOIN event_types t ON t.tenant_id = p.tenant_id AND t.event_name = p.event_name;
+
+/* @name ingest_mark_duplicates */
+-- First seen wins: within the batch by order, across batches against stored events.
+CREATE TEMP TABLE ingest_accepted AS
+SELECT c.* FROM (
+  SELECT *, row_number() OVER (PARTITION BY tenant_id, workspace_id, event_name, dedup_key ORDER BY seq) AS nth
+  FROM ingest_checked WHERE reject_reason IS NULL
+) c
+WHERE c.nth = 1
+  AND NOT EXISTS (
+    SELECT 1 FROM events e
+    WHERE e.tenant_id = c.tenant_id AND e.workspace_id = c.workspace_id
+      AND e.event_name = c.event_name AND e.dedup_key = c.dedup_key
+  );
+
+/* @name ingest_extract_identifiers */
+-- anon_id first, then properties.identifiers in the order written; only declared types, and on
+-- browser events only cookie and device_id (interface "Inbound events" 3).
+CREATE TEMP TABLE ingest_identifiers AS
+WITH candidates AS (
+  SELECT seq, tenant_id, workspace_id, source, 0 AS ord, 'cookie' AS identifier_type, anon_id[8:] AS raw_value
+  FROM ingest_accepted WHERE starts_with(anon_id, 'cookie:')
+  UNION ALL
+  SELECT seq, tenant_id, workspace_id, source, entry.i AS ord, entry.k AS identifier_type,
+    (properties->'identifiers')->>entry.k AS raw_value
+  FROM (
+    SELECT seq, tenant_id, workspace_id, source, properties,
+      unnest(list_transform(json_keys(properties->'identifiers'), (k, i) -> {'k': k, 'i': i})) AS entry
+    FROM ingest_accepted
+    WHERE json_type(properties->'identifiers') = 'OBJECT'
+  )
+)
+SELECT c.* FROM candidates c
+JOIN identifier_types t ON t.tenant_id = c.tenant_id AND t.identifier_type = c.identifier_type
+WHERE c.raw_value IS NOT NULL
+  AND (c.source = 'server' OR c.identifier_type IN ('cookie', 'device_id'));
+
+/* @name ingest_distinct_identifier_values */
+SELECT DISTINCT tenant_id, identifier_type, raw_value FROM ingest_identifiers;
+
+/* @name ingest_create_id_map */
+CREATE TEMP TABLE ingest_id_map AS
+SELECT * FROM (
+  SELECT unnest(CAST($rows AS JSON)::STRUCT(tenant_id VARCHAR, identifier_type VARCHAR, raw_value VARCHAR, identifier_key VARCHAR)[], recursive := true)
+);
+
+/* @name ingest_group_event_keys */
+CREATE TEMP TABLE ingest_event_keys AS
+SELECT i.seq, list(m.identifier_key ORDER BY i.ord) AS keys
+FROM ingest_identifiers i
+JOIN ingest_id_map m USING (tenant_id, identifier_type, raw_value)
+GROUP BY i.seq;
+
+/* @name ingest_identity_sets */
+-- Events with the same identifier keys resolve alike: resolve each set once, in order of first use.
+SELECT a.tenant_id, a.workspace_id, a.source, k.keys, array_to_string(k.keys, ',') AS signature,
+  min(a.seq) AS first_seq, arg_min(a.event_id, a.seq) AS first_event_id, arg_min(a.occured_at, a.seq) AS first_at
+FROM ingest_accepted a JOIN ingest_event_keys k USING (seq)
+GROUP BY ALL
+ORDER BY first_seq;
+
+/* @name ingest_key_types */
+SELECT DISTINCT tenant_id, identifier_key, identifier_type FROM ingest_id_map;
+
+/* @name ingest_known_identifiers */
+SELECT i.tenant_id, i.workspace_id, i.identifier_key, i.profile_id, p.created_at
+FROM profile_identifiers i
+JOIN profiles p USING (tenant_id, workspace_id, profile_id)
+WHERE (i.tenant_id, i.workspace_id, i.identifier_key) IN (
+  SELECT a.tenant_id, a.workspace_id, unnest(k.keys) FROM ingest_accepted a JOIN ingest_event_keys k USING (seq)
+);
+
+/* @name ingest_profile_type_counts */
+SELECT tenant_id, workspace_id, profile_id, identifier_type, count(*) AS n
+FROM profile_identifiers
+WHERE (tenant_id, workspace_id, profile_id) IN (
+  SELECT unnest(CAST($profiles AS JSON)::STRUCT(tenant_id VARCHAR, workspace_id VARCHAR, profile_id VARCHAR)[], recursive := true)
+)
+GROUP BY ALL;
+
+/* @name ingest_create_resolution */
+CREATE TEMP TABLE ingest_resolution AS
+SELECT * FROM (
+  SELECT unnest(CAST($rows AS JSON)::STRUCT(tenant_id VARCHAR, workspace_id VARCHAR, source VARCHAR, signature VARCHAR, profile_id VARCHAR)[], recursive := true)
+);
+
+/* @name ingest_insert_profiles */
+INSERT INTO profiles (tenant_id, workspace_id, profile_id, created_at, last_seen_at, merged_into)
+SELECT tenant_id, workspace_id, profile_id, created_at::TIMESTAMP, created_at::TIMESTAMP, NULL
+FROM (SELECT unnest(CAST($rows AS JSON)::STRUCT(tenant_id VARCHAR, workspace_id VARCHAR, profile_id VARCHAR, created_at VARCHAR)[], recursive := true));
+
+/* @name ingest_insert_identifiers */
+INSERT INTO profile_identifiers (tenant_id, workspace_id, identifier_key, identifier_type, profile_id, ciphertext, masked_value, first_seen_at)
+SELECT tenant_id, workspace_id, identifier_key, identifier_type, profile_id, from_base64(ciphertext), masked_value, first_seen_at::TIMESTAMP
+FROM (SELECT unnest(CAST($rows AS JSON)::STRUCT(tenant_id VARCHAR, workspace_id VARCHAR, identifier_key VARCHAR, identifier_type VARCHAR, profile_id VARCHAR, ciphertext VARCHAR, masked_value VARCHAR, first_seen_at VARCHAR)[], recursive := true));
+
+/* @name ingest_create_merges */
+CREATE TEMP TABLE ingest_merges AS
+SELECT * FROM (
+  SELECT unnest(CAST($rows AS JSON)::STRUCT(tenant_id VARCHAR, workspace_id VARCHAR, merged_profile_id VARCHAR, survivor_profile_id VARCHAR, event_id VARCHAR)[], recursive := true)
+);
+
+/* @name ingest_record_merges */
+INSERT INTO profile_merges
+SELECT tenant_id, workspace_id, merged_profile_id, survivor_profile_id, event_id, $now::TIMESTAMP FROM ingest_merges;
+
+/* @name ingest_apply_merges_to_profiles */
+-- Profiles merged earlier into a profile merged now follow it to the new survivor.
+UPDATE profiles p SET merged_into = m.survivor_profile_id
+FROM ingest_merges m
+WHERE p.tenant_id = m.tenant_id AND p.workspace_id = m.workspace_id
+  AND (p.profile_id = m.merged_profile_id OR p.merged_into = m.merged_profile_id);
+
+/* @name ingest_apply_merges_to_identifiers */
+UPDATE profile_identifiers i SET profile_id = m.survivor_profile_id
+FROM ingest_merges m
+WHERE i.tenant_id = m.tenant_id AND i.workspace_id = m.workspace_id AND i.profile_id = m.merged_profile_id;
+
+/* @name ingest_apply_merges_to_events */
+UPDATE events e SET profile_id = m.survivor_profile_id
+FROM ingest_merges m
+WHERE e.tenant_id = m.tenant_id AND e.workspace_id = m.workspace_id AND e.profile_id = m.merged_profile_id;
+
+/* @name ingest_apply_merges_to_created_at */
+-- The survivor is the oldest profile, but keeps the earliest first-seen of the cluster either way.
+UPDATE profiles p SET created_at = least(p.created_at, x.created_at), last_seen_at = greatest(p.last_seen_at, x.last_seen_at)
+FROM (
+  SELECT m.tenant_id, m.workspace_id, m.survivor_profile_id, min(q.created_at) AS created_at, max(q.last_seen_at) AS last_seen_at
+  FROM ingest_merges m JOIN profiles q
+    ON q.tenant_id = m.tenant_id AND q.workspace_id = m.workspace_id AND q.profile_id = m.merged_profile_id
+  GROUP BY ALL
+) x
+WHERE p.tenant_id = x.tenant_id AND p.workspace_id = x.workspace_id AND p.profile_id = x.survivor_profile_id;
+
+/* @name ingest_record_conflicts */
+INSERT INTO identity_conflicts
+SELECT tenant_id, workspace_id, profile_id, other_profile_id, identifier_type, reason, event_id, $now::TIMESTAMP
+FROM (SELECT unnest(CAST($rows AS JSON)::STRUCT(tenant_id VARCHAR, workspace_id VARCHAR, profile_id VARCHAR, other_profile_id VARCHAR, identifier_type VARCHAR, reason VARCHAR, event_id VARCHAR)[], recursive := true));
+
+/* @name ingest_insert_events */
+-- properties.identifiers is replaced by the keys: no identifier value is stored with an event.
+INSERT INTO events
+SELECT a.tenant_id, a.workspace_id, a.event_id, a.event_name, a.dedup_key, r.profile_id, a.source, a.occured_at,
+  a.received_at, json_merge_patch(coalesce(a.properties, '{}'::JSON), '{"identifiers":null}'), k.keys, $now::TIMESTAMP
+FROM ingest_accepted a
+JOIN ingest_event_keys k USING (seq)
+JOIN ingest_resolution r
+  ON r.tenant_id = a.tenant_id AND r.workspace_id = a.workspace_id AND r.source = a.source
+  AND r.signature = array_to_string(k.keys, ',');
+
+/* @name ingest_touch_profiles */
+UPDATE profiles p SET last_seen_at = greatest(p.last_seen_at, x.last_at)
+FROM (
+  SELECT r.tenant_id, r.workspace_id, r.profile_id, max(a.occured_at) AS last_at
+  FROM ingest_accepted a JOIN ingest_event_keys k USING (seq)
+  JOIN ingest_resolution r
+    ON r.tenant_id = a.tenant_id AND r.workspace_id = a.workspace_id AND r.source = a.source
+    AND r.signature = array_to_string(k.keys, ',')
+  GROUP BY ALL
+) x
+WHERE p.tenant_id = x.tenant_id AND p.workspace_id = x.workspace_id AND p.profile_id = x.profile_id;
+
+/* @name ingest_record_rejections */
+INSERT INTO rejected_events
+SELECT tenant_id, workspace_id, event_id, event_name, reject_reason, file, received_at, $now::TIMESTAMP
+FROM ingest_checked WHERE reject_reason IS NOT NULL
+UNION ALL
+SELECT tenant_id, workspace_id, event_id, event_name, 'no_identifiers', file, received_at, $now::TIMESTAMP
+FROM ingest_accepted a WHERE NOT EXISTS (SELECT 1 FROM ingest_event_keys k WHERE k.seq = a.seq);
+
+/* @name ingest_batch_counts */
+SELECT
+  (SELECT count(*) FROM ingest_checked) AS lines,
+  (SELECT count(*) FROM ingest_checked WHERE reject_reason IS NULL) AS valid,
+  (SELECT count(*) FROM ingest_accepted) AS first_seen,
+  (SELECT count(*) FROM ingest_accepted a WHERE EXISTS (SELECT 1 FROM ingest_event_keys k WHERE k.seq = a.seq)) AS stored,
+  (SELECT count(*) FROM ingest_checked WHERE reject_reason IS NOT NULL) AS rejected,
+  (SELECT count(*) FROM ingest_checked WHERE reject_reason = 'unparsable_line') AS unparsable,
+  (SELECT max(received_at) FROM ingest_checked) AS last_received_at;
+
+/* @name ingest_record_files */
+INSERT INTO ingested_files
+SELECT path, size, sha256, lines, $now::TIMESTAMP
+FROM (SELECT unnest(CAST($rows AS JSON)::STRUCT(path VARCHAR, size BIGINT, sha256 VARCHAR, lines INTEGER)[], recursive := true));
+
+/* @name ingest_file_line_counts */
+SELECT file AS path, count(*) AS lines FROM ingest_checked GROUP BY file;
+
+/* @name ingest_update_stats */
+UPDATE ingest_stats SET
+  batches = batches + 1, files = files + $files, events_ingested = events_ingested + $stored,
+  duplicates = duplicates + $duplicates, rejected = rejected + $rejected, unparsable_lines = unparsable_lines + $unparsable,
+  dropped_identifiers = dropped_identifiers + $dropped_identifiers,
+  last_batch_at = $now::TIMESTAMP, last_received_at = greatest(last_received_at, $last_received_at::TIMESTAMP)
+WHERE id = 1;
+
+/* @name ingest_drop_temporaries */
+DROP TABLE IF EXISTS ingest_raw; DROP TABLE IF EXISTS ingest_checked; DROP TABLE IF EXISTS ingest_accepted;
+DROP TABLE IF EXISTS ingest_identifiers; DROP TABLE IF EXISTS ingest_id_map; DROP TABLE IF EXISTS ingest_event_keys;
+DROP TABLE IF EXISTS ingest_resolution; DROP TABLE IF EXISTS ingest_merges;
+
+/* @name ingest_stats */
+SELECT batches, files, events_ingested, duplicates, rejected, unparsable_lines, dropped_identifiers, last_batch_at, last_received_at
+FROM ingest_stats WHERE id = 1;
+
+/* @name ingest_tenant_rules */
+SELECT t.tenant_id, t.identifier_type, t.max_per_profile,
+  coalesce((SELECT list(p.value) FROM placeholders p
+            WHERE p.tenant_id = t.tenant_id AND p.identifier_type IN (t.identifier_type, '*')), []) AS placeholders
+FROM identifier_types t
+WHERE list_contains(CAST($tenants AS JSON)::VARCHAR[], t.tenant_id);

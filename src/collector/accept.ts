@@ -1,0 +1,122 @@
+import { type AppError, ForbiddenError, PayloadTooLargeError, ValidationError } from '../errors.js';
+import {
+  browserEnvelopeSchema,
+  type EventSource,
+  envelopeSchema,
+  landingLineText,
+  MAX_EVENT_BYTES,
+} from './envelope.js';
+import type { LandingLine } from './landing-writer.js';
+import type { Registry } from './registry.js';
+
+export interface Rejection {
+  index: number;
+  code: string;
+  message: string;
+}
+
+/** Where a request may put events: the browser headers' workspace, or a collector token's scope. */
+export interface IntakeScope {
+  source: EventSource;
+  tenantId: string;
+  /** Browser: the header's workspace. Server: the token's workspace, or null for any of the tenant's. */
+  workspaceId: string | null;
+}
+
+/** Why one event was refused: a snake_case code and the field at fault. */
+interface Fault {
+  code: string;
+  path: string;
+  reason: string;
+}
+
+function check(
+  registry: Registry,
+  raw: unknown,
+  scope: IntakeScope,
+  receivedAt: string,
+  collectorId: string,
+): LandingLine | Fault {
+  const schema = scope.source === 'browser' ? browserEnvelopeSchema : envelopeSchema;
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    const [issue] = parsed.error.issues;
+    const path = issue?.path.length ? issue.path.join('.') : 'event';
+    return { code: 'invalid_event', path, reason: issue?.message ?? 'is invalid' };
+  }
+  const event = parsed.data;
+  if (event.tenant_id !== scope.tenantId) {
+    return {
+      code: 'tenant_mismatch',
+      path: 'tenant_id',
+      reason: `${event.tenant_id} is not the tenant of this request`,
+    };
+  }
+  if (scope.workspaceId !== null && event.workspace_id !== scope.workspaceId) {
+    return {
+      code: 'workspace_mismatch',
+      path: 'workspace_id',
+      reason: `${event.workspace_id} is not the workspace of this request`,
+    };
+  }
+  if (!registry.hasWorkspace(event.tenant_id, event.workspace_id)) {
+    return {
+      code: 'unknown_workspace',
+      path: 'workspace_id',
+      reason: `workspace ${event.workspace_id} does not exist`,
+    };
+  }
+  if (!registry.hasEventType(event.tenant_id, event.name)) {
+    return {
+      code: 'unknown_event_type',
+      path: 'name',
+      reason: `event type ${event.name} is not registered`,
+    };
+  }
+  const text = landingLineText(receivedAt, scope.source, collectorId, event);
+  if (Buffer.byteLength(text) > MAX_EVENT_BYTES) {
+    return {
+      code: 'event_too_large',
+      path: 'event',
+      reason: `is larger than ${MAX_EVENT_BYTES} bytes`,
+    };
+  }
+  return { tenantId: event.tenant_id, workspaceId: event.workspace_id, receivedAt, text };
+}
+
+/** Validates events against the envelope rules and the registry; keeps the good, lists the bad. */
+export interface IntakeWithFaults {
+  lines: LandingLine[];
+  faults: (Fault & { index: number })[];
+}
+
+export function intake(
+  registry: Registry,
+  raws: unknown[],
+  scope: IntakeScope,
+  receivedAt: string,
+  collectorId: string,
+): IntakeWithFaults {
+  const lines: LandingLine[] = [];
+  const faults: (Fault & { index: number })[] = [];
+  raws.forEach((raw, index) => {
+    const outcome = check(registry, raw, scope, receivedAt, collectorId);
+    if ('text' in outcome) lines.push(outcome);
+    else faults.push({ index, ...outcome });
+  });
+  return { lines, faults };
+}
+
+/** How a batch answer lists a refused event. */
+export function asRejection(fault: Fault & { index: number }): Rejection {
+  return { index: fault.index, code: fault.code, message: `${fault.path}: ${fault.reason}` };
+}
+
+/** A single event's fault as the error its endpoint answers. */
+export function faultError(fault: Fault, source: EventSource): AppError {
+  if (fault.code === 'event_too_large') return new PayloadTooLargeError(`event ${fault.reason}`);
+  if (fault.code === 'tenant_mismatch' && source === 'server') {
+    return new ForbiddenError('this collector token belongs to another tenant');
+  }
+  return ValidationError.field(fault.path, fault.reason);
+}

@@ -1,0 +1,41 @@
+import { z } from 'zod';
+import { eventNameSchema, idSchema } from '../ids.js';
+
+/** 32 KiB an event (design §8), measured on the stored line. */
+export const MAX_EVENT_BYTES = 32 * 1024;
+/** 1,000 events a batch request. */
+export const MAX_BATCH_EVENTS = 1000;
+
+export type EventSource = 'browser' | 'server';
+
+/** The inbound envelope (interface "Event"); `anon_id` is required on browser events. */
+export const envelopeSchema = z.object({
+  envelop_version: z.literal('1.0', { error: 'must be "1.0"' }),
+  id: z.string().min(1).max(128),
+  name: eventNameSchema,
+  tenant_id: idSchema,
+  workspace_id: idSchema,
+  anon_id: z
+    .string()
+    .regex(/^cookie:.+$/, 'must be of the form cookie:<visitor_id>')
+    .max(256)
+    .optional(),
+  occured_at: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 timestamp' }),
+  properties: z.record(z.string(), z.unknown()).default({}),
+});
+
+export type Envelope = z.infer<typeof envelopeSchema>;
+
+export const browserEnvelopeSchema = envelopeSchema.extend({
+  anon_id: envelopeSchema.shape.anon_id.unwrap(),
+});
+
+/** One landing-file line (design §2), built by hand around the already validated envelope. */
+export function landingLineText(
+  receivedAt: string,
+  source: EventSource,
+  collectorId: string,
+  event: Envelope,
+): string {
+  return `{"received_at":"${receivedAt}","source":"${source}","collector_id":"${collectorId}","event":${JSON.stringify(event)}}\n`;
+}

@@ -1,0 +1,209 @@
+import { randomBytes } from 'node:crypto';
+import { type FileHandle, mkdir, open, readdir, rename, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+
+export const OPEN_SUFFIX = '.ndjson.open';
+export const SEALED_SUFFIX = '.ndjson';
+
+export interface LandingWriterConfig {
+  /** The landing folder of the data directory. */
+  root: string;
+  /** Seal a file once it holds this many bytes (design §2: 64 MiB). */
+  maxFileBytes: number;
+  /** Seal a file this long after it was opened, so ingest sees events within seconds (2 s). */
+  maxFileAgeMs: number;
+}
+
+/** One line for a landing file and the partition it belongs in. */
+export interface LandingLine {
+  tenantId: string;
+  workspaceId: string;
+  receivedAt: string;
+  text: string;
+}
+
+interface OpenFile {
+  handle: FileHandle;
+  openPath: string;
+  bytes: number;
+  openedAt: number;
+}
+
+interface Pending {
+  lines: LandingLine[];
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+/** `<pid>x<random>`: the pid lets a later process tell an orphaned `.open` file from a live one. */
+export function newCollectorId(): string {
+  return `c${process.pid}x${randomBytes(3).toString('hex')}`;
+}
+
+function partitionOf(line: LandingLine): string {
+  const date = line.receivedAt.slice(0, 10);
+  const hour = line.receivedAt.slice(11, 13);
+  return join(
+    `tenant=${line.tenantId}`,
+    `workspace=${line.workspaceId}`,
+    `date=${date}`,
+    `hour=${hour}`,
+  );
+}
+
+function processIsAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/**
+ * Appends envelopes to partitioned NDJSON files (design §2). `append` resolves only once its lines
+ * are on disk: requests that arrive while a write is under way wait for the next one, and each
+ * round is one write per file and one `fdatasync` per file for every request in it (group commit).
+ */
+export class LandingWriter {
+  readonly collectorId = newCollectorId();
+  private readonly files = new Map<string, OpenFile>();
+  private pending: Pending[] = [];
+  private flushing: Promise<void> | null = null;
+  private sequence = 0;
+  private sealTimer: NodeJS.Timeout | null = null;
+  private closed = false;
+
+  constructor(private readonly config: LandingWriterConfig) {}
+
+  start(): void {
+    this.sealTimer = setInterval(
+      () => {
+        this.runExclusive(() => this.sealDue(false)).catch(() => undefined);
+      },
+      Math.max(Math.floor(this.config.maxFileAgeMs / 4), 50),
+    );
+    this.sealTimer.unref();
+  }
+
+  append(lines: LandingLine[]): Promise<void> {
+    if (this.closed) return Promise.reject(new Error('landing writer is closed'));
+    if (lines.length === 0) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      this.pending.push({ lines, resolve, reject });
+      this.flushing ??= this.flushLoop();
+    });
+  }
+
+  /** Seals every open file now (ingest wants them, or the process is stopping). */
+  sealAll(): Promise<void> {
+    return this.runExclusive(() => this.sealDue(true));
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.sealTimer) clearInterval(this.sealTimer);
+    await this.flushing;
+    await this.sealAll();
+  }
+
+  private exclusive: Promise<void> = Promise.resolve();
+
+  /** Writes and seals take turns, so a file is never renamed while it is written. */
+  private runExclusive(work: () => Promise<void>): Promise<void> {
+    const run = this.exclusive.then(work);
+    this.exclusive = run.catch(() => undefined);
+    return run;
+  }
+
+  private async flushLoop(): Promise<void> {
+    while (this.pending.length > 0) {
+      const group = this.pending;
+      this.pending = [];
+      try {
+        await this.runExclusive(() => this.writeGroup(group));
+        for (const request of group) request.resolve();
+      } catch (error) {
+        for (const request of group) request.reject(error);
+      }
+    }
+    this.flushing = null;
+  }
+
+  private async writeGroup(group: Pending[]): Promise<void> {
+    const byPartition = new Map<string, string[]>();
+    for (const request of group) {
+      for (const line of request.lines) {
+        const partition = partitionOf(line);
+        const texts = byPartition.get(partition);
+        if (texts) texts.push(line.text);
+        else byPartition.set(partition, [line.text]);
+      }
+    }
+    await Promise.all(
+      [...byPartition].map(async ([partition, texts]) => {
+        const file = await this.fileFor(partition);
+        const data = Buffer.from(texts.join(''));
+        await file.handle.write(data);
+        file.bytes += data.length;
+        await file.handle.datasync();
+      }),
+    );
+    await this.sealDue(false);
+  }
+
+  private async fileFor(partition: string): Promise<OpenFile> {
+    const existing = this.files.get(partition);
+    if (existing) return existing;
+    const dir = join(this.config.root, partition);
+    await mkdir(dir, { recursive: true });
+    this.sequence += 1;
+    const openPath = join(
+      dir,
+      `${this.collectorId}-${String(this.sequence).padStart(8, '0')}${OPEN_SUFFIX}`,
+    );
+    const file: OpenFile = {
+      handle: await open(openPath, 'a'),
+      openPath,
+      bytes: 0,
+      openedAt: Date.now(),
+    };
+    this.files.set(partition, file);
+    return file;
+  }
+
+  private async sealDue(all: boolean): Promise<void> {
+    const now = Date.now();
+    for (const [partition, file] of this.files) {
+      if (
+        !all &&
+        file.bytes < this.config.maxFileBytes &&
+        now - file.openedAt < this.config.maxFileAgeMs
+      )
+        continue;
+      this.files.delete(partition);
+      await file.handle.close();
+      if (file.bytes === 0) await unlink(file.openPath);
+      else await rename(file.openPath, file.openPath.slice(0, -'.open'.length));
+    }
+  }
+}
+
+/**
+ * Seals `.open` files left by collectors that are no longer running (a crash or SIGKILL): their
+ * acknowledged lines were synced, and a torn last line is skipped by ingest. Run it before this
+ * process starts its own writer: a file named with this process's pid is taken as an orphan.
+ */
+export async function sealOrphans(root: string): Promise<number> {
+  let sealed = 0;
+  const entries = await readdir(root, { recursive: true, withFileTypes: true }).catch(() => []);
+  for (const entry of entries) {
+    if (!entry.isFile() || !entry.name.endsWith(OPEN_SUFFIX)) continue;
+    const pid = Number(/^c(\d+)x/.exec(entry.name)?.[1]);
+    if (Number.isFinite(pid) && processIsAlive(pid) && pid !== process.pid) continue;
+    const path = join(entry.parentPath, entry.name);
+    await rename(path, path.slice(0, -'.open'.length));
+    sealed += 1;
+  }
+  return sealed;
+}

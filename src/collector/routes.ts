@@ -1,0 +1,139 @@
+import cors from '@fastify/cors';
+import rateLimit from '@fastify/rate-limit';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import {
+  ForbiddenError,
+  NotFoundError,
+  PayloadTooLargeError,
+  RateLimitedError,
+  UnauthorizedError,
+  ValidationError,
+} from '../errors.js';
+import { asRejection, faultError, type IntakeScope, intake } from './accept.js';
+import { type EventSource, MAX_BATCH_EVENTS } from './envelope.js';
+import type { CollectorRuntime } from './runtime.js';
+
+const batchBody = z.object({
+  events: z.array(z.unknown(), { error: 'must be an array of events' }),
+});
+const accepted = z.object({ accepted: z.number() });
+const batchAnswer = z.object({
+  accepted: z.number(),
+  rejected: z.array(z.object({ index: z.number(), code: z.string(), message: z.string() })),
+});
+
+function header(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return typeof value === 'string' && value !== '' ? value : undefined;
+}
+
+/** Browser requests name their tenant and workspace in headers, which must exist. */
+function browserScope(runtime: CollectorRuntime, request: FastifyRequest): IntakeScope {
+  const tenantId = header(request, 'x-tenant-id');
+  const workspaceId = header(request, 'x-workspace-id');
+  if (!tenantId) throw ValidationError.field('headers.x-tenant-id', 'is required');
+  if (!workspaceId) throw ValidationError.field('headers.x-workspace-id', 'is required');
+  if (!runtime.registry.hasWorkspace(tenantId, workspaceId)) {
+    throw new NotFoundError(`no workspace ${workspaceId} in tenant ${tenantId}`);
+  }
+  const origin = header(request, 'origin');
+  if (origin && !(runtime.corsOrigins[tenantId] ?? []).includes(origin)) {
+    throw new ForbiddenError(`origin ${origin} may not send events for tenant ${tenantId}`);
+  }
+  return { source: 'browser', tenantId, workspaceId };
+}
+
+/** Server requests carry a collector token (design §7). */
+function serverScope(runtime: CollectorRuntime, request: FastifyRequest): IntakeScope {
+  const token = /^Bearer\s+(\S+)$/i.exec(request.headers.authorization ?? '')?.[1];
+  if (!token) throw new UnauthorizedError('missing bearer token (a collector token, cpc_…)');
+  const principal = runtime.registry.authenticateCollector(token);
+  if (!principal) {
+    if (/^cp[tw]_/.test(token))
+      throw new ForbiddenError('server events take a collector token (cpc_…)');
+    throw new UnauthorizedError('unknown or revoked collector token');
+  }
+  return { source: 'server', tenantId: principal.tenantId, workspaceId: principal.workspaceId };
+}
+
+function allOriginsOf(runtime: CollectorRuntime): Set<string> {
+  return new Set(Object.values(runtime.corsOrigins).flat());
+}
+
+/**
+ * The collector's four endpoints (interface "Event collection", design §7–§8). A request is
+ * answered only once its accepted lines are durably in a landing file.
+ */
+export async function collectorRoutes(
+  app: FastifyInstance,
+  runtime: CollectorRuntime,
+): Promise<void> {
+  await app.register(rateLimit, {
+    global: false,
+    errorResponseBuilder: (_request, context) =>
+      new RateLimitedError(Math.max(1, Math.ceil(context.ttl / 1000))),
+  });
+  const limit = {
+    max: runtime.rateLimitPerSecond,
+    timeWindow: 1000,
+    keyGenerator: (request: FastifyRequest) =>
+      header(request, 'x-tenant-id') ?? request.headers.authorization ?? request.ip,
+  };
+
+  const receive = async (scope: IntakeScope, events: unknown[], single: boolean) => {
+    if (events.length > MAX_BATCH_EVENTS) {
+      throw new PayloadTooLargeError(`a batch holds at most ${MAX_BATCH_EVENTS} events`);
+    }
+    const { lines, faults } = intake(
+      runtime.registry,
+      events,
+      scope,
+      runtime.clock.now().toISOString(),
+      runtime.writer.collectorId,
+    );
+    const [firstFault] = faults;
+    if (single && firstFault) throw faultError(firstFault, scope.source);
+    await runtime.writer.append(lines);
+    return { accepted: lines.length, rejected: faults.map(asRejection) };
+  };
+
+  const routesFor = (api: FastifyInstance, prefix: string, source: EventSource) => {
+    const typed = api.withTypeProvider<ZodTypeProvider>();
+    const scopeOf = (request: FastifyRequest) =>
+      source === 'browser' ? browserScope(runtime, request) : serverScope(runtime, request);
+    typed.post(
+      prefix,
+      { config: { rateLimit: limit }, schema: { body: z.unknown(), response: { 202: accepted } } },
+      async (request, reply) => {
+        const answer = await receive(scopeOf(request), [request.body], true);
+        return reply.code(202).send({ accepted: answer.accepted });
+      },
+    );
+    typed.post(
+      `${prefix}/batch`,
+      { config: { rateLimit: limit }, schema: { body: batchBody, response: { 202: batchAnswer } } },
+      async (request, reply) =>
+        reply.code(202).send(await receive(scopeOf(request), request.body.events, false)),
+    );
+  };
+
+  // Browser endpoints answer CORS for configured origins. A preflight carries no tenant header
+  // value, so it passes for an origin any tenant allows; the request itself is checked per tenant.
+  await app.register(async (browser) => {
+    await browser.register(cors, () => async (request: FastifyRequest) => {
+      const origin = header(request, 'origin');
+      const tenantId = header(request, 'x-tenant-id');
+      const allowed = tenantId ? (runtime.corsOrigins[tenantId] ?? []) : [...allOriginsOf(runtime)];
+      return {
+        origin: origin !== undefined && allowed.includes(origin) ? origin : false,
+        methods: ['POST'],
+        allowedHeaders: ['content-type', 'x-tenant-id', 'x-workspace-id'],
+        maxAge: 600,
+      };
+    });
+    routesFor(browser, '/v1/events', 'browser');
+  });
+  routesFor(app, '/v1/server/events', 'server');
+}

@@ -1,0 +1,24 @@
+import { parsePhoneNumberFromString } from 'libphonenumber-js/max';
+
+/** A number without a country code is taken as Indian (interface "Identifier handling"). */
+export const DEFAULT_PHONE_COUNTRY = 'IN';
+
+/**
+ * The form an identifier is matched in, or null when it cannot be used (an unparsable phone, an
+ * empty value). Email is trimmed and lowercased; phone becomes E.164; other types are trimmed.
+ */
+export function normalizeIdentifier(type: string, raw: unknown): string | null {
+  if (typeof raw !== 'string' && typeof raw !== 'number') return null;
+  const value = String(raw).trim();
+  if (value === '') return null;
+  switch (type) {
+    case 'email':
+      return value.toLowerCase();
+    case 'phone': {
+      const phone = parsePhoneNumberFromString(value, DEFAULT_PHONE_COUNTRY);
+      return phone?.isValid() ? phone.number : null;
+    }
+    default:
+      return value;
+  }
+}

@@ -1,0 +1,203 @@
+import { createHash } from 'node:crypto';
+import type { EventSource } from '../collector/envelope.js';
+
+/** Events of one workspace that carried the same identifier keys, resolved once. */
+export interface IdentitySet {
+  source: EventSource;
+  /** Identifier keys in the order the event gave them (anon_id first). */
+  keys: string[];
+  signature: string;
+  firstEventId: string;
+  firstAt: string;
+}
+
+export interface KnownProfile {
+  profileId: string;
+  createdAt: string;
+  /** How many identifiers of each type the profile holds now. */
+  typeCounts: Map<string, number>;
+}
+
+export interface ResolutionInput {
+  tenantId: string;
+  workspaceId: string;
+  sets: IdentitySet[];
+  typeOfKey: ReadonlyMap<string, string>;
+  maxPerProfile: ReadonlyMap<string, number>;
+  /** Profiles that already hold some of the batch's keys, and which key is whose. */
+  profileOfKey: ReadonlyMap<string, string>;
+  profiles: ReadonlyMap<string, KnownProfile>;
+}
+
+export interface NewIdentifier {
+  key: string;
+  profileId: string;
+  firstSeenAt: string;
+}
+
+export interface Merge {
+  mergedProfileId: string;
+  survivorProfileId: string;
+  eventId: string;
+}
+
+export interface Conflict {
+  profileId: string;
+  otherProfileId: string | null;
+  identifierType: string;
+  reason: 'max_per_profile';
+  eventId: string;
+}
+
+export interface Resolution {
+  newProfiles: { profileId: string; createdAt: string }[];
+  newIdentifiers: NewIdentifier[];
+  merges: Merge[];
+  conflicts: Conflict[];
+  /** The final profile of each set's events, by set signature and source. */
+  profileOfSet: Map<string, string>;
+}
+
+/** Deterministic, so the same stream gives the same ids however it is cut into batches. */
+export function profileIdFor(
+  tenantId: string,
+  workspaceId: string,
+  key: string,
+  eventId: string,
+): string {
+  return `p_${createHash('sha256').update(`${tenantId}\0${workspaceId}\0${key}\0${eventId}`).digest('hex').slice(0, 24)}`;
+}
+
+export function setKey(source: EventSource, signature: string): string {
+  return `${source}|${signature}`;
+}
+
+interface LiveProfile extends KnownProfile {
+  mergedInto: string | null;
+}
+
+/**
+ * Identity resolution for one workspace and one batch (design §10), as if its events came one by
+ * one: keys matching no profile start one; keys matching one attach to it; keys matching several
+ * merge them into the oldest, unless the event came from a browser (it goes to the profile of its
+ * first known key and nothing merges) or a type would exceed its `max_per_profile` (no merge, a
+ * conflict is recorded). Sets arrive in order of first use; a repeat of a set changes nothing.
+ */
+export function resolveIdentities(input: ResolutionInput): Resolution {
+  const profiles = new Map<string, LiveProfile>();
+  for (const [id, known] of input.profiles) {
+    profiles.set(id, { ...known, typeCounts: new Map(known.typeCounts), mergedInto: null });
+  }
+  const profileOfKey = new Map(input.profileOfKey);
+  const resolution: Resolution = {
+    newProfiles: [],
+    newIdentifiers: [],
+    merges: [],
+    conflicts: [],
+    profileOfSet: new Map(),
+  };
+
+  const live = (profileId: string): LiveProfile => {
+    let profile = profiles.get(profileId) as LiveProfile;
+    while (profile.mergedInto) profile = profiles.get(profile.mergedInto) as LiveProfile;
+    return profile;
+  };
+  const typeOf = (key: string) => input.typeOfKey.get(key) as string;
+  const roomFor = (profile: LiveProfile, type: string, extra: number) => {
+    const max = input.maxPerProfile.get(type);
+    return max === undefined || (profile.typeCounts.get(type) ?? 0) + extra <= max;
+  };
+  const attach = (profile: LiveProfile, key: string, set: IdentitySet) => {
+    const type = typeOf(key);
+    if (!roomFor(profile, type, 1)) {
+      resolution.conflicts.push({
+        profileId: profile.profileId,
+        otherProfileId: null,
+        identifierType: type,
+        reason: 'max_per_profile',
+        eventId: set.firstEventId,
+      });
+      return;
+    }
+    profile.typeCounts.set(type, (profile.typeCounts.get(type) ?? 0) + 1);
+    profileOfKey.set(key, profile.profileId);
+    resolution.newIdentifiers.push({ key, profileId: profile.profileId, firstSeenAt: set.firstAt });
+  };
+  const mergeBlockedBy = (cluster: LiveProfile[], newKeys: string[]): string | null => {
+    const totals = new Map<string, number>();
+    for (const profile of cluster) {
+      for (const [type, count] of profile.typeCounts)
+        totals.set(type, (totals.get(type) ?? 0) + count);
+    }
+    for (const key of newKeys) totals.set(typeOf(key), (totals.get(typeOf(key)) ?? 0) + 1);
+    for (const [type, total] of totals) {
+      const max = input.maxPerProfile.get(type);
+      if (max !== undefined && total > max) return type;
+    }
+    return null;
+  };
+
+  for (const set of input.sets) {
+    const keys = [...new Set(set.keys)];
+    const firstKey = keys[0] as string;
+    const unknownKeys = keys.filter((key) => !profileOfKey.has(key));
+    const knownProfiles: LiveProfile[] = [];
+    for (const key of keys) {
+      const owner = profileOfKey.get(key);
+      if (owner === undefined) continue;
+      const profile = live(owner);
+      if (!knownProfiles.includes(profile)) knownProfiles.push(profile);
+    }
+
+    let target: LiveProfile;
+    const [firstKnown] = knownProfiles;
+    if (firstKnown === undefined) {
+      const profileId = profileIdFor(input.tenantId, input.workspaceId, firstKey, set.firstEventId);
+      target = { profileId, createdAt: set.firstAt, typeCounts: new Map(), mergedInto: null };
+      profiles.set(profileId, target);
+      resolution.newProfiles.push({ profileId, createdAt: set.firstAt });
+    } else if (knownProfiles.length === 1 || set.source === 'browser') {
+      target = firstKnown;
+    } else {
+      const blockedType = mergeBlockedBy(knownProfiles, unknownKeys);
+      const ordered = [...knownProfiles].sort(
+        (a, b) => a.createdAt.localeCompare(b.createdAt) || a.profileId.localeCompare(b.profileId),
+      );
+      if (blockedType !== null) {
+        target = firstKnown;
+        for (const other of knownProfiles.slice(1)) {
+          resolution.conflicts.push({
+            profileId: firstKnown.profileId,
+            otherProfileId: other.profileId,
+            identifierType: blockedType,
+            reason: 'max_per_profile',
+            eventId: set.firstEventId,
+          });
+        }
+      } else {
+        target = ordered[0] as LiveProfile;
+        for (const merged of ordered.slice(1)) {
+          merged.mergedInto = target.profileId;
+          for (const [type, count] of merged.typeCounts) {
+            target.typeCounts.set(type, (target.typeCounts.get(type) ?? 0) + count);
+          }
+          resolution.merges.push({
+            mergedProfileId: merged.profileId,
+            survivorProfileId: target.profileId,
+            eventId: set.firstEventId,
+          });
+        }
+      }
+    }
+    for (const key of unknownKeys) attach(target, key, set);
+    resolution.profileOfSet.set(setKey(set.source, set.signature), target.profileId);
+  }
+
+  for (const [key, profileId] of resolution.profileOfSet)
+    resolution.profileOfSet.set(key, live(profileId).profileId);
+  for (const identifier of resolution.newIdentifiers)
+    identifier.profileId = live(identifier.profileId).profileId;
+  for (const merge of resolution.merges)
+    merge.survivorProfileId = live(merge.survivorProfileId).profileId;
+  return resolution;
+}

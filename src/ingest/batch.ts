@@ -1,0 +1,313 @@
+import { unlink } from 'node:fs/promises';
+import type { EventSource } from '../collector/envelope.js';
+import { type Context, nowIso } from '../context.js';
+import {
+  keyIdentifiers,
+  PlaceholderRules,
+  type RawIdentifier,
+  sealIdentifier,
+} from '../identity/identifier-values.js';
+import {
+  type IdentitySet,
+  type KnownProfile,
+  type Resolution,
+  resolveIdentities,
+  setKey,
+} from '../identity/resolve.js';
+import type { KeyRing } from '../identity/tenant-keys.js';
+import type { Session } from '../store/database.js';
+
+export interface BatchResult {
+  files: number;
+  lines: number;
+  stored: number;
+  duplicates: number;
+  rejected: number;
+  unparsable: number;
+  droppedIdentifiers: number;
+  newProfiles: number;
+  merges: number;
+}
+
+interface SetRow {
+  tenant_id: string;
+  workspace_id: string;
+  source: EventSource;
+  keys: string[];
+  signature: string;
+  first_event_id: string;
+  first_at: string;
+}
+
+const scopeOf = (tenantId: string, workspaceId: string) => `${tenantId}\0${workspaceId}`;
+
+async function loadRules(session: Session, tenants: string[]) {
+  const rows = await session.all<{
+    tenant_id: string;
+    identifier_type: string;
+    max_per_profile: number | null;
+    placeholders: string[];
+  }>('ingest_tenant_rules', { tenants: JSON.stringify(tenants) });
+  const placeholders = new PlaceholderRules();
+  const maxPerProfile = new Map<string, Map<string, number>>();
+  for (const row of rows) {
+    placeholders.add(row.tenant_id, row.identifier_type, row.placeholders);
+    const limits = maxPerProfile.get(row.tenant_id) ?? new Map<string, number>();
+    if (row.max_per_profile !== null) limits.set(row.identifier_type, row.max_per_profile);
+    maxPerProfile.set(row.tenant_id, limits);
+  }
+  return { placeholders, maxPerProfile };
+}
+
+/**
+ * Resolves every workspace's identity sets against what the store knows and writes the outcome:
+ * new profiles and identifiers, merges, conflicts, and which profile each set's events go to.
+ */
+async function resolveAndApply(session: Session, keyRing: KeyRing, now: string) {
+  const raws = await session.all<RawIdentifier>('ingest_distinct_identifier_values');
+  const tenants = [...new Set(raws.map((raw) => raw.tenant_id))];
+  const rules = await loadRules(session, tenants);
+  const { keyed, values, dropped } = keyIdentifiers(raws, rules.placeholders, keyRing);
+  await session.run('ingest_create_id_map', { rows: JSON.stringify(keyed) });
+  await session.run('ingest_group_event_keys');
+
+  const sets = await session.all<SetRow>('ingest_identity_sets');
+  const typeOfKey = new Map(keyed.map((row) => [row.identifier_key, row.identifier_type]));
+  const known = await session.all<{
+    tenant_id: string;
+    workspace_id: string;
+    identifier_key: string;
+    profile_id: string;
+    created_at: string;
+  }>('ingest_known_identifiers');
+  const touched = [
+    ...new Map(known.map((row) => [scopeOf(row.workspace_id, row.profile_id), row])).values(),
+  ];
+  const counts = await session.all<{
+    tenant_id: string;
+    workspace_id: string;
+    profile_id: string;
+    identifier_type: string;
+    n: number;
+  }>('ingest_profile_type_counts', {
+    profiles: JSON.stringify(
+      touched.map(({ tenant_id, workspace_id, profile_id }) => ({
+        tenant_id,
+        workspace_id,
+        profile_id,
+      })),
+    ),
+  });
+
+  const scopes = new Map<string, { tenantId: string; workspaceId: string; sets: IdentitySet[] }>();
+  for (const row of sets) {
+    const scope = scopeOf(row.tenant_id, row.workspace_id);
+    const entry = scopes.get(scope) ?? {
+      tenantId: row.tenant_id,
+      workspaceId: row.workspace_id,
+      sets: [],
+    };
+    entry.sets.push({
+      source: row.source,
+      keys: row.keys,
+      signature: row.signature,
+      firstEventId: row.first_event_id,
+      firstAt: row.first_at,
+    });
+    scopes.set(scope, entry);
+  }
+
+  const resolutionRows: object[] = [];
+  const profileRows: object[] = [];
+  const identifierRows: object[] = [];
+  const mergeRows: object[] = [];
+  const conflictRows: object[] = [];
+  for (const { tenantId, workspaceId, sets: scopeSets } of scopes.values()) {
+    const inScope = known.filter(
+      (row) => row.tenant_id === tenantId && row.workspace_id === workspaceId,
+    );
+    const profiles = new Map<string, KnownProfile>();
+    for (const row of inScope) {
+      profiles.set(row.profile_id, {
+        profileId: row.profile_id,
+        createdAt: row.created_at,
+        typeCounts: new Map(),
+      });
+    }
+    for (const row of counts) {
+      if (row.tenant_id === tenantId && row.workspace_id === workspaceId) {
+        profiles.get(row.profile_id)?.typeCounts.set(row.identifier_type, row.n);
+      }
+    }
+    const resolution: Resolution = resolveIdentities({
+      tenantId,
+      workspaceId,
+      sets: scopeSets,
+      typeOfKey,
+      maxPerProfile: rules.maxPerProfile.get(tenantId) ?? new Map(),
+      profileOfKey: new Map(inScope.map((row) => [row.identifier_key, row.profile_id])),
+      profiles,
+    });
+    const scope = { tenant_id: tenantId, workspace_id: workspaceId };
+    for (const set of scopeSets) {
+      const profileId = resolution.profileOfSet.get(setKey(set.source, set.signature));
+      resolutionRows.push({
+        ...scope,
+        source: set.source,
+        signature: set.signature,
+        profile_id: profileId,
+      });
+    }
+    for (const profile of resolution.newProfiles) {
+      profileRows.push({ ...scope, profile_id: profile.profileId, created_at: profile.createdAt });
+    }
+    for (const identifier of resolution.newIdentifiers) {
+      const value = values.get(`${tenantId}\0${identifier.key}`);
+      if (!value) continue;
+      const sealed = sealIdentifier(keyRing, value);
+      identifierRows.push({
+        ...scope,
+        identifier_key: identifier.key,
+        identifier_type: value.type,
+        profile_id: identifier.profileId,
+        ciphertext: sealed.ciphertext,
+        masked_value: sealed.masked,
+        first_seen_at: identifier.firstSeenAt,
+      });
+    }
+    for (const merge of resolution.merges) {
+      mergeRows.push({
+        ...scope,
+        merged_profile_id: merge.mergedProfileId,
+        survivor_profile_id: merge.survivorProfileId,
+        event_id: merge.eventId,
+      });
+    }
+    for (const conflict of resolution.conflicts) {
+      conflictRows.push({
+        ...scope,
+        profile_id: conflict.profileId,
+        other_profile_id: conflict.otherProfileId,
+        identifier_type: conflict.identifierType,
+        reason: conflict.reason,
+        event_id: conflict.eventId,
+      });
+    }
+  }
+
+  await session.run('ingest_create_resolution', { rows: JSON.stringify(resolutionRows) });
+  if (profileRows.length > 0)
+    await session.run('ingest_insert_profiles', { rows: JSON.stringify(profileRows) });
+  if (identifierRows.length > 0)
+    await session.run('ingest_insert_identifiers', { rows: JSON.stringify(identifierRows) });
+  await session.run('ingest_create_merges', { rows: JSON.stringify(mergeRows) });
+  if (mergeRows.length > 0) {
+    await session.run('ingest_record_merges', { now });
+    await session.run('ingest_apply_merges_to_created_at');
+    await session.run('ingest_apply_merges_to_profiles');
+    await session.run('ingest_apply_merges_to_identifiers');
+    await session.run('ingest_apply_merges_to_events');
+  }
+  if (conflictRows.length > 0)
+    await session.run('ingest_record_conflicts', { rows: JSON.stringify(conflictRows), now });
+  return { dropped, newProfiles: profileRows.length, merges: mergeRows.length };
+}
+
+interface Counts {
+  lines: number;
+  valid: number;
+  first_seen: number;
+  stored: number;
+  rejected: number;
+  unparsable: number;
+  last_received_at: string | null;
+}
+
+/** Files a crash left behind after their batch committed: already in, so only deleted. */
+async function dropDone(session: Session, paths: string[]): Promise<string[]> {
+  const done = new Set(
+    (
+      await session.all<{ path: string }>('ingest_already_done', { paths: JSON.stringify(paths) })
+    ).map((row) => row.path),
+  );
+  await Promise.all([...done].map((path) => unlink(path).catch(() => undefined)));
+  return paths.filter((path) => !done.has(path));
+}
+
+/**
+ * One micro-batch (design §9): every given sealed landing file, in one transaction that stores the
+ * events, resolves identities and records the files; the files are deleted after the commit. A
+ * crash before the commit leaves the files to be read again; after it, they are skipped.
+ */
+export async function ingestBatch(context: Context, paths: string[]): Promise<BatchResult> {
+  const pending = await context.store.read((session) => dropDone(session, paths));
+  const empty: BatchResult = {
+    files: 0,
+    lines: 0,
+    stored: 0,
+    duplicates: 0,
+    rejected: 0,
+    unparsable: 0,
+    droppedIdentifiers: 0,
+    newProfiles: 0,
+    merges: 0,
+  };
+  if (pending.length === 0) return empty;
+  const files = JSON.stringify(pending);
+  const result = await context.store.write(async (session) => {
+    const now = nowIso(context);
+    const digests = await session.all<{ path: string; size: number; sha256: string }>(
+      'ingest_file_digests',
+      {
+        paths: files,
+      },
+    );
+    await session.run('ingest_stage', { paths: files });
+    await session.run('ingest_check');
+    await session.run('ingest_mark_duplicates');
+    await session.run('ingest_extract_identifiers');
+    const identity = await resolveAndApply(session, context.keyRing, now);
+    await session.run('ingest_insert_events', { now });
+    await session.run('ingest_touch_profiles');
+    await session.run('ingest_record_rejections', { now });
+    const counts = (await session.one<Counts>('ingest_batch_counts')) as Counts;
+    const lineCounts = new Map(
+      (await session.all<{ path: string; lines: number }>('ingest_file_line_counts')).map((row) => [
+        row.path,
+        row.lines,
+      ]),
+    );
+    await session.run('ingest_record_files', {
+      rows: JSON.stringify(
+        digests.map((digest) => ({ ...digest, lines: lineCounts.get(digest.path) ?? 0 })),
+      ),
+      now,
+    });
+    const batch: BatchResult = {
+      files: pending.length,
+      lines: counts.lines,
+      stored: counts.stored,
+      duplicates: counts.valid - counts.first_seen,
+      rejected: counts.rejected + (counts.first_seen - counts.stored),
+      unparsable: counts.unparsable,
+      droppedIdentifiers: identity.dropped,
+      newProfiles: identity.newProfiles,
+      merges: identity.merges,
+    };
+    await session.run('ingest_update_stats', {
+      files: batch.files,
+      stored: batch.stored,
+      duplicates: batch.duplicates,
+      rejected: batch.rejected,
+      unparsable: batch.unparsable,
+      dropped_identifiers: batch.droppedIdentifiers,
+      last_received_at: counts.last_received_at,
+      now,
+    });
+    // On failure the rollback takes the temporary tables with it.
+    await session.run('ingest_drop_temporaries');
+    return batch;
+  });
+  await Promise.all(pending.map((path) => unlink(path).catch(() => undefined)));
+  return result;
+}

@@ -1,0 +1,28 @@
+import { readdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { SEALED_SUFFIX } from '../collector/landing-writer.js';
+
+export interface SealedFile {
+  path: string;
+  bytes: number;
+  modifiedAt: number;
+}
+
+/**
+ * Sealed landing files, in path order: partitions by tenant, workspace, date and hour, then each
+ * collector's files in sequence. Ingest reads them in this order, so events keep it.
+ */
+export async function listSealedFiles(root: string): Promise<SealedFile[]> {
+  const entries = await readdir(root, { recursive: true, withFileTypes: true }).catch(() => []);
+  const paths = entries
+    .filter((entry) => entry.isFile() && entry.name.endsWith(SEALED_SUFFIX))
+    .map((entry) => join(entry.parentPath, entry.name))
+    .sort();
+  const files = await Promise.all(
+    paths.map(async (path) => {
+      const info = await stat(path).catch(() => null);
+      return info ? { path, bytes: info.size, modifiedAt: info.mtimeMs } : null;
+    }),
+  );
+  return files.filter((file): file is SealedFile => file !== null);
+}

@@ -1,0 +1,108 @@
+import { watch } from 'chokidar';
+import type { Context } from '../context.js';
+import { type BatchResult, ingestBatch } from './batch.js';
+import { listSealedFiles, type SealedFile } from './landing-files.js';
+
+export interface IngestLoopConfig {
+  /** Roughly how many events one transaction takes (design §4 `max_batch_events`). */
+  maxBatchEvents: number;
+  /** How often the loop looks for sealed files even when no watcher event came. */
+  intervalMs: number;
+  /** Called after each committed batch (progress lines, counters). */
+  onBatch?: (batch: BatchResult) => void;
+}
+
+/** Before the first batch tells us better, a landing line is taken to be this long. */
+const INITIAL_BYTES_PER_LINE = 400;
+
+/**
+ * Drains sealed landing files in micro-batches. A tick never overlaps another; the timer and the
+ * watcher only ask for a tick.
+ */
+export class IngestLoop {
+  private running: Promise<void> | null = null;
+  private again = false;
+  private timer: NodeJS.Timeout | null = null;
+  private watcher: ReturnType<typeof watch> | null = null;
+  private bytesPerLine = INITIAL_BYTES_PER_LINE;
+  lastError: Error | null = null;
+
+  constructor(
+    private readonly context: Context,
+    private readonly config: IngestLoopConfig,
+  ) {}
+
+  /** Ingests every file sealed now, batch after batch; resolves when none is left. */
+  async drain(): Promise<BatchResult[]> {
+    const results: BatchResult[] = [];
+    for (;;) {
+      const batch = this.nextBatch(await listSealedFiles(this.context.dataDir.landingDir));
+      if (batch.length === 0) return results;
+      const result = await ingestBatch(
+        this.context,
+        batch.map((file) => file.path),
+      );
+      const bytes = batch.reduce((sum, file) => sum + file.bytes, 0);
+      if (result.lines > 0) this.bytesPerLine = Math.max(1, Math.round(bytes / result.lines));
+      results.push(result);
+      this.config.onBatch?.(result);
+    }
+  }
+
+  /** Runs on a timer and on file events until `stop`. */
+  start(options: { watch: boolean }): void {
+    this.timer = setInterval(() => this.tick(), this.config.intervalMs);
+    if (options.watch) {
+      this.watcher = watch(this.context.dataDir.landingDir, { ignoreInitial: false, depth: 8 });
+      this.watcher.on('add', (path) => {
+        if (path.endsWith('.ndjson')) this.tick();
+      });
+    }
+    this.tick();
+  }
+
+  /** Stops asking for ticks and waits for the batch under way to commit. */
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.watcher?.close();
+    this.watcher = null;
+    this.again = false;
+    await this.running;
+  }
+
+  tick(): void {
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = this.drain()
+      .then(
+        () => {
+          this.lastError = null;
+        },
+        (error: unknown) => {
+          this.lastError = error as Error;
+        },
+      )
+      .finally(() => {
+        this.running = null;
+        if (this.again && this.timer) {
+          this.again = false;
+          this.tick();
+        }
+      });
+  }
+
+  private nextBatch(files: SealedFile[]): SealedFile[] {
+    const batch: SealedFile[] = [];
+    let estimatedEvents = 0;
+    for (const file of files) {
+      const events = Math.ceil(file.bytes / this.bytesPerLine);
+      if (batch.length > 0 && estimatedEvents + events > this.config.maxBatchEvents) break;
+      batch.push(file);
+      estimatedEvents += events;
+    }
+    return batch;
+  }
+}
