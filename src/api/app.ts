@@ -10,6 +10,7 @@ import { healthRoutes } from './routes/health.js';
 import { identityConfigRoutes } from './routes/identity-config.js';
 import { metricDefinitionRoutes } from './routes/metric-definitions.js';
 import { operatorRoutes } from './routes/operator.js';
+import { profileRoutes } from './routes/profiles.js';
 import { segmentRoutes } from './routes/segments.js';
 import { tokenRoutes } from './routes/tokens.js';
 import { whoamiRoutes } from './routes/whoami.js';
@@ -46,6 +47,7 @@ export function buildApp(context: Context, options: AppOptions = {}): FastifyIns
   eventTypeRoutes(app, context);
   metricDefinitionRoutes(app, context);
   segmentRoutes(app, context);
+  profileRoutes(app, context);
 
   const collector = options.collector;
   if (collector) {

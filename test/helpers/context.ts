@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/api/app.js';
 import type { Clock } from '../../src/clock.js';
 import { openOwnedCollector } from '../../src/collector/runtime.js';
-import { loadConfig } from '../../src/config.js';
+import { type ConfigInput, loadConfig } from '../../src/config.js';
 import type { Context } from '../../src/context.js';
 import { KeyRing } from '../../src/identity/tenant-keys.js';
 import { IngestLoop } from '../../src/ingest/loop.js';
@@ -39,10 +39,13 @@ export function tempDir(prefix = 'cds-test-'): string {
 
 /** A real store in a fresh temp data dir, and the app over it; with `collector`, events too. */
 export async function openTestEnv(
-  options: { collector?: boolean; maxBatchEvents?: number } = {},
+  options: { collector?: boolean; maxBatchEvents?: number; config?: ConfigInput } = {},
 ): Promise<TestEnv> {
   const dir = tempDir();
-  const config = loadConfig({ data_dir: dir, collector_rate_limit: 100_000 }, {});
+  const config = loadConfig(
+    { data_dir: dir, collector_rate_limit: 100_000, ...options.config },
+    {},
+  );
   const dataDir = openDataDir(config.data_dir);
   const store = await Store.open(dataDir.databasePath);
   const clock = new TestClock();

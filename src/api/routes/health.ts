@@ -2,6 +2,26 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Context } from '../../context.js';
+import { ingestStatus } from '../../ingest/status.js';
+
+const readiness = z.object({
+  status: z.literal('ready'),
+  database: z.string(),
+  ingest: z.object({
+    batches: z.number(),
+    files: z.number(),
+    events_ingested: z.number(),
+    duplicates: z.number(),
+    rejected: z.number(),
+    unparsable_lines: z.number(),
+    dropped_identifiers: z.number(),
+    last_batch_at: z.string().nullable(),
+    last_received_at: z.string().nullable(),
+    backlog_files: z.number(),
+    backlog_bytes: z.number(),
+    lag_seconds: z.number(),
+  }),
+});
 
 export function healthRoutes(app: FastifyInstance, context: Context): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
@@ -12,14 +32,9 @@ export function healthRoutes(app: FastifyInstance, context: Context): void {
       status: 'ok' as const,
     }),
   );
-  api.get(
-    '/readyz',
-    {
-      schema: { response: { 200: z.object({ status: z.literal('ready'), database: z.string() }) } },
-    },
-    async () => {
-      await context.store.read((session) => session.allText('SELECT 1'));
-      return { status: 'ready' as const, database: context.store.path };
-    },
-  );
+  api.get('/readyz', { schema: { response: { 200: readiness } } }, async () => ({
+    status: 'ready' as const,
+    database: context.store.path,
+    ingest: await ingestStatus(context),
+  }));
 }

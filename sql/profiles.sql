@@ -1,0 +1,71 @@
+/* @name profile_by_identifier_key */
+SELECT profile_id FROM profile_identifiers
+WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND identifier_key = $identifier_key;
+
+/* @name get_profile */
+SELECT profile_id, created_at, last_seen_at, merged_into FROM profiles
+WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id = $profile_id;
+
+/* @name identifiers_of_profile */
+SELECT i.identifier_type AS type, coalesce(t.tier, 'weak') AS tier, i.ciphertext, i.masked_value, i.identifier_key AS key
+FROM profile_identifiers i
+LEFT JOIN identifier_types t ON t.tenant_id = i.tenant_id AND t.identifier_type = i.identifier_type
+WHERE i.tenant_id = $tenant_id AND i.workspace_id = $workspace_id AND i.profile_id = $profile_id
+ORDER BY i.first_seen_at, i.identifier_type, i.identifier_key;
+
+/* @name metrics_of_profile */
+SELECT metric_name, number_value, string_value, list_value FROM profile_metrics
+WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id = $profile_id
+ORDER BY metric_name;
+
+/* @name segments_of_profile */
+SELECT segment_id, entered_at FROM segment_members
+WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id = $profile_id
+ORDER BY segment_id;
+
+/* @name profiles_merged_into */
+SELECT profile_id FROM profiles
+WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND merged_into = $profile_id
+ORDER BY profile_id;
+
+/* @name profile_history_page */
+-- Newest first; keyset on (happened_at, kind, ref), ref being unique within a kind.
+SELECT happened_at, kind, ref, event_name FROM (
+  SELECT occured_at AS happened_at, 'event' AS kind, event_id AS ref, event_name
+  FROM events WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id = $profile_id
+  UNION ALL
+  SELECT merged_at, 'merge', merged_profile_id, NULL
+  FROM profile_merges WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND survivor_profile_id = $profile_id
+)
+WHERE $before_at IS NULL OR (happened_at, kind, ref) < ($before_at::TIMESTAMP, $before_kind, $before_ref)
+ORDER BY happened_at DESC, kind DESC, ref DESC
+LIMIT $limit;
+
+/* @name profile_summary_page */
+WITH page AS (
+  SELECT p.profile_id, p.last_seen_at FROM profiles p
+  WHERE p.tenant_id = $tenant_id AND p.workspace_id = $workspace_id AND p.merged_into IS NULL
+    AND ($after IS NULL OR p.profile_id > $after)
+    AND ($segment_id IS NULL OR EXISTS (
+      SELECT 1 FROM segment_members s
+      WHERE s.tenant_id = p.tenant_id AND s.workspace_id = p.workspace_id AND s.profile_id = p.profile_id
+        AND s.segment_id = $segment_id))
+  ORDER BY p.profile_id
+  LIMIT $limit
+)
+SELECT page.profile_id, page.last_seen_at,
+  (SELECT arg_min(i.ciphertext, i.first_seen_at) FROM profile_identifiers i
+   WHERE i.tenant_id = $tenant_id AND i.workspace_id = $workspace_id AND i.profile_id = page.profile_id AND i.identifier_type = 'email') AS email_ciphertext,
+  (SELECT arg_min(i.masked_value, i.first_seen_at) FROM profile_identifiers i
+   WHERE i.tenant_id = $tenant_id AND i.workspace_id = $workspace_id AND i.profile_id = page.profile_id AND i.identifier_type = 'email') AS email_masked,
+  (SELECT arg_min(i.ciphertext, i.first_seen_at) FROM profile_identifiers i
+   WHERE i.tenant_id = $tenant_id AND i.workspace_id = $workspace_id AND i.profile_id = page.profile_id AND i.identifier_type = 'phone') AS phone_ciphertext,
+  (SELECT arg_min(i.masked_value, i.first_seen_at) FROM profile_identifiers i
+   WHERE i.tenant_id = $tenant_id AND i.workspace_id = $workspace_id AND i.profile_id = page.profile_id AND i.identifier_type = 'phone') AS phone_masked,
+  (SELECT list({'metric_name': m.metric_name, 'number_value': m.number_value, 'string_value': m.string_value, 'list_value': m.list_value} ORDER BY m.metric_name)
+   FROM profile_metrics m
+   WHERE m.tenant_id = $tenant_id AND m.workspace_id = $workspace_id AND m.profile_id = page.profile_id) AS metrics,
+  (SELECT list(s.segment_id ORDER BY s.segment_id) FROM segment_members s
+   WHERE s.tenant_id = $tenant_id AND s.workspace_id = $workspace_id AND s.profile_id = page.profile_id) AS segment_ids
+FROM page
+ORDER BY page.profile_id;

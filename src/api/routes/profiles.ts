@@ -1,0 +1,150 @@
+import type { FastifyInstance } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { Context } from '../../context.js';
+import { ValidationError } from '../../errors.js';
+import {
+  lookupProfile,
+  profileHistory,
+  profileSummary,
+  viewProfile,
+} from '../../identity/profile-view.js';
+import { idSchema } from '../../ids.js';
+import { pagingQuery, workspaceParams } from '../schemas.js';
+
+const profileParams = workspaceParams.extend({
+  profile_id: z.string().regex(/^p_[0-9a-f]{24}$/, 'is not a profile id'),
+});
+const metricValue = z.union([z.number(), z.string(), z.array(z.string()), z.null()]);
+
+const identifierView = z.object({
+  type: z.string(),
+  tier: z.string(),
+  value: z.string().nullable(),
+  masked_value: z.string(),
+  key: z.string(),
+  status: z.literal('active'),
+});
+
+const profileView = z.object({
+  profile_id: z.string(),
+  workspace_id: z.string(),
+  created_at: z.string(),
+  last_seen_at: z.string(),
+  merged_into: z.string().nullable(),
+  identifiers: z.array(identifierView),
+  metrics: z.record(z.string(), metricValue),
+  segments: z.array(z.object({ segment_id: z.string(), entered_at: z.string() })),
+  merged_profile_ids: z.array(z.string()),
+});
+
+export const summaryRow = z.object({
+  profile_id: z.string(),
+  email: z.string().nullable(),
+  phone: z.string().nullable(),
+  last_seen_at: z.string(),
+  metrics: z.record(z.string(), metricValue),
+  segment_ids: z.array(z.string()),
+});
+
+const historyEntry = z.object({
+  at: z.string(),
+  kind: z.enum(['event', 'merge']),
+  event_id: z.string().optional(),
+  event_name: z.string().optional(),
+  merged_profile_id: z.string().optional(),
+});
+
+const lookupQuery = z.object({
+  email: z.string().min(1).optional(),
+  phone: z.string().min(1).optional(),
+});
+
+export function profileRoutes(app: FastifyInstance, context: Context): void {
+  const api = app.withTypeProvider<ZodTypeProvider>();
+  const base = '/v1/tenants/:tenant/workspaces/:workspace/profiles';
+  const scopeOf = (params: { tenant: string; workspace: string }) => ({
+    tenantId: params.tenant,
+    workspaceId: params.workspace,
+  });
+
+  api.get(
+    `${base}/lookup`,
+    {
+      config: { access: 'workspace-member' },
+      schema: {
+        params: workspaceParams,
+        querystring: lookupQuery,
+        response: { 200: z.object({ profile_id: z.string() }) },
+      },
+    },
+    async (request) => {
+      const { email, phone } = request.query;
+      if ((email === undefined) === (phone === undefined)) {
+        throw ValidationError.field('email', 'give exactly one of email or phone');
+      }
+      const identifier =
+        email !== undefined
+          ? { type: 'email' as const, value: email }
+          : { type: 'phone' as const, value: phone as string };
+      return lookupProfile(context, scopeOf(request.params), identifier);
+    },
+  );
+
+  api.get(
+    `${base}/summary`,
+    {
+      config: { access: 'workspace-member' },
+      schema: {
+        params: workspaceParams,
+        querystring: pagingQuery.extend({ segment_id: idSchema.optional() }),
+        response: {
+          200: z.object({ profiles: z.array(summaryRow), next_cursor: z.string().nullable() }),
+        },
+      },
+    },
+    async (request) => {
+      const page = await profileSummary(context, scopeOf(request.params), {
+        limit: request.query.limit,
+        cursor: request.query.cursor ?? null,
+        segmentId: request.query.segment_id ?? null,
+      });
+      return { profiles: page.items, next_cursor: page.next_cursor };
+    },
+  );
+
+  api.get(
+    `${base}/:profile_id`,
+    {
+      config: { access: 'workspace-member' },
+      schema: { params: profileParams, response: { 200: profileView } },
+    },
+    async (request) => viewProfile(context, scopeOf(request.params), request.params.profile_id),
+  );
+
+  api.get(
+    `${base}/:profile_id/history`,
+    {
+      config: { access: 'workspace-member' },
+      schema: {
+        params: profileParams,
+        querystring: pagingQuery,
+        response: {
+          200: z.object({ entries: z.array(historyEntry), next_cursor: z.string().nullable() }),
+        },
+      },
+    },
+    async (request) => {
+      const page = await profileHistory(
+        context,
+        scopeOf(request.params),
+        request.params.profile_id,
+        {
+          limit: request.query.limit,
+          cursor: request.query.cursor ?? null,
+        },
+      );
+      return { entries: page.items, next_cursor: page.next_cursor };
+    },
+  );
+}

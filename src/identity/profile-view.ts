@@ -1,0 +1,276 @@
+import { z } from 'zod';
+import type { Context } from '../context.js';
+import { NotFoundError } from '../errors.js';
+import { decodeCursor, type Page, toPage } from '../store/cursor.js';
+import type { Session } from '../store/database.js';
+import { requireWorkspace } from '../tenancy/workspaces.js';
+import { normalizeIdentifier } from './normalize.js';
+import type { TenantKeys } from './tenant-keys.js';
+
+export type MetricValue = number | string | string[] | null;
+
+export interface IdentifierView {
+  type: string;
+  tier: string;
+  value: string | null;
+  masked_value: string;
+  key: string;
+  status: 'active';
+}
+
+export interface ProfileView {
+  profile_id: string;
+  workspace_id: string;
+  created_at: string;
+  last_seen_at: string;
+  /** Set when the id asked for was merged away: this view is of the profile it went into. */
+  merged_into: string | null;
+  identifiers: IdentifierView[];
+  metrics: Record<string, MetricValue>;
+  segments: { segment_id: string; entered_at: string }[];
+  merged_profile_ids: string[];
+}
+
+export interface SummaryRow {
+  profile_id: string;
+  email: string | null;
+  phone: string | null;
+  last_seen_at: string;
+  metrics: Record<string, MetricValue>;
+  segment_ids: string[];
+}
+
+export interface HistoryEntry {
+  at: string;
+  kind: 'event' | 'merge';
+  event_id?: string;
+  event_name?: string;
+  merged_profile_id?: string;
+}
+
+interface Scope {
+  tenantId: string;
+  workspaceId: string;
+}
+
+const scopeParams = (scope: Scope) => ({
+  tenant_id: scope.tenantId,
+  workspace_id: scope.workspaceId,
+});
+
+interface MetricRow {
+  metric_name: string;
+  number_value: number | null;
+  string_value: string | null;
+  list_value: string[] | null;
+}
+
+function metricsObject(rows: MetricRow[]): Record<string, MetricValue> {
+  return Object.fromEntries(
+    rows.map((row) => [
+      row.metric_name,
+      row.list_value ?? row.string_value ?? row.number_value ?? null,
+    ]),
+  );
+}
+
+/**
+ * Masking (design §11): plain text only for the types the environment allows; otherwise the
+ * masked form (customer table) or null (profile view, where masked_value sits beside it).
+ */
+class Reveal {
+  constructor(
+    private readonly keys: TenantKeys,
+    private readonly plaintextTypes: readonly string[],
+  ) {}
+
+  value(type: string, ciphertext: Uint8Array | null): string | null {
+    if (ciphertext === null || !this.plaintextTypes.includes(type)) return null;
+    return this.keys.decrypt(ciphertext);
+  }
+
+  column(type: string, ciphertext: Uint8Array | null, masked: string | null): string | null {
+    return this.value(type, ciphertext) ?? masked;
+  }
+}
+
+function revealFor(context: Context, tenantId: string): Reveal {
+  return new Reveal(context.keyRing.forTenant(tenantId), context.config.plaintext_identifier_types);
+}
+
+async function liveProfile(session: Session, scope: Scope, profileId: string) {
+  type Row = {
+    profile_id: string;
+    created_at: string;
+    last_seen_at: string;
+    merged_into: string | null;
+  };
+  const row = await session.one<Row>('get_profile', {
+    ...scopeParams(scope),
+    profile_id: profileId,
+  });
+  if (!row)
+    throw new NotFoundError(
+      `profile ${profileId} does not exist in workspace ${scope.workspaceId}`,
+    );
+  if (row.merged_into === null) return { row, mergedFrom: null };
+  const survivor = await session.one<Row>('get_profile', {
+    ...scopeParams(scope),
+    profile_id: row.merged_into,
+  });
+  if (!survivor)
+    throw new NotFoundError(
+      `profile ${profileId} does not exist in workspace ${scope.workspaceId}`,
+    );
+  return { row: survivor, mergedFrom: profileId };
+}
+
+/** The live profile holding an email or phone, found by its keyed form. */
+export async function lookupProfile(
+  context: Context,
+  scope: Scope,
+  identifier: { type: 'email' | 'phone'; value: string },
+): Promise<{ profile_id: string }> {
+  const normalized = normalizeIdentifier(identifier.type, identifier.value);
+  const notFound = new NotFoundError(
+    `no profile with that ${identifier.type} in workspace ${scope.workspaceId}`,
+  );
+  if (normalized === null) throw notFound;
+  const key = context.keyRing.forTenant(scope.tenantId).identifierKey(identifier.type, normalized);
+  return context.store.read(async (session) => {
+    await requireWorkspace(session, scope.tenantId, scope.workspaceId);
+    const found = await session.one<{ profile_id: string }>('profile_by_identifier_key', {
+      ...scopeParams(scope),
+      identifier_key: key,
+    });
+    if (!found) throw notFound;
+    const { row } = await liveProfile(session, scope, found.profile_id);
+    return { profile_id: row.profile_id };
+  });
+}
+
+export async function viewProfile(
+  context: Context,
+  scope: Scope,
+  profileId: string,
+): Promise<ProfileView> {
+  const reveal = revealFor(context, scope.tenantId);
+  return context.store.read(async (session) => {
+    const { row, mergedFrom } = await liveProfile(session, scope, profileId);
+    const params = { ...scopeParams(scope), profile_id: row.profile_id };
+    const identifiers = await session.all<{
+      type: string;
+      tier: string;
+      ciphertext: Uint8Array;
+      masked_value: string;
+      key: string;
+    }>('identifiers_of_profile', params);
+    const merged = await session.all<{ profile_id: string }>('profiles_merged_into', params);
+    return {
+      profile_id: row.profile_id,
+      workspace_id: scope.workspaceId,
+      created_at: row.created_at,
+      last_seen_at: row.last_seen_at,
+      merged_into: mergedFrom === null ? null : row.profile_id,
+      identifiers: identifiers.map((identifier) => ({
+        type: identifier.type,
+        tier: identifier.tier,
+        value: reveal.value(identifier.type, identifier.ciphertext),
+        masked_value: identifier.masked_value,
+        key: identifier.key,
+        status: 'active' as const,
+      })),
+      metrics: metricsObject(await session.all<MetricRow>('metrics_of_profile', params)),
+      segments: await session.all<{ segment_id: string; entered_at: string }>(
+        'segments_of_profile',
+        params,
+      ),
+      merged_profile_ids: merged.map((entry) => entry.profile_id),
+    };
+  });
+}
+
+const historyCursor = z.object({ at: z.string(), kind: z.string(), ref: z.string() });
+
+export async function profileHistory(
+  context: Context,
+  scope: Scope,
+  profileId: string,
+  query: { limit: number; cursor: string | null },
+): Promise<Page<HistoryEntry>> {
+  const before = query.cursor === null ? null : decodeCursor(query.cursor, historyCursor);
+  return context.store.read(async (session) => {
+    const { row } = await liveProfile(session, scope, profileId);
+    type Row = {
+      happened_at: string;
+      kind: 'event' | 'merge';
+      ref: string;
+      event_name: string | null;
+    };
+    const rows = await session.all<Row>('profile_history_page', {
+      ...scopeParams(scope),
+      profile_id: row.profile_id,
+      before_at: before?.at ?? null,
+      before_kind: before?.kind ?? null,
+      before_ref: before?.ref ?? null,
+      limit: query.limit + 1,
+    });
+    return toPage(
+      rows,
+      query.limit,
+      (entry) => ({ at: entry.happened_at, kind: entry.kind, ref: entry.ref }),
+      (entry): HistoryEntry =>
+        entry.kind === 'event'
+          ? {
+              at: entry.happened_at,
+              kind: 'event',
+              event_id: entry.ref,
+              event_name: entry.event_name ?? '',
+            }
+          : { at: entry.happened_at, kind: 'merge', merged_profile_id: entry.ref },
+    );
+  });
+}
+
+const summaryCursor = z.object({ p: z.string() });
+
+/** The customer table: one row per live profile, email and phone masked per design §11. */
+export async function profileSummary(
+  context: Context,
+  scope: Scope,
+  query: { limit: number; cursor: string | null; segmentId: string | null },
+): Promise<Page<SummaryRow>> {
+  const after = query.cursor === null ? null : decodeCursor(query.cursor, summaryCursor);
+  const reveal = revealFor(context, scope.tenantId);
+  return context.store.read(async (session) => {
+    await requireWorkspace(session, scope.tenantId, scope.workspaceId);
+    const rows = await session.all<{
+      profile_id: string;
+      last_seen_at: string;
+      email_ciphertext: Uint8Array | null;
+      email_masked: string | null;
+      phone_ciphertext: Uint8Array | null;
+      phone_masked: string | null;
+      metrics: MetricRow[] | null;
+      segment_ids: string[] | null;
+    }>('profile_summary_page', {
+      ...scopeParams(scope),
+      after: after?.p ?? null,
+      segment_id: query.segmentId,
+      limit: query.limit + 1,
+    });
+    return toPage(
+      rows,
+      query.limit,
+      (row) => ({ p: row.profile_id }),
+      (row): SummaryRow => ({
+        profile_id: row.profile_id,
+        email: reveal.column('email', row.email_ciphertext, row.email_masked),
+        phone: reveal.column('phone', row.phone_ciphertext, row.phone_masked),
+        last_seen_at: row.last_seen_at,
+        metrics: metricsObject(row.metrics ?? []),
+        segment_ids: row.segment_ids ?? [],
+      }),
+    );
+  });
+}

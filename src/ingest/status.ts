@@ -1,0 +1,35 @@
+import type { Context } from '../context.js';
+import { listSealedFiles } from './landing-files.js';
+
+export interface IngestStatus {
+  batches: number;
+  files: number;
+  events_ingested: number;
+  duplicates: number;
+  rejected: number;
+  unparsable_lines: number;
+  dropped_identifiers: number;
+  last_batch_at: string | null;
+  last_received_at: string | null;
+  backlog_files: number;
+  backlog_bytes: number;
+  /** Age of the oldest sealed file not yet ingested, in seconds; 0 with no backlog. */
+  lag_seconds: number;
+}
+
+/** The counters of `GET /readyz` and `cds ingest --status`. */
+export async function ingestStatus(context: Context): Promise<IngestStatus> {
+  const counters = await context.store.read((session) =>
+    session.one<Omit<IngestStatus, 'backlog_files' | 'backlog_bytes' | 'lag_seconds'>>(
+      'ingest_stats',
+    ),
+  );
+  const backlog = await listSealedFiles(context.dataDir.landingDir);
+  const oldest = Math.min(...backlog.map((file) => file.modifiedAt));
+  return {
+    ...(counters as Omit<IngestStatus, 'backlog_files' | 'backlog_bytes' | 'lag_seconds'>),
+    backlog_files: backlog.length,
+    backlog_bytes: backlog.reduce((sum, file) => sum + file.bytes, 0),
+    lag_seconds: backlog.length === 0 ? 0 : Math.max(0, (Date.now() - oldest) / 1000),
+  };
+}
