@@ -1,10 +1,9 @@
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
-import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import { collectorRoutes } from '../collector/routes.js';
 import type { CollectorRuntime } from '../collector/runtime.js';
 import type { Context } from '../context.js';
 import { registerAuth } from './auth.js';
-import { handleError, handleNotFound } from './error-handler.js';
+import { createBaseApp } from './base-app.js';
 import { eventTypeRoutes } from './routes/event-types.js';
 import { healthRoutes } from './routes/health.js';
 import { identityConfigRoutes } from './routes/identity-config.js';
@@ -16,9 +15,6 @@ import { tokenRoutes } from './routes/tokens.js';
 import { whoamiRoutes } from './routes/whoami.js';
 import { workspaceRoutes } from './routes/workspaces.js';
 
-/** The largest body any route takes: a collector batch (design §8). */
-export const BODY_LIMIT_BYTES = 1024 * 1024;
-
 export interface AppOptions {
   logger?: FastifyServerOptions['logger'];
   /** Serve the collector endpoints on the same port (design §1: `cds serve`). */
@@ -29,13 +25,7 @@ const CONTROL_PLANE_WRITE = /^\/v1\/(tenants|operator)\//;
 
 /** The whole HTTP surface over one store; `cds serve`, the CLI and the tests all build it here. */
 export function buildApp(context: Context, options: AppOptions = {}): FastifyInstance {
-  const app = Fastify({ logger: options.logger ?? false, bodyLimit: BODY_LIMIT_BYTES });
-  app.setValidatorCompiler(validatorCompiler);
-  app.setSerializerCompiler(serializerCompiler);
-  // Every body is JSON; anything else is answered 415 rather than parsed as text.
-  app.removeContentTypeParser('text/plain');
-  app.setErrorHandler(handleError);
-  app.setNotFoundHandler(handleNotFound);
+  const app = createBaseApp(options.logger);
   registerAuth(app, context);
 
   healthRoutes(app, context);

@@ -1,6 +1,8 @@
 import { Command, CommanderError, Option } from 'commander';
 import { AppError } from '../errors.js';
+import { collectCommand } from './commands/collect.js';
 import { demoCommand } from './commands/demo.js';
+import { ingestCommand } from './commands/ingest.js';
 import { segmentsCommand } from './commands/segments.js';
 import { serveCommand } from './commands/serve.js';
 import { tenantsCommand } from './commands/tenants.js';
@@ -27,6 +29,8 @@ export function createCLI(): Command {
     .option('--json', 'print machine-readable JSON')
     .showHelpAfterError()
     .addCommand(serveCommand())
+    .addCommand(ingestCommand())
+    .addCommand(collectCommand())
     .addCommand(tenantsCommand())
     .addCommand(tokensCommand())
     .addCommand(segmentsCommand())

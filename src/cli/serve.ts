@@ -1,24 +1,47 @@
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../api/app.js';
+import { type CollectorRuntime, openOwnedCollector } from '../collector/runtime.js';
 import type { Context } from '../context.js';
+import { IngestLoop } from '../ingest/loop.js';
 
 export interface RunningServer {
   app: FastifyInstance;
   url: string;
-  /** Stops accepting requests, lets those under way finish, then closes the database. */
+  collector: CollectorRuntime;
+  /**
+   * Shutdown order: stop accepting requests and let those under way finish, seal the landing
+   * files, let the batch under way commit, then close the database.
+   */
   close(): Promise<void>;
 }
 
-export async function startServer(context: Context, logger: boolean): Promise<RunningServer> {
-  const app = buildApp(context, { logger: logger ? { level: 'info' } : false });
+export interface ServeOptions {
+  logger: boolean;
+  /** Run the ingest loop in this process (design §1: `--no-ingest` turns it off). */
+  ingest: boolean;
+}
+
+export async function startServer(context: Context, options: ServeOptions): Promise<RunningServer> {
+  const collector = await openOwnedCollector(context);
+  const app = buildApp(context, { collector, logger: options.logger ? { level: 'info' } : false });
   const address = await app.listen({ port: context.config.port, host: context.config.host });
+  const loop = options.ingest
+    ? new IngestLoop(context, {
+        maxBatchEvents: context.config.max_batch_events,
+        intervalMs: context.config.ingest_interval_ms,
+      })
+    : null;
+  loop?.start({ watch: false });
   let closing: Promise<void> | undefined;
   return {
     app,
     url: address,
+    collector,
     close() {
       closing ??= (async () => {
         await app.close();
+        await collector.close();
+        await loop?.stop();
         await context.store.close();
       })();
       return closing;
@@ -27,7 +50,7 @@ export async function startServer(context: Context, logger: boolean): Promise<Ru
 }
 
 /** Keeps the process up until SIGINT or SIGTERM, then closes cleanly. */
-export function closeOnSignals(server: RunningServer): Promise<void> {
+export function closeOnSignals(server: Pick<RunningServer, 'close'>): Promise<void> {
   return new Promise((resolve) => {
     const stop = (): void => {
       server.close().then(resolve, (error: unknown) => {

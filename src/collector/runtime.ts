@@ -1,10 +1,16 @@
-import type { Clock } from '../clock.js';
+import { unwatchFile, watchFile } from 'node:fs';
+import { type Clock, systemClock } from '../clock.js';
+import type { Config } from '../config.js';
 import type { Context } from '../context.js';
+import type { DataDir } from '../store/data-dir.js';
 import { LandingWriter, sealOrphans } from './landing-writer.js';
-import { Registry, readRegistrySnapshot, writeRegistryFile } from './registry.js';
+import { Registry, readRegistryFile, readRegistrySnapshot, writeRegistryFile } from './registry.js';
 
 /** Design §2 defaults: seal at 64 MiB or after 2 s. */
 export const LANDING_DEFAULTS = { maxFileBytes: 64 * 1024 * 1024, maxFileAgeMs: 2000 };
+
+/** How often `cds collect` looks at registry.json ("refreshed within seconds", design §8). */
+const REGISTRY_POLL_MS = 1000;
 
 /** What the collector routes run on: the registry they check against and the writer they append with. */
 export interface CollectorRuntime {
@@ -43,5 +49,38 @@ export async function openOwnedCollector(context: Context): Promise<CollectorRun
       await writeRegistryFile(context.dataDir.registryPath, next);
     },
     close: () => writer.close(),
+  };
+}
+
+/**
+ * The collector of `cds collect`, which never opens the database: the registry comes from
+ * `registry.json`, re-read whenever the owner rewrites it.
+ */
+export async function openFileCollector(
+  dataDir: DataDir,
+  config: Config,
+): Promise<CollectorRuntime> {
+  const registry = new Registry(await readRegistryFile(dataDir.registryPath));
+  await sealOrphans(dataDir.landingDir);
+  const writer = new LandingWriter({ root: dataDir.landingDir, ...LANDING_DEFAULTS });
+  writer.start();
+  const reload = () => {
+    readRegistryFile(dataDir.registryPath).then(
+      (snapshot) => registry.replace(snapshot),
+      () => undefined,
+    );
+  };
+  watchFile(dataDir.registryPath, { interval: REGISTRY_POLL_MS }, reload);
+  return {
+    registry,
+    writer,
+    corsOrigins: config.cors_origins,
+    rateLimitPerSecond: config.collector_rate_limit,
+    clock: systemClock,
+    refresh: async () => undefined,
+    async close() {
+      unwatchFile(dataDir.registryPath, reload);
+      await writer.close();
+    },
   };
 }

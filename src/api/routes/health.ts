@@ -25,13 +25,6 @@ const readiness = z.object({
 
 export function healthRoutes(app: FastifyInstance, context: Context): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
-  api.get(
-    '/healthz',
-    { schema: { response: { 200: z.object({ status: z.literal('ok') }) } } },
-    async () => ({
-      status: 'ok' as const,
-    }),
-  );
   api.get('/readyz', { schema: { response: { 200: readiness } } }, async () => ({
     status: 'ready' as const,
     database: context.store.path,

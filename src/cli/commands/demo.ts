@@ -63,7 +63,7 @@ export function demoCommand(): Command {
       const context = await openContext({ data_dir: dir, port: options.port });
       writeFileSync(join(dir, MARKER), 'made by cds demo; removed and recreated on each run\n');
       const tokens = await setUpDemo(context);
-      const server = await startServer(context, false);
+      const server = await startServer(context, { logger: false, ingest: true });
       process.stdout.write(instructions(server.url, tokens));
       await closeOnSignals(server);
     });

@@ -3,25 +3,29 @@ import type { GlobalOptions } from '../admin-client.js';
 import { openContext } from '../open-context.js';
 import { closeOnSignals, startServer } from '../serve.js';
 
+interface ServeFlags {
+  port?: string;
+  host?: string;
+  quiet?: boolean;
+  ingest: boolean;
+}
+
 export function serveCommand(): Command {
   return new Command('serve')
-    .description('run the HTTP API; this process owns the database')
-    .addOption(
-      new Option('--port <port>', 'port to listen on (0 picks a free one)').env('CDS_PORT'),
-    )
+    .description('run the API, the collector and the ingest loop on one port; owns the database')
+    .addOption(new Option('--port <port>', 'port (0 picks a free one)').env('CDS_PORT'))
     .addOption(new Option('--host <host>', 'address to listen on').env('CDS_HOST'))
     .option('--quiet', 'no request log')
-    .action(
-      async (options: { port?: string; host?: string; quiet?: boolean }, command: Command) => {
-        const globals = command.optsWithGlobals<GlobalOptions>();
-        const context = await openContext({
-          data_dir: globals.dataDir,
-          port: options.port,
-          host: options.host,
-        });
-        const server = await startServer(context, !options.quiet);
-        process.stdout.write(`cds listening on ${server.url} (data: ${context.dataDir.root})\n`);
-        await closeOnSignals(server);
-      },
-    );
+    .option('--no-ingest', 'do not ingest landing files in this process')
+    .action(async (options: ServeFlags, command: Command) => {
+      const globals = command.optsWithGlobals<GlobalOptions>();
+      const context = await openContext({
+        data_dir: globals.dataDir,
+        port: options.port,
+        host: options.host,
+      });
+      const server = await startServer(context, { logger: !options.quiet, ingest: options.ingest });
+      process.stdout.write(`cds listening on ${server.url} (data: ${context.dataDir.root})\n`);
+      await closeOnSignals(server);
+    });
 }

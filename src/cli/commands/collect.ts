@@ -1,0 +1,45 @@
+import { existsSync } from 'node:fs';
+import { Command, Option } from 'commander';
+import { createBaseApp } from '../../api/base-app.js';
+import { collectorRoutes } from '../../collector/routes.js';
+import { openFileCollector } from '../../collector/runtime.js';
+import { loadConfig } from '../../config.js';
+import { ValidationError } from '../../errors.js';
+import { openDataDir } from '../../store/data-dir.js';
+import type { GlobalOptions } from '../admin-client.js';
+import { closeOnSignals } from '../serve.js';
+
+export function collectCommand(): Command {
+  return new Command('collect')
+    .description(
+      'run a collector only: accept events into landing files without opening the database',
+    )
+    .addOption(new Option('--port <port>', 'port (0 picks a free one)').env('CDS_PORT'))
+    .addOption(new Option('--host <host>', 'address to listen on').env('CDS_HOST'))
+    .action(async (options: { port?: string; host?: string }, command: Command) => {
+      const globals = command.optsWithGlobals<GlobalOptions>();
+      const config = loadConfig({
+        data_dir: globals.dataDir,
+        port: options.port,
+        host: options.host,
+      });
+      const dataDir = openDataDir(config.data_dir, config.master_key);
+      if (!existsSync(dataDir.registryPath)) {
+        throw ValidationError.field(
+          'registry.json',
+          `${dataDir.registryPath} does not exist yet: start cds serve on this data dir once to write it`,
+        );
+      }
+      const collector = await openFileCollector(dataDir, config);
+      const app = createBaseApp({ level: 'info' });
+      await app.register((scope) => collectorRoutes(scope, collector));
+      const url = await app.listen({ port: config.port, host: config.host });
+      process.stdout.write(`cds collector listening on ${url} (landing: ${dataDir.landingDir})\n`);
+      await closeOnSignals({
+        close: async () => {
+          await app.close();
+          await collector.close();
+        },
+      });
+    });
+}
