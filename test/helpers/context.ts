@@ -46,7 +46,7 @@ export async function openTestEnv(
     { data_dir: dir, collector_rate_limit: 100_000, ...options.config },
     {},
   );
-  const dataDir = openDataDir(config.data_dir);
+  const dataDir = openDataDir(config.data_dir, config.master_key);
   const store = await Store.open(dataDir.databasePath);
   const clock = new TestClock();
   const context: Context = {

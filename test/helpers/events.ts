@@ -58,7 +58,7 @@ export async function registerEventTypes(
   tenantToken: string,
   tenant = 'acme',
 ): Promise<void> {
-  for (const name of ['page_viewed', 'signed_up']) {
+  for (const name of ['page_viewed', 'product_viewed', 'signed_up']) {
     await call(env.app, tenantToken, 'PUT', `/v1/tenants/${tenant}/event-types/${name}`, {});
   }
   await call(env.app, tenantToken, 'PUT', `/v1/tenants/${tenant}/event-types/order_completed`, {
