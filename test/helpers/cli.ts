@@ -39,8 +39,16 @@ export interface ChildServer {
 }
 
 /** Starts a long-running `cds` command and waits until its stdout matches `ready`. */
-export function startCli(args: string[], ready: RegExp, timeoutMs = 20_000): Promise<ChildServer> {
-  const child = spawn(process.execPath, [CDS_BIN, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+export function startCli(
+  args: string[],
+  ready: RegExp,
+  timeoutMs = 20_000,
+  env: NodeJS.ProcessEnv = {},
+): Promise<ChildServer> {
+  const child = spawn(process.execPath, [CDS_BIN, ...args], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, ...env },
+  });
   let stdout = '';
   let stderr = '';
   const exited = new Promise<number | null>((resolve) =>

@@ -1,0 +1,99 @@
+import { randomUUID } from 'node:crypto';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { putEventType } from '../../src/catalog/event-types.js';
+import { systemClock } from '../../src/clock.js';
+import { loadConfig } from '../../src/config.js';
+import { KeyRing } from '../../src/identity/tenant-keys.js';
+import { openDataDir } from '../../src/store/data-dir.js';
+import { Store } from '../../src/store/database.js';
+import { createTenant } from '../../src/tenancy/tenants.js';
+import { issueToken } from '../../src/tenancy/tokens.js';
+import { runCli, startCli } from '../helpers/cli.js';
+import { tempDir } from '../helpers/context.js';
+
+const ROUNDS = 6;
+const SENDERS = 4;
+
+async function setUp(dir: string): Promise<string> {
+  const config = loadConfig({ data_dir: dir }, {});
+  const dataDir = openDataDir(config.data_dir);
+  const store = await Store.open(dataDir.databasePath);
+  const context = { store, config, dataDir, clock: systemClock, keyRing: new KeyRing(dataDir.masterKey) };
+  await createTenant(context, 'acme', ['eu']);
+  await putEventType(context, 'acme', 'page_viewed', null);
+  const collector = await issueToken(context, 'acme', { kind: 'collector', workspaceId: null, name: 'load' });
+  await store.close();
+  return collector.token;
+}
+
+function batch(): { ids: string[]; body: string } {
+  const events = Array.from({ length: 25 }, () => ({
+    envelop_version: '1.0',
+    id: randomUUID(),
+    name: 'page_viewed',
+    tenant_id: 'acme',
+    workspace_id: 'eu',
+    occured_at: new Date().toISOString(),
+    properties: { identifiers: { email: `shopper${Math.floor(Math.random() * 50)}@crash.test` } },
+  }));
+  return { ids: events.map((event) => event.id), body: JSON.stringify({ events }) };
+}
+
+/** Sends batches until the server goes away; returns the ids of events whose request got a 2xx. */
+async function sendUntilGone(url: string, token: string, acknowledged: Set<string>, stop: { gone: boolean }) {
+  while (!stop.gone) {
+    const { ids, body } = batch();
+    try {
+      const response = await fetch(`${url}/v1/server/events/batch`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body,
+      });
+      if (response.ok) {
+        const answer = (await response.json()) as { accepted: number };
+        expect(answer.accepted).toBe(ids.length);
+        for (const id of ids) acknowledged.add(id);
+      }
+    } catch {
+      // The server was killed under this request: it was never acknowledged.
+    }
+  }
+}
+
+describe('crash safety', () => {
+  it('keeps every acknowledged event exactly once across repeated SIGKILLs', async () => {
+    const dir = tempDir();
+    const token = await setUp(dir);
+    const acknowledged = new Set<string>();
+    const env = { CDS_INGEST_INTERVAL_MS: '150' };
+
+    for (let round = 0; round < ROUNDS; round += 1) {
+      const server = await startCli(['--data-dir', dir, 'serve', '--port', '0', '--quiet'], /cds listening on (http:\/\/\S+)/, 20_000, env);
+      const stop = { gone: false };
+      const senders = Array.from({ length: SENDERS }, () => sendUntilGone(server.url, token, acknowledged, stop));
+      await new Promise((resolve) => setTimeout(resolve, 300 + Math.random() * 1200));
+      server.child.kill('SIGKILL');
+      await server.stop();
+      stop.gone = true;
+      await Promise.all(senders);
+    }
+
+    const ingest = await runCli(['--data-dir', dir, 'ingest']);
+    expect(ingest.code, ingest.stderr).toBe(0);
+
+    const store = await Store.open(join(dir, 'cds.duckdb'));
+    try {
+      const rows = await store.read((session) =>
+        session.allText<{ event_id: string; n: number }>('SELECT event_id, count(*) AS n FROM events GROUP BY event_id'),
+      );
+      const stored = new Map(rows.map((row) => [row.event_id, row.n]));
+      expect(acknowledged.size).toBeGreaterThan(500);
+      const missing = [...acknowledged].filter((id) => !stored.has(id));
+      expect(missing).toEqual([]);
+      expect(rows.filter((row) => row.n !== 1)).toEqual([]);
+    } finally {
+      await store.close();
+    }
+  }, 180_000);
+});
