@@ -5,6 +5,7 @@ import { createMetricDefinition } from '../../src/metrics/definitions.js';
 import { createSegment, DEFAULT_AUTOMATIONS } from '../../src/segments/definitions.js';
 import { issueToken } from '../../src/tenancy/tokens.js';
 import { openTestEnv, type TestEnv } from '../helpers/context.js';
+import { seedProfiles } from '../helpers/profiles.js';
 import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
 
 /** Principals in the order they call each route; the tenant token goes last as it may delete. */
@@ -29,6 +30,7 @@ interface RouteCase {
 }
 
 const W = 403;
+const PROFILE = `p_${'ab'.repeat(12)}`;
 const segmentBody = {
   workspace_id: 'eu',
   display_name: 'Big',
@@ -220,6 +222,7 @@ const ROUTES: RouteCase[] = [
 ];
 
 async function seedCatalog(env: TestEnv): Promise<void> {
+  await seedProfiles(env.context, 'acme', 'eu', { [PROFILE]: { orders: 2 } });
   await putEventType(env.context, 'acme', 'order_completed', null);
   await putEventType(env.context, 'acme', 'page_viewed', null);
   await createMetricDefinition(

@@ -282,6 +282,94 @@ describe('cds CLI', () => {
     });
   });
 
+  describe('ingest and collect', () => {
+    const post = (url: string, path: string, body: unknown, headers: Record<string, string>) =>
+      fetch(`${url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify(body),
+      });
+    const event = (id: string) => ({
+      envelop_version: '1.0',
+      id,
+      name: 'page_viewed',
+      tenant_id: 'acme',
+      workspace_id: 'eu',
+      anon_id: `cookie:${id}`,
+      occured_at: '2026-03-01T10:00:00Z',
+      properties: {},
+    });
+
+    beforeEach(async () => {
+      await cds('tenants', 'create', 'acme', '-w', 'eu');
+      const server = await serve();
+      const tenant = (
+        await cdsJson<{ token: string }>('--server', server.url, 'tokens', 'issue-tenant', 'acme')
+      ).token;
+      await fetch(`${server.url}/v1/tenants/acme/event-types/page_viewed`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${tenant}`, 'content-type': 'application/json' },
+        body: '{}',
+      });
+    });
+
+    it('cds ingest drains what serve --no-ingest landed, and --status reports it', async () => {
+      await servers.pop()?.stop();
+      const server = await startCli(
+        ['--data-dir', dir, 'serve', '--port', '0', '--quiet', '--no-ingest'],
+        LISTENING,
+      );
+      servers.push(server);
+      const browser = { 'x-tenant-id': 'acme', 'x-workspace-id': 'eu' };
+      const sent = await post(
+        server.url,
+        '/v1/events/batch',
+        { events: [event('a'), event('b'), event('c')] },
+        browser,
+      );
+      expect(sent.status).toBe(202);
+      await server.stop();
+      servers = [];
+
+      const before = await cdsJson<{ backlog_files: number; events_ingested: number }>(
+        'ingest',
+        '--status',
+      );
+      expect(before).toMatchObject({ backlog_files: 1, events_ingested: 0 });
+      const ingested = await cds('ingest');
+      expect(ingested.code, ingested.stderr).toBe(0);
+      expect(ingested.stdout).toMatch(/^Ingested 1 files, 3 events \(/);
+      const after = await cdsJson<{ backlog_files: number; events_ingested: number }>(
+        'ingest',
+        '--status',
+      );
+      expect(after).toMatchObject({ backlog_files: 0, events_ingested: 3 });
+    });
+
+    it('cds collect accepts events from registry.json without opening the database', async () => {
+      await servers.pop()?.stop();
+      const collector = await startCli(
+        ['--data-dir', dir, 'collect', '--port', '0'],
+        /collector listening on (http:\/\/\S+)/,
+      );
+      servers.push(collector);
+      const browser = { 'x-tenant-id': 'acme', 'x-workspace-id': 'eu' };
+      expect((await post(collector.url, '/v1/events', event('x'), browser)).status).toBe(202);
+      const unknown = await post(
+        collector.url,
+        '/v1/events',
+        { ...event('y'), name: 'nope' },
+        browser,
+      );
+      expect(unknown.status).toBe(422);
+      // The database is free for the owner meanwhile.
+      expect((await cds('tenants', 'list')).code).toBe(0);
+      await collector.stop();
+      servers = [];
+      expect((await cds('ingest')).stdout).toMatch(/^Ingested 1 files, 1 events/);
+    });
+  });
+
   describe('demo', () => {
     it('sets up the demo tenant, serves it and prints working tokens and curl lines', async () => {
       const demoDir = join(dir, 'demo');

@@ -19,10 +19,20 @@ async function setUp(dir: string): Promise<string> {
   const config = loadConfig({ data_dir: dir }, {});
   const dataDir = openDataDir(config.data_dir);
   const store = await Store.open(dataDir.databasePath);
-  const context = { store, config, dataDir, clock: systemClock, keyRing: new KeyRing(dataDir.masterKey) };
+  const context = {
+    store,
+    config,
+    dataDir,
+    clock: systemClock,
+    keyRing: new KeyRing(dataDir.masterKey),
+  };
   await createTenant(context, 'acme', ['eu']);
   await putEventType(context, 'acme', 'page_viewed', null);
-  const collector = await issueToken(context, 'acme', { kind: 'collector', workspaceId: null, name: 'load' });
+  const collector = await issueToken(context, 'acme', {
+    kind: 'collector',
+    workspaceId: null,
+    name: 'load',
+  });
   await store.close();
   return collector.token;
 }
@@ -41,7 +51,12 @@ function batch(): { ids: string[]; body: string } {
 }
 
 /** Sends batches until the server goes away; returns the ids of events whose request got a 2xx. */
-async function sendUntilGone(url: string, token: string, acknowledged: Set<string>, stop: { gone: boolean }) {
+async function sendUntilGone(
+  url: string,
+  token: string,
+  acknowledged: Set<string>,
+  stop: { gone: boolean },
+) {
   while (!stop.gone) {
     const { ids, body } = batch();
     try {
@@ -69,9 +84,16 @@ describe('crash safety', () => {
     const env = { CDS_INGEST_INTERVAL_MS: '150' };
 
     for (let round = 0; round < ROUNDS; round += 1) {
-      const server = await startCli(['--data-dir', dir, 'serve', '--port', '0', '--quiet'], /cds listening on (http:\/\/\S+)/, 20_000, env);
+      const server = await startCli(
+        ['--data-dir', dir, 'serve', '--port', '0', '--quiet'],
+        /cds listening on (http:\/\/\S+)/,
+        20_000,
+        env,
+      );
       const stop = { gone: false };
-      const senders = Array.from({ length: SENDERS }, () => sendUntilGone(server.url, token, acknowledged, stop));
+      const senders = Array.from({ length: SENDERS }, () =>
+        sendUntilGone(server.url, token, acknowledged, stop),
+      );
       await new Promise((resolve) => setTimeout(resolve, 300 + Math.random() * 1200));
       server.child.kill('SIGKILL');
       await server.stop();
@@ -85,7 +107,9 @@ describe('crash safety', () => {
     const store = await Store.open(join(dir, 'cds.duckdb'));
     try {
       const rows = await store.read((session) =>
-        session.allText<{ event_id: string; n: number }>('SELECT event_id, count(*) AS n FROM events GROUP BY event_id'),
+        session.allText<{ event_id: string; n: number }>(
+          'SELECT event_id, count(*) AS n FROM events GROUP BY event_id',
+        ),
       );
       const stored = new Map(rows.map((row) => [row.event_id, row.n]));
       expect(acknowledged.size).toBeGreaterThan(500);
