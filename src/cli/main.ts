@@ -2,6 +2,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { AppError } from '../errors.js';
 import { collectCommand } from './commands/collect.js';
 import { demoCommand } from './commands/demo.js';
+import { generateEventsCommand } from './commands/generate-events.js';
 import { ingestCommand } from './commands/ingest.js';
 import { segmentsCommand } from './commands/segments.js';
 import { serveCommand } from './commands/serve.js';
@@ -34,7 +35,8 @@ export function createCLI(): Command {
     .addCommand(tenantsCommand())
     .addCommand(tokensCommand())
     .addCommand(segmentsCommand())
-    .addCommand(demoCommand());
+    .addCommand(demoCommand())
+    .addCommand(generateEventsCommand());
 }
 
 /** Commander copies settings only to subcommands made with `.command()`, not added ones. */

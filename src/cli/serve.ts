@@ -8,6 +8,8 @@ export interface RunningServer {
   app: FastifyInstance;
   url: string;
   collector: CollectorRuntime;
+  /** Seals the landing files and ingests them now (the demo waits for its events this way). */
+  ingestNow(): Promise<void>;
   /**
    * Shutdown order: stop accepting requests and let those under way finish, seal the landing
    * files, let the batch under way commit, then close the database.
@@ -37,6 +39,10 @@ export async function startServer(context: Context, options: ServeOptions): Prom
     app,
     url: address,
     collector,
+    async ingestNow() {
+      await collector.writer.sealAll();
+      await loop?.catchUp();
+    },
     close() {
       closing ??= (async () => {
         await app.close();

@@ -71,6 +71,13 @@ export class IngestLoop {
     await this.running;
   }
 
+  /** Waits for the batch under way, then drains what is sealed now. */
+  async catchUp(): Promise<void> {
+    await this.running;
+    this.tick();
+    await this.running;
+  }
+
   tick(): void {
     if (this.running) {
       this.again = true;

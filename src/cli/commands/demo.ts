@@ -3,11 +3,16 @@ import { join, resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import { ValidationError } from '../../errors.js';
 import type { GlobalOptions } from '../admin-client.js';
-import { DEMO_TENANT, type DemoTokens, setUpDemo } from '../demo-setup.js';
+import { DEMO_TENANT, DEMO_WORKSPACES, type DemoTokens, setUpDemo } from '../demo-setup.js';
 import { openContext } from '../open-context.js';
+import { generateEvents } from '../../demo/generator.js';
+import { sendToCollector } from '../../demo/load.js';
 import { closeOnSignals, startServer } from '../serve.js';
 
 const MARKER = '.cds-demo';
+const DEMO_EVENTS = 5000;
+const DEMO_VISITORS = 600;
+const DAY_MS = 24 * 60 * 60 * 1000;
 
 /** Starts from an empty folder each time, but never wipes one that the demo did not make. */
 function freshDemoDir(dir: string): void {
@@ -44,6 +49,7 @@ function instructions(url: string, tokens: DemoTokens): string {
     `  curl -s ${url}/v1/whoami -H 'authorization: Bearer ${tokens.workspace}'`,
     `  curl -s '${url}/v1/tenants/${DEMO_TENANT}/segments?workspace_id=brand-eu' -H 'authorization: Bearer ${tokens.workspace}'`,
     `  curl -s -X POST ${url}/v1/tenants/${DEMO_TENANT}/segments/preview -H 'authorization: Bearer ${tokens.tenant}' -H 'content-type: application/json' -d '${preview}'`,
+    `  curl -s '${url}/v1/tenants/${DEMO_TENANT}/workspaces/brand-eu/profiles/summary?limit=5' -H 'authorization: Bearer ${tokens.workspace}'`,
     '',
     'Press Ctrl-C to stop.',
     '',
@@ -64,6 +70,17 @@ export function demoCommand(): Command {
       writeFileSync(join(dir, MARKER), 'made by cds demo; removed and recreated on each run\n');
       const tokens = await setUpDemo(context);
       const server = await startServer(context, { logger: false, ingest: true });
+      const events = generateEvents({
+        seed: 42,
+        tenantId: DEMO_TENANT,
+        workspaceIds: DEMO_WORKSPACES,
+        events: DEMO_EVENTS,
+        visitors: DEMO_VISITORS,
+        start: new Date(Date.now() - 30 * DAY_MS),
+      });
+      const sent = await sendToCollector(server.url, tokens.collector, events);
+      await server.ingestNow();
+      process.stdout.write(`Sent ${sent.accepted} demo events through the collector and ingested them.\n`);
       process.stdout.write(instructions(server.url, tokens));
       await closeOnSignals(server);
     });
