@@ -4,9 +4,6 @@
 /* @name ingest_already_done */
 SELECT path FROM ingested_files WHERE list_contains(CAST($paths AS JSON)::VARCHAR[], path);
 
-/* @name ingest_file_digests */
-SELECT filename AS path, size, sha256(content) AS sha256 FROM read_blob(CAST($paths AS JSON)::VARCHAR[]);
-
 /* @name ingest_stage */
 -- Insertion order is kept: rowid follows the files in the order given, then their lines.
 CREATE TEMP TABLE ingest_raw AS
@@ -64,19 +61,20 @@ WHERE c.nth = 1
 -- browser events only cookie and device_id (interface "Inbound events" 3).
 CREATE TEMP TABLE ingest_identifiers AS
 WITH candidates AS (
-  SELECT seq, tenant_id, workspace_id, source, 0 AS ord, 'cookie' AS identifier_type, anon_id[8:] AS raw_value
+  SELECT seq, tenant_id, source, 0 AS ord, 'cookie' AS identifier_type, anon_id[8:] AS raw_value
   FROM ingest_accepted WHERE starts_with(anon_id, 'cookie:')
   UNION ALL
-  SELECT seq, tenant_id, workspace_id, source, entry.i AS ord, entry.k AS identifier_type,
+  SELECT seq, tenant_id, source, entry.i AS ord, entry.k AS identifier_type,
     (properties->'identifiers')->>entry.k AS raw_value
   FROM (
-    SELECT seq, tenant_id, workspace_id, source, properties,
+    SELECT seq, tenant_id, source, properties,
       unnest(list_transform(json_keys(properties->'identifiers'), (k, i) -> {'k': k, 'i': i})) AS entry
     FROM ingest_accepted
     WHERE json_type(properties->'identifiers') = 'OBJECT'
   )
 )
-SELECT c.* FROM candidates c
+SELECT c.seq, c.ord, c.tenant_id, c.identifier_type, c.raw_value
+FROM candidates c
 JOIN identifier_types t ON t.tenant_id = c.tenant_id AND t.identifier_type = c.identifier_type
 WHERE c.raw_value IS NOT NULL
   AND (c.source = 'server' OR c.identifier_type IN ('cookie', 'device_id'));
@@ -85,87 +83,88 @@ WHERE c.raw_value IS NOT NULL
 SELECT DISTINCT tenant_id, identifier_type, raw_value FROM ingest_identifiers;
 
 /* @name ingest_create_id_map */
-CREATE TEMP TABLE ingest_id_map AS
-SELECT * FROM (
-  SELECT unnest(CAST($rows AS JSON)::STRUCT(tenant_id VARCHAR, identifier_type VARCHAR, raw_value VARCHAR, identifier_key VARCHAR)[], recursive := true)
+-- Filled by the appender: key_id numbers the distinct keys of this batch.
+CREATE TEMP TABLE ingest_id_map (
+  tenant_id VARCHAR, identifier_type VARCHAR, raw_value VARCHAR, key_id INTEGER, identifier_key VARCHAR
 );
 
 /* @name ingest_group_event_keys */
+-- One row per event: its keys in the order given, as strings to store and as numbers to group by.
+-- list_sort on {ord, …} orders them: an ordered aggregate, list(… ORDER BY ord), is far slower.
 CREATE TEMP TABLE ingest_event_keys AS
-SELECT i.seq, list(m.identifier_key ORDER BY i.ord) AS keys
-FROM ingest_identifiers i
-JOIN ingest_id_map m USING (tenant_id, identifier_type, raw_value)
-GROUP BY i.seq;
+WITH entries AS (
+  SELECT i.seq, list_sort(list({'ord': i.ord, 'key_id': m.key_id, 'key': m.identifier_key})) AS entries
+  FROM ingest_identifiers i
+  JOIN ingest_id_map m
+    ON m.raw_value = i.raw_value AND m.tenant_id = i.tenant_id AND m.identifier_type = i.identifier_type
+  GROUP BY i.seq
+)
+SELECT a.seq, a.tenant_id, a.workspace_id, a.source,
+  list_transform(e.entries, entry -> entry.key_id) AS key_ids,
+  list_transform(e.entries, entry -> entry.key) AS keys
+FROM ingest_accepted a JOIN entries e USING (seq);
+
+/* @name ingest_group_sets */
+-- Events with the same identifier keys resolve alike: each set is resolved once, numbered in
+-- order of first use.
+CREATE TEMP TABLE ingest_sets AS
+SELECT row_number() OVER (ORDER BY min(k.seq)) AS set_id, k.tenant_id, k.workspace_id, k.source, k.key_ids,
+  min(k.seq) AS first_seq, arg_min(a.event_id, a.seq) AS first_event_id, arg_min(a.occured_at, a.seq) AS first_at
+FROM ingest_event_keys k JOIN ingest_accepted a USING (seq)
+GROUP BY k.tenant_id, k.workspace_id, k.source, k.key_ids;
+
+CREATE TEMP TABLE ingest_event_sets AS
+SELECT k.seq, s.set_id
+FROM ingest_event_keys k
+JOIN ingest_sets s USING (tenant_id, workspace_id, source, key_ids);
 
 /* @name ingest_identity_sets */
--- Events with the same identifier keys resolve alike: resolve each set once, in order of first use.
-SELECT a.tenant_id, a.workspace_id, a.source, k.keys, array_to_string(k.keys, ',') AS signature,
-  min(a.seq) AS first_seq, arg_min(a.event_id, a.seq) AS first_event_id, arg_min(a.occured_at, a.seq) AS first_at
-FROM ingest_accepted a JOIN ingest_event_keys k USING (seq)
-GROUP BY ALL
-ORDER BY first_seq;
-
-/* @name ingest_key_types */
-SELECT DISTINCT tenant_id, identifier_key, identifier_type FROM ingest_id_map;
+SELECT set_id, tenant_id, workspace_id, source, key_ids, first_event_id, first_at
+FROM ingest_sets ORDER BY set_id;
 
 /* @name ingest_known_identifiers */
 SELECT i.tenant_id, i.workspace_id, i.identifier_key, i.profile_id, p.created_at
 FROM profile_identifiers i
-JOIN profiles p USING (tenant_id, workspace_id, profile_id)
-WHERE (i.tenant_id, i.workspace_id, i.identifier_key) IN (
-  SELECT a.tenant_id, a.workspace_id, unnest(k.keys) FROM ingest_accepted a JOIN ingest_event_keys k USING (seq)
-);
+JOIN ingest_id_map m ON m.tenant_id = i.tenant_id AND m.identifier_key = i.identifier_key
+JOIN profiles p ON p.tenant_id = i.tenant_id AND p.workspace_id = i.workspace_id AND p.profile_id = i.profile_id;
 
 /* @name ingest_profile_type_counts */
-SELECT tenant_id, workspace_id, profile_id, identifier_type, count(*) AS n
-FROM profile_identifiers
-WHERE (tenant_id, workspace_id, profile_id) IN (
-  SELECT unnest(CAST($profiles AS JSON)::STRUCT(tenant_id VARCHAR, workspace_id VARCHAR, profile_id VARCHAR)[], recursive := true)
+SELECT i.tenant_id, i.workspace_id, i.profile_id, i.identifier_type, count(*) AS n
+FROM profile_identifiers i
+WHERE (i.tenant_id, i.workspace_id, i.profile_id) IN (
+  SELECT p.tenant_id, p.workspace_id, p.profile_id FROM profile_identifiers p
+  JOIN ingest_id_map m ON m.tenant_id = p.tenant_id AND m.identifier_key = p.identifier_key
 )
 GROUP BY ALL;
 
-/* @name ingest_create_resolution */
-CREATE TEMP TABLE ingest_resolution AS
-SELECT * FROM (
-  SELECT unnest(CAST($rows AS JSON)::STRUCT(tenant_id VARCHAR, workspace_id VARCHAR, source VARCHAR, signature VARCHAR, profile_id VARCHAR)[], recursive := true)
+/* @name ingest_create_outcome_tables */
+-- Filled by the appender from the identity resolution in src/identity/resolve.ts.
+CREATE TEMP TABLE ingest_resolution (set_id INTEGER, profile_id VARCHAR);
+CREATE TEMP TABLE ingest_new_profiles (tenant_id VARCHAR, workspace_id VARCHAR, profile_id VARCHAR, created_at VARCHAR);
+CREATE TEMP TABLE ingest_new_identifiers (
+  tenant_id VARCHAR, workspace_id VARCHAR, identifier_key VARCHAR, identifier_type VARCHAR, profile_id VARCHAR,
+  ciphertext BLOB, masked_value VARCHAR, first_seen_at VARCHAR
+);
+CREATE TEMP TABLE ingest_merges (
+  tenant_id VARCHAR, workspace_id VARCHAR, merged_profile_id VARCHAR, survivor_profile_id VARCHAR, event_id VARCHAR
+);
+CREATE TEMP TABLE ingest_conflicts (
+  tenant_id VARCHAR, workspace_id VARCHAR, profile_id VARCHAR, other_profile_id VARCHAR, identifier_type VARCHAR,
+  reason VARCHAR, event_id VARCHAR
 );
 
 /* @name ingest_insert_profiles */
 INSERT INTO profiles (tenant_id, workspace_id, profile_id, created_at, last_seen_at, merged_into)
-SELECT tenant_id, workspace_id, profile_id, created_at::TIMESTAMP, created_at::TIMESTAMP, NULL
-FROM (SELECT unnest(CAST($rows AS JSON)::STRUCT(tenant_id VARCHAR, workspace_id VARCHAR, profile_id VARCHAR, created_at VARCHAR)[], recursive := true));
+SELECT tenant_id, workspace_id, profile_id, created_at::TIMESTAMP, created_at::TIMESTAMP, NULL FROM ingest_new_profiles;
 
 /* @name ingest_insert_identifiers */
 INSERT INTO profile_identifiers (tenant_id, workspace_id, identifier_key, identifier_type, profile_id, ciphertext, masked_value, first_seen_at)
-SELECT tenant_id, workspace_id, identifier_key, identifier_type, profile_id, from_base64(ciphertext), masked_value, first_seen_at::TIMESTAMP
-FROM (SELECT unnest(CAST($rows AS JSON)::STRUCT(tenant_id VARCHAR, workspace_id VARCHAR, identifier_key VARCHAR, identifier_type VARCHAR, profile_id VARCHAR, ciphertext VARCHAR, masked_value VARCHAR, first_seen_at VARCHAR)[], recursive := true));
-
-/* @name ingest_create_merges */
-CREATE TEMP TABLE ingest_merges AS
-SELECT * FROM (
-  SELECT unnest(CAST($rows AS JSON)::STRUCT(tenant_id VARCHAR, workspace_id VARCHAR, merged_profile_id VARCHAR, survivor_profile_id VARCHAR, event_id VARCHAR)[], recursive := true)
-);
+SELECT tenant_id, workspace_id, identifier_key, identifier_type, profile_id, ciphertext, masked_value, first_seen_at::TIMESTAMP
+FROM ingest_new_identifiers;
 
 /* @name ingest_record_merges */
 INSERT INTO profile_merges
 SELECT tenant_id, workspace_id, merged_profile_id, survivor_profile_id, event_id, $now::TIMESTAMP FROM ingest_merges;
-
-/* @name ingest_apply_merges_to_profiles */
--- Profiles merged earlier into a profile merged now follow it to the new survivor.
-UPDATE profiles p SET merged_into = m.survivor_profile_id
-FROM ingest_merges m
-WHERE p.tenant_id = m.tenant_id AND p.workspace_id = m.workspace_id
-  AND (p.profile_id = m.merged_profile_id OR p.merged_into = m.merged_profile_id);
-
-/* @name ingest_apply_merges_to_identifiers */
-UPDATE profile_identifiers i SET profile_id = m.survivor_profile_id
-FROM ingest_merges m
-WHERE i.tenant_id = m.tenant_id AND i.workspace_id = m.workspace_id AND i.profile_id = m.merged_profile_id;
-
-/* @name ingest_apply_merges_to_events */
-UPDATE events e SET profile_id = m.survivor_profile_id
-FROM ingest_merges m
-WHERE e.tenant_id = m.tenant_id AND e.workspace_id = m.workspace_id AND e.profile_id = m.merged_profile_id;
 
 /* @name ingest_apply_merges_to_created_at */
 -- The survivor is the oldest profile, but keeps the earliest first-seen of the cluster either way.
@@ -178,30 +177,52 @@ FROM (
 ) x
 WHERE p.tenant_id = x.tenant_id AND p.workspace_id = x.workspace_id AND p.profile_id = x.survivor_profile_id;
 
+/* @name ingest_apply_merges_to_profiles */
+UPDATE profiles p SET merged_into = m.survivor_profile_id
+FROM ingest_merges m
+WHERE p.tenant_id = m.tenant_id AND p.workspace_id = m.workspace_id AND p.profile_id = m.merged_profile_id;
+
+/* @name ingest_apply_merges_to_earlier_merges */
+-- Profiles merged earlier into a profile merged now follow it to the new survivor.
+UPDATE profiles p SET merged_into = m.survivor_profile_id
+FROM ingest_merges m
+WHERE p.tenant_id = m.tenant_id AND p.workspace_id = m.workspace_id AND p.merged_into = m.merged_profile_id;
+
+/* @name ingest_apply_merges_to_identifiers */
+UPDATE profile_identifiers i SET profile_id = m.survivor_profile_id
+FROM ingest_merges m
+WHERE i.tenant_id = m.tenant_id AND i.workspace_id = m.workspace_id AND i.profile_id = m.merged_profile_id;
+
+/* @name ingest_apply_merges_to_events */
+UPDATE events e SET profile_id = m.survivor_profile_id
+FROM ingest_merges m
+WHERE e.tenant_id = m.tenant_id AND e.workspace_id = m.workspace_id AND e.profile_id = m.merged_profile_id;
+
 /* @name ingest_record_conflicts */
 INSERT INTO identity_conflicts
 SELECT tenant_id, workspace_id, profile_id, other_profile_id, identifier_type, reason, event_id, $now::TIMESTAMP
-FROM (SELECT unnest(CAST($rows AS JSON)::STRUCT(tenant_id VARCHAR, workspace_id VARCHAR, profile_id VARCHAR, other_profile_id VARCHAR, identifier_type VARCHAR, reason VARCHAR, event_id VARCHAR)[], recursive := true));
+FROM ingest_conflicts;
 
 /* @name ingest_insert_events */
 -- properties.identifiers is replaced by the keys: no identifier value is stored with an event.
 INSERT INTO events
 SELECT a.tenant_id, a.workspace_id, a.event_id, a.event_name, a.dedup_key, r.profile_id, a.source, a.occured_at,
-  a.received_at, json_merge_patch(coalesce(a.properties, '{}'::JSON), '{"identifiers":null}'), k.keys, $now::TIMESTAMP
+  a.received_at,
+  CASE WHEN a.properties IS NULL THEN '{}'::JSON
+       WHEN json_exists(a.properties, '$.identifiers') THEN json_merge_patch(a.properties, '{"identifiers":null}')
+       ELSE a.properties END,
+  k.keys, $now::TIMESTAMP
 FROM ingest_accepted a
 JOIN ingest_event_keys k USING (seq)
-JOIN ingest_resolution r
-  ON r.tenant_id = a.tenant_id AND r.workspace_id = a.workspace_id AND r.source = a.source
-  AND r.signature = array_to_string(k.keys, ',');
+JOIN ingest_event_sets USING (seq)
+JOIN ingest_resolution r USING (set_id);
 
 /* @name ingest_touch_profiles */
 UPDATE profiles p SET last_seen_at = greatest(p.last_seen_at, x.last_at)
 FROM (
-  SELECT r.tenant_id, r.workspace_id, r.profile_id, max(a.occured_at) AS last_at
+  SELECT k.tenant_id, k.workspace_id, r.profile_id, max(a.occured_at) AS last_at
   FROM ingest_accepted a JOIN ingest_event_keys k USING (seq)
-  JOIN ingest_resolution r
-    ON r.tenant_id = a.tenant_id AND r.workspace_id = a.workspace_id AND r.source = a.source
-    AND r.signature = array_to_string(k.keys, ',')
+  JOIN ingest_event_sets USING (seq) JOIN ingest_resolution r USING (set_id)
   GROUP BY ALL
 ) x
 WHERE p.tenant_id = x.tenant_id AND p.workspace_id = x.workspace_id AND p.profile_id = x.profile_id;
@@ -243,7 +264,8 @@ WHERE id = 1;
 /* @name ingest_drop_temporaries */
 DROP TABLE IF EXISTS ingest_raw; DROP TABLE IF EXISTS ingest_checked; DROP TABLE IF EXISTS ingest_accepted;
 DROP TABLE IF EXISTS ingest_identifiers; DROP TABLE IF EXISTS ingest_id_map; DROP TABLE IF EXISTS ingest_event_keys;
-DROP TABLE IF EXISTS ingest_resolution; DROP TABLE IF EXISTS ingest_merges;
+DROP TABLE IF EXISTS ingest_sets; DROP TABLE IF EXISTS ingest_event_sets; DROP TABLE IF EXISTS ingest_resolution; DROP TABLE IF EXISTS ingest_new_profiles; DROP TABLE IF EXISTS ingest_new_identifiers;
+DROP TABLE IF EXISTS ingest_merges; DROP TABLE IF EXISTS ingest_conflicts;
 
 /* @name ingest_stats */
 SELECT batches, files, events_ingested, duplicates, rejected, unparsable_lines, dropped_identifiers, last_batch_at, last_received_at

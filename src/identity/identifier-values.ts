@@ -78,9 +78,9 @@ export function keyIdentifiers(
 export function sealIdentifier(
   keyRing: KeyRing,
   value: IdentifierValue,
-): { ciphertext: string; masked: string } {
+): { ciphertext: Buffer; masked: string } {
   return {
-    ciphertext: keyRing.forTenant(value.tenantId).encrypt(value.normalized).toString('base64'),
+    ciphertext: keyRing.forTenant(value.tenantId).encrypt(value.normalized),
     masked: maskIdentifier(value.type, value.normalized),
   };
 }

@@ -2,6 +2,8 @@ import { unlink } from 'node:fs/promises';
 import type { EventSource } from '../collector/envelope.js';
 import { type Context, nowIso } from '../context.js';
 import {
+  type IdentifierValue,
+  type KeyedIdentifier,
   keyIdentifiers,
   PlaceholderRules,
   type RawIdentifier,
@@ -15,7 +17,8 @@ import {
   setKey,
 } from '../identity/resolve.js';
 import type { KeyRing } from '../identity/tenant-keys.js';
-import type { Session } from '../store/database.js';
+import type { AppendValue, Session } from '../store/database.js';
+import { digestFiles } from './landing-files.js';
 
 export interface BatchResult {
   files: number;
@@ -30,13 +33,29 @@ export interface BatchResult {
 }
 
 interface SetRow {
+  set_id: number;
   tenant_id: string;
   workspace_id: string;
   source: EventSource;
-  keys: string[];
-  signature: string;
+  key_ids: number[];
   first_event_id: string;
   first_at: string;
+}
+
+interface KnownRow {
+  tenant_id: string;
+  workspace_id: string;
+  identifier_key: string;
+  profile_id: string;
+  created_at: string;
+}
+
+interface CountRow {
+  tenant_id: string;
+  workspace_id: string;
+  profile_id: string;
+  identifier_type: string;
+  n: number;
 }
 
 const scopeOf = (tenantId: string, workspaceId: string) => `${tenantId}\0${workspaceId}`;
@@ -59,73 +78,55 @@ async function loadRules(session: Session, tenants: string[]) {
   return { placeholders, maxPerProfile };
 }
 
+/** Rows of one scope (tenant and workspace), grouped once instead of filtered per scope. */
+function groupByScope<T extends { tenant_id: string; workspace_id: string }>(
+  rows: T[],
+): Map<string, T[]> {
+  const grouped = new Map<string, T[]>();
+  for (const row of rows) {
+    const scope = scopeOf(row.tenant_id, row.workspace_id);
+    const list = grouped.get(scope);
+    if (list) list.push(row);
+    else grouped.set(scope, [row]);
+  }
+  return grouped;
+}
+
 /**
  * Resolves every workspace's identity sets against what the store knows and writes the outcome:
  * new profiles and identifiers, merges, conflicts, and which profile each set's events go to.
  */
 async function resolveAndApply(session: Session, keyRing: KeyRing, now: string) {
   const raws = await session.all<RawIdentifier>('ingest_distinct_identifier_values');
-  const tenants = [...new Set(raws.map((raw) => raw.tenant_id))];
-  const rules = await loadRules(session, tenants);
+  const rules = await loadRules(session, [...new Set(raws.map((raw) => raw.tenant_id))]);
   const { keyed, values, dropped } = keyIdentifiers(raws, rules.placeholders, keyRing);
-  await session.run('ingest_create_id_map', { rows: JSON.stringify(keyed) });
+  await session.run('ingest_create_id_map');
+  await session.appendTemporary(
+    'ingest_id_map',
+    keyed.map((row, keyId) => [
+      row.tenant_id,
+      row.identifier_type,
+      row.raw_value,
+      keyId,
+      row.identifier_key,
+    ]),
+  );
   await session.run('ingest_group_event_keys');
+  await session.run('ingest_group_sets');
 
   const sets = await session.all<SetRow>('ingest_identity_sets');
   const typeOfKey = new Map(keyed.map((row) => [row.identifier_key, row.identifier_type]));
-  const known = await session.all<{
-    tenant_id: string;
-    workspace_id: string;
-    identifier_key: string;
-    profile_id: string;
-    created_at: string;
-  }>('ingest_known_identifiers');
-  const touched = [
-    ...new Map(known.map((row) => [scopeOf(row.workspace_id, row.profile_id), row])).values(),
-  ];
-  const counts = await session.all<{
-    tenant_id: string;
-    workspace_id: string;
-    profile_id: string;
-    identifier_type: string;
-    n: number;
-  }>('ingest_profile_type_counts', {
-    profiles: JSON.stringify(
-      touched.map(({ tenant_id, workspace_id, profile_id }) => ({
-        tenant_id,
-        workspace_id,
-        profile_id,
-      })),
-    ),
-  });
+  const known = groupByScope(await session.all<KnownRow>('ingest_known_identifiers'));
+  const counts = groupByScope(await session.all<CountRow>('ingest_profile_type_counts'));
 
-  const scopes = new Map<string, { tenantId: string; workspaceId: string; sets: IdentitySet[] }>();
-  for (const row of sets) {
-    const scope = scopeOf(row.tenant_id, row.workspace_id);
-    const entry = scopes.get(scope) ?? {
-      tenantId: row.tenant_id,
-      workspaceId: row.workspace_id,
-      sets: [],
-    };
-    entry.sets.push({
-      source: row.source,
-      keys: row.keys,
-      signature: row.signature,
-      firstEventId: row.first_event_id,
-      firstAt: row.first_at,
-    });
-    scopes.set(scope, entry);
-  }
-
-  const resolutionRows: object[] = [];
-  const profileRows: object[] = [];
-  const identifierRows: object[] = [];
-  const mergeRows: object[] = [];
-  const conflictRows: object[] = [];
-  for (const { tenantId, workspaceId, sets: scopeSets } of scopes.values()) {
-    const inScope = known.filter(
-      (row) => row.tenant_id === tenantId && row.workspace_id === workspaceId,
-    );
+  const resolutionRows: AppendValue[][] = [];
+  const profileRows: AppendValue[][] = [];
+  const identifierRows: AppendValue[][] = [];
+  const mergeRows: AppendValue[][] = [];
+  const conflictRows: AppendValue[][] = [];
+  for (const [scope, scopeSets] of groupByScope(sets)) {
+    const { tenant_id: tenantId, workspace_id: workspaceId } = scopeSets[0] as SetRow;
+    const inScope = known.get(scope) ?? [];
     const profiles = new Map<string, KnownProfile>();
     for (const row of inScope) {
       profiles.set(row.profile_id, {
@@ -134,82 +135,87 @@ async function resolveAndApply(session: Session, keyRing: KeyRing, now: string) 
         typeCounts: new Map(),
       });
     }
-    for (const row of counts) {
-      if (row.tenant_id === tenantId && row.workspace_id === workspaceId) {
-        profiles.get(row.profile_id)?.typeCounts.set(row.identifier_type, row.n);
-      }
+    for (const row of counts.get(scope) ?? []) {
+      profiles.get(row.profile_id)?.typeCounts.set(row.identifier_type, row.n);
     }
+    const identitySets: IdentitySet[] = scopeSets.map((row) => ({
+      source: row.source,
+      keys: row.key_ids.map((keyId) => (keyed[keyId] as KeyedIdentifier).identifier_key),
+      signature: String(row.set_id),
+      firstEventId: row.first_event_id,
+      firstAt: row.first_at,
+    }));
     const resolution: Resolution = resolveIdentities({
       tenantId,
       workspaceId,
-      sets: scopeSets,
+      sets: identitySets,
       typeOfKey,
       maxPerProfile: rules.maxPerProfile.get(tenantId) ?? new Map(),
       profileOfKey: new Map(inScope.map((row) => [row.identifier_key, row.profile_id])),
       profiles,
     });
-    const scope = { tenant_id: tenantId, workspace_id: workspaceId };
-    for (const set of scopeSets) {
-      const profileId = resolution.profileOfSet.get(setKey(set.source, set.signature));
-      resolutionRows.push({
-        ...scope,
-        source: set.source,
-        signature: set.signature,
-        profile_id: profileId,
-      });
+    for (const set of identitySets) {
+      resolutionRows.push([
+        Number(set.signature),
+        resolution.profileOfSet.get(setKey(set.source, set.signature)) ?? null,
+      ]);
     }
     for (const profile of resolution.newProfiles) {
-      profileRows.push({ ...scope, profile_id: profile.profileId, created_at: profile.createdAt });
+      profileRows.push([tenantId, workspaceId, profile.profileId, profile.createdAt]);
     }
     for (const identifier of resolution.newIdentifiers) {
-      const value = values.get(`${tenantId}\0${identifier.key}`);
-      if (!value) continue;
+      const value = values.get(`${tenantId}\0${identifier.key}`) as IdentifierValue;
       const sealed = sealIdentifier(keyRing, value);
-      identifierRows.push({
-        ...scope,
-        identifier_key: identifier.key,
-        identifier_type: value.type,
-        profile_id: identifier.profileId,
-        ciphertext: sealed.ciphertext,
-        masked_value: sealed.masked,
-        first_seen_at: identifier.firstSeenAt,
-      });
+      identifierRows.push([
+        tenantId,
+        workspaceId,
+        identifier.key,
+        value.type,
+        identifier.profileId,
+        sealed.ciphertext,
+        sealed.masked,
+        identifier.firstSeenAt,
+      ]);
     }
     for (const merge of resolution.merges) {
-      mergeRows.push({
-        ...scope,
-        merged_profile_id: merge.mergedProfileId,
-        survivor_profile_id: merge.survivorProfileId,
-        event_id: merge.eventId,
-      });
+      mergeRows.push([
+        tenantId,
+        workspaceId,
+        merge.mergedProfileId,
+        merge.survivorProfileId,
+        merge.eventId,
+      ]);
     }
     for (const conflict of resolution.conflicts) {
-      conflictRows.push({
-        ...scope,
-        profile_id: conflict.profileId,
-        other_profile_id: conflict.otherProfileId,
-        identifier_type: conflict.identifierType,
-        reason: conflict.reason,
-        event_id: conflict.eventId,
-      });
+      conflictRows.push([
+        tenantId,
+        workspaceId,
+        conflict.profileId,
+        conflict.otherProfileId,
+        conflict.identifierType,
+        conflict.reason,
+        conflict.eventId,
+      ]);
     }
   }
 
-  await session.run('ingest_create_resolution', { rows: JSON.stringify(resolutionRows) });
-  if (profileRows.length > 0)
-    await session.run('ingest_insert_profiles', { rows: JSON.stringify(profileRows) });
-  if (identifierRows.length > 0)
-    await session.run('ingest_insert_identifiers', { rows: JSON.stringify(identifierRows) });
-  await session.run('ingest_create_merges', { rows: JSON.stringify(mergeRows) });
+  await session.run('ingest_create_outcome_tables');
+  await session.appendTemporary('ingest_resolution', resolutionRows);
+  await session.appendTemporary('ingest_new_profiles', profileRows);
+  await session.appendTemporary('ingest_new_identifiers', identifierRows);
+  await session.appendTemporary('ingest_merges', mergeRows);
+  await session.appendTemporary('ingest_conflicts', conflictRows);
+  await session.run('ingest_insert_profiles');
+  await session.run('ingest_insert_identifiers');
   if (mergeRows.length > 0) {
     await session.run('ingest_record_merges', { now });
     await session.run('ingest_apply_merges_to_created_at');
     await session.run('ingest_apply_merges_to_profiles');
+    await session.run('ingest_apply_merges_to_earlier_merges');
     await session.run('ingest_apply_merges_to_identifiers');
     await session.run('ingest_apply_merges_to_events');
   }
-  if (conflictRows.length > 0)
-    await session.run('ingest_record_conflicts', { rows: JSON.stringify(conflictRows), now });
+  if (conflictRows.length > 0) await session.run('ingest_record_conflicts', { now });
   return { dropped, newProfiles: profileRows.length, merges: mergeRows.length };
 }
 
@@ -254,14 +260,10 @@ export async function ingestBatch(context: Context, paths: string[]): Promise<Ba
   };
   if (pending.length === 0) return empty;
   const files = JSON.stringify(pending);
+  // Hashing runs on this thread while DuckDB reads the same files on its own.
+  const hashing = digestFiles(pending);
   const result = await context.store.write(async (session) => {
     const now = nowIso(context);
-    const digests = await session.all<{ path: string; size: number; sha256: string }>(
-      'ingest_file_digests',
-      {
-        paths: files,
-      },
-    );
     await session.run('ingest_stage', { paths: files });
     await session.run('ingest_check');
     await session.run('ingest_mark_duplicates');
@@ -279,7 +281,7 @@ export async function ingestBatch(context: Context, paths: string[]): Promise<Ba
     );
     await session.run('ingest_record_files', {
       rows: JSON.stringify(
-        digests.map((digest) => ({ ...digest, lines: lineCounts.get(digest.path) ?? 0 })),
+        (await hashing).map((digest) => ({ ...digest, lines: lineCounts.get(digest.path) ?? 0 })),
       ),
       now,
     });

@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { SEALED_SUFFIX } from '../collector/landing-writer.js';
@@ -25,4 +27,30 @@ export async function listSealedFiles(root: string): Promise<SealedFile[]> {
     }),
   );
   return files.filter((file): file is SealedFile => file !== null);
+}
+
+export interface FileDigest {
+  path: string;
+  size: number;
+  sha256: string;
+}
+
+/** Size and SHA-256 of each file, for the `ingested_files` record (design §9). */
+export function digestFiles(paths: string[]): Promise<FileDigest[]> {
+  return Promise.all(
+    paths.map(
+      (path) =>
+        new Promise<FileDigest>((resolve, reject) => {
+          const hash = createHash('sha256');
+          let size = 0;
+          createReadStream(path, { highWaterMark: 1024 * 1024 })
+            .on('data', (chunk: string | Buffer) => {
+              size += chunk.length;
+              hash.update(chunk);
+            })
+            .on('error', reject)
+            .on('end', () => resolve({ path, size, sha256: hash.digest('hex') }));
+        }),
+    ),
+  );
 }

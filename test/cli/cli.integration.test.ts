@@ -390,9 +390,12 @@ describe('cds CLI', () => {
       ]);
       expect(text.match(/^ {2}curl /gm)).toHaveLength(4);
       expect(text).toMatch(/Sent \d{4} demo events through the collector/);
-      const table = await fetch(`${url}/v1/tenants/demo/workspaces/brand-eu/profiles/summary?limit=500`, {
-        headers: { authorization: `Bearer ${workspaceToken}` },
-      });
+      const table = await fetch(
+        `${url}/v1/tenants/demo/workspaces/brand-eu/profiles/summary?limit=500`,
+        {
+          headers: { authorization: `Bearer ${workspaceToken}` },
+        },
+      );
       const customers = (await table.json()) as { profiles: { email: string | null }[] };
       expect(customers.profiles.length).toBeGreaterThan(100);
       expect(customers.profiles.some((row) => row.email?.endsWith('.example'))).toBe(true);

@@ -1,12 +1,12 @@
 import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Command, Option } from 'commander';
+import { generateEvents } from '../../demo/generator.js';
+import { sendToCollector } from '../../demo/load.js';
 import { ValidationError } from '../../errors.js';
 import type { GlobalOptions } from '../admin-client.js';
 import { DEMO_TENANT, DEMO_WORKSPACES, type DemoTokens, setUpDemo } from '../demo-setup.js';
 import { openContext } from '../open-context.js';
-import { generateEvents } from '../../demo/generator.js';
-import { sendToCollector } from '../../demo/load.js';
 import { closeOnSignals, startServer } from '../serve.js';
 
 const MARKER = '.cds-demo';
@@ -80,7 +80,9 @@ export function demoCommand(): Command {
       });
       const sent = await sendToCollector(server.url, tokens.collector, events);
       await server.ingestNow();
-      process.stdout.write(`Sent ${sent.accepted} demo events through the collector and ingested them.\n`);
+      process.stdout.write(
+        `Sent ${sent.accepted} demo events through the collector and ingested them.\n`,
+      );
       process.stdout.write(instructions(server.url, tokens));
       await closeOnSignals(server);
     });

@@ -1,11 +1,12 @@
-import { createWriteStream } from 'node:fs';
 import { once } from 'node:events';
+import { createWriteStream } from 'node:fs';
 import { Command, InvalidArgumentError } from 'commander';
 import { generateEvents } from '../../demo/generator.js';
 
 function positiveInteger(value: string): number {
   const parsed = Number(value);
-  if (!Number.isInteger(parsed) || parsed < 1) throw new InvalidArgumentError('must be a positive whole number');
+  if (!Number.isInteger(parsed) || parsed < 1)
+    throw new InvalidArgumentError('must be a positive whole number');
   return parsed;
 }
 
@@ -26,10 +27,16 @@ export function generateEventsCommand(): Command {
     .option('--visitors <n>', 'distinct visitors', positiveInteger, 200)
     .option('--seed <n>', 'the same seed gives the same stream', positiveInteger, 1)
     .option('--tenant <tenant>', 'tenant id in the envelopes', 'demo')
-    .option('-w, --workspace <workspace...>', 'workspace ids to spread visitors over', ['brand-eu', 'brand-us'])
+    .option('-w, --workspace <workspace...>', 'workspace ids to spread visitors over', [
+      'brand-eu',
+      'brand-us',
+    ])
     .option('--start <iso>', 'time of the first event', '2026-01-01T00:00:00.000Z')
     .option('--out <file>', 'write here instead of stdout')
-    .addHelpText('after', '\nExample:\n  cds generate-events --events 60 --seed 1 --out fixtures/sample-events.ndjson')
+    .addHelpText(
+      'after',
+      '\nExample:\n  cds generate-events --events 60 --seed 1 --out fixtures/sample-events.ndjson',
+    )
     .action(async (options: GenerateFlags) => {
       const sink = options.out ? createWriteStream(options.out) : process.stdout;
       for (const item of generateEvents({

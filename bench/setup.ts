@@ -1,0 +1,81 @@
+import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { putEventType } from '../src/catalog/event-types.js';
+import { systemClock } from '../src/clock.js';
+import { loadConfig } from '../src/config.js';
+import type { Context } from '../src/context.js';
+import { KeyRing } from '../src/identity/tenant-keys.js';
+import { openDataDir } from '../src/store/data-dir.js';
+import { Store } from '../src/store/database.js';
+import { createTenant } from '../src/tenancy/tenants.js';
+import { issueToken } from '../src/tenancy/tokens.js';
+
+export const CDS_BIN = fileURLToPath(new URL('../bin/cds.js', import.meta.url));
+export const TENANT = 'bench';
+export const WORKSPACES = ['store-a', 'store-b'] as const;
+
+/** A fresh data dir with the bench tenant, its event types and a collector token. */
+export async function prepareDataDir(): Promise<{ dir: string; collectorToken: string }> {
+  const dir = mkdtempSync(join(tmpdir(), 'cds-bench-'));
+  mkdirSync(dir, { recursive: true });
+  const config = loadConfig({ data_dir: dir }, {});
+  const dataDir = openDataDir(config.data_dir);
+  const store = await Store.open(dataDir.databasePath);
+  const context: Context = {
+    store,
+    config,
+    dataDir,
+    clock: systemClock,
+    keyRing: new KeyRing(dataDir.masterKey),
+  };
+  await createTenant(context, TENANT, [...WORKSPACES]);
+  for (const name of ['page_viewed', 'product_viewed', 'signed_up'])
+    await putEventType(context, TENANT, name, null);
+  await putEventType(context, TENANT, 'order_completed', {
+    dedupEntity: 'order',
+    dedupKeyPaths: ['properties.order_id'],
+  });
+  const collector = await issueToken(context, TENANT, {
+    kind: 'collector',
+    workspaceId: null,
+    name: 'bench',
+  });
+  await store.close();
+  return { dir, collectorToken: collector.token };
+}
+
+export interface Timed {
+  seconds: number;
+  maxRssMiB: number;
+  stdout: string;
+}
+
+/** Runs `cds` under /usr/bin/time for wall time and peak resident memory. */
+export function timeCds(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Timed> {
+  return new Promise((resolve, reject) => {
+    const child = spawn('/usr/bin/time', ['-f', 'TIME %e %M', process.execPath, CDS_BIN, ...args], {
+      env: { ...process.env, ...env },
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+    });
+    child.on('exit', (code) => {
+      const match = /TIME ([\d.]+) (\d+)/.exec(stderr);
+      if (code !== 0 || !match)
+        reject(new Error(`cds ${args.join(' ')} failed (${code}): ${stderr}`));
+      else resolve({ seconds: Number(match[1]), maxRssMiB: Number(match[2]) / 1024, stdout });
+    });
+  });
+}
+
+export function rate(count: number, seconds: number): string {
+  return `${Math.round(count / seconds).toLocaleString('en')}/s`;
+}
