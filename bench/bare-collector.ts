@@ -23,9 +23,8 @@ app.post('/v1/events', async (request, reply) => {
 });
 const address = await app.listen({ port: 0, host: '127.0.0.1' });
 process.stdout.write(`bare listening on ${address}\n`);
-process.once('SIGTERM', () => {
-  app
-    .close()
-    .then(() => writer.close())
-    .then(() => process.exit(0));
+process.once('SIGTERM', async () => {
+  await app.close();
+  await writer.close();
+  process.exit(0);
 });

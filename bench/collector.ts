@@ -56,7 +56,7 @@ function browserEvents(count: number) {
 
 export async function benchCollector(): Promise<void> {
   console.log(`\n## collector: ${CONNECTIONS} connections, ${SECONDS} s per run`);
-  const { dir, collectorToken } = await prepareDataDir();
+  const { dir } = await prepareDataDir();
   const cds = await startChild(
     [
       process.execPath,

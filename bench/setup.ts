@@ -11,14 +11,13 @@ import { KeyRing } from '../src/identity/tenant-keys.js';
 import { openDataDir } from '../src/store/data-dir.js';
 import { Store } from '../src/store/database.js';
 import { createTenant } from '../src/tenancy/tenants.js';
-import { issueToken } from '../src/tenancy/tokens.js';
 
 export const CDS_BIN = fileURLToPath(new URL('../bin/cds.js', import.meta.url));
 export const TENANT = 'bench';
 export const WORKSPACES = ['store-a', 'store-b'] as const;
 
-/** A fresh data dir with the bench tenant, its event types and a collector token. */
-export async function prepareDataDir(): Promise<{ dir: string; collectorToken: string }> {
+/** A fresh data dir with the bench tenant and its event types. */
+export async function prepareDataDir(): Promise<{ dir: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'cds-bench-'));
   mkdirSync(dir, { recursive: true });
   const config = loadConfig({ data_dir: dir }, {});
@@ -44,7 +43,7 @@ export async function prepareDataDir(): Promise<{ dir: string; collectorToken: s
     name: 'bench',
   });
   await store.close();
-  return { dir, collectorToken: collector.token };
+  return { dir };
 }
 
 export interface Timed {
