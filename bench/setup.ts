@@ -37,11 +37,6 @@ export async function prepareDataDir(): Promise<{ dir: string }> {
     dedupEntity: 'order',
     dedupKeyPaths: ['properties.order_id'],
   });
-  const collector = await issueToken(context, TENANT, {
-    kind: 'collector',
-    workspaceId: null,
-    name: 'bench',
-  });
   await store.close();
   return { dir };
 }
