@@ -214,6 +214,30 @@ const ROUTES: RouteCase[] = [
     expected: [401, 401, W, W, W, W, 200],
   },
   {
+    route: 'look up a profile',
+    method: 'GET',
+    url: '/v1/tenants/acme/workspaces/eu/profiles/lookup?email=nobody@shop.test',
+    expected: [401, 401, W, W, 404, W, 404],
+  },
+  {
+    route: 'customer table',
+    method: 'GET',
+    url: '/v1/tenants/acme/workspaces/eu/profiles/summary',
+    expected: [401, 401, W, W, 200, W, 200],
+  },
+  {
+    route: 'profile view',
+    method: 'GET',
+    url: `/v1/tenants/acme/workspaces/eu/profiles/${PROFILE}`,
+    expected: [401, 401, W, W, 200, W, 200],
+  },
+  {
+    route: 'profile history',
+    method: 'GET',
+    url: `/v1/tenants/acme/workspaces/eu/profiles/${PROFILE}/history`,
+    expected: [401, 401, W, W, 200, W, 200],
+  },
+  {
     route: 'delete segment',
     method: 'DELETE',
     url: '/v1/tenants/acme/segments/vip?workspace_id=eu',
