@@ -42,6 +42,10 @@ FROM parsed p
 LEFT JOIN workspaces w ON w.tenant_id = p.tenant_id AND w.workspace_id = p.workspace_id
 LEFT JOIN event_types t ON t.tenant_id = p.tenant_id AND t.event_name = p.event_name;
 
+/* @name ingest_release_raw */
+-- ingest_checked holds all of it now; the raw copy only costs memory.
+DROP TABLE ingest_raw;
+
 /* @name ingest_mark_duplicates */
 -- First seen wins: within the batch by order, across batches against stored events.
 CREATE TEMP TABLE ingest_accepted AS

@@ -30,7 +30,7 @@ const configSchema = z.object({
   webhook_url: z.url().optional(),
   webhook_secret: z.string().startsWith('whsec_').optional(),
   ingest_interval_ms: z.coerce.number().int().positive().default(1000),
-  max_batch_events: z.coerce.number().int().positive().default(500_000),
+  max_batch_events: z.coerce.number().int().positive().default(200_000),
   /** Collector requests a tenant may send per second before 429. */
   collector_rate_limit: z.coerce.number().int().positive().default(1000),
   master_key: z.string().optional(),

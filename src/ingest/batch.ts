@@ -266,6 +266,7 @@ export async function ingestBatch(context: Context, paths: string[]): Promise<Ba
     const now = nowIso(context);
     await session.run('ingest_stage', { paths: files });
     await session.run('ingest_check');
+    await session.run('ingest_release_raw');
     await session.run('ingest_mark_duplicates');
     await session.run('ingest_extract_identifiers');
     const identity = await resolveAndApply(session, context.keyRing, now);

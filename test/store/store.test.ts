@@ -93,7 +93,7 @@ describe('configuration', () => {
       port: 9000,
       host: '127.0.0.2',
       ingest_interval_ms: 250,
-      max_batch_events: 500_000,
+      max_batch_events: 200_000,
     });
     expect(loadConfig({}, { CDS_DATA_DIR: dir }).port).toBe(7000);
   });
