@@ -95,10 +95,6 @@ export class Registry {
     this.tokensByLookup = tokens;
   }
 
-  hasTenant(tenantId: string): boolean {
-    return this.workspaces.has(tenantId);
-  }
-
   hasWorkspace(tenantId: string, workspaceId: string): boolean {
     return this.workspaces.get(tenantId)?.has(workspaceId) ?? false;
   }

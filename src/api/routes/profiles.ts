@@ -38,7 +38,7 @@ const profileView = z.object({
   merged_profile_ids: z.array(z.string()),
 });
 
-export const summaryRow = z.object({
+const summaryRow = z.object({
   profile_id: z.string(),
   email: z.string().nullable(),
   phone: z.string().nullable(),
