@@ -3,10 +3,11 @@ import type { EventSource } from '../collector/envelope.js';
 
 /** Events of one workspace that carried the same identifier keys, resolved once. */
 export interface IdentitySet {
+  /** Numbers the set within its batch. */
+  setId: number;
   source: EventSource;
   /** Identifier keys in the order the event gave them (anon_id first). */
   keys: string[];
-  signature: string;
   firstEventId: string;
   firstAt: string;
 }
@@ -54,8 +55,8 @@ export interface Resolution {
   newIdentifiers: NewIdentifier[];
   merges: Merge[];
   conflicts: Conflict[];
-  /** The final profile of each set's events, by set signature and source. */
-  profileOfSet: Map<string, string>;
+  /** The final profile of each set's events, by set id. */
+  profileOfSet: Map<number, string>;
 }
 
 /** Deterministic, so the same stream gives the same ids however it is cut into batches. */
@@ -66,10 +67,6 @@ export function profileIdFor(
   eventId: string,
 ): string {
   return `p_${createHash('sha256').update(`${tenantId}\0${workspaceId}\0${key}\0${eventId}`).digest('hex').slice(0, 24)}`;
-}
-
-export function setKey(source: EventSource, signature: string): string {
-  return `${source}|${signature}`;
 }
 
 interface LiveProfile extends KnownProfile {
@@ -190,11 +187,11 @@ export function resolveIdentities(input: ResolutionInput): Resolution {
       }
     }
     for (const key of unknownKeys) attach(target, key, set);
-    resolution.profileOfSet.set(setKey(set.source, set.signature), target.profileId);
+    resolution.profileOfSet.set(set.setId, target.profileId);
   }
 
-  for (const [key, profileId] of resolution.profileOfSet)
-    resolution.profileOfSet.set(key, live(profileId).profileId);
+  for (const [setId, profileId] of resolution.profileOfSet)
+    resolution.profileOfSet.set(setId, live(profileId).profileId);
   for (const identifier of resolution.newIdentifiers)
     identifier.profileId = live(identifier.profileId).profileId;
   for (const merge of resolution.merges)

@@ -14,7 +14,6 @@ import {
   type KnownProfile,
   type Resolution,
   resolveIdentities,
-  setKey,
 } from '../identity/resolve.js';
 import type { KeyRing } from '../identity/tenant-keys.js';
 import type { AppendValue, Session } from '../store/database.js';
@@ -139,9 +138,9 @@ async function resolveAndApply(session: Session, keyRing: KeyRing, now: string) 
       profiles.get(row.profile_id)?.typeCounts.set(row.identifier_type, row.n);
     }
     const identitySets: IdentitySet[] = scopeSets.map((row) => ({
+      setId: row.set_id,
       source: row.source,
       keys: row.key_ids.map((keyId) => (keyed[keyId] as KeyedIdentifier).identifier_key),
-      signature: String(row.set_id),
       firstEventId: row.first_event_id,
       firstAt: row.first_at,
     }));
@@ -155,10 +154,7 @@ async function resolveAndApply(session: Session, keyRing: KeyRing, now: string) 
       profiles,
     });
     for (const set of identitySets) {
-      resolutionRows.push([
-        Number(set.signature),
-        resolution.profileOfSet.get(setKey(set.source, set.signature)) ?? null,
-      ]);
+      resolutionRows.push([set.setId, resolution.profileOfSet.get(set.setId) ?? null]);
     }
     for (const profile of resolution.newProfiles) {
       profileRows.push([tenantId, workspaceId, profile.profileId, profile.createdAt]);

@@ -1,7 +1,6 @@
 import { type Context, nowIso } from '../context.js';
 import { NotFoundError, ValidationError } from '../errors.js';
 import type { Session } from '../store/database.js';
-import { tenantExists } from './tenant-lookup.js';
 import {
   digestToken,
   generateToken,
@@ -124,7 +123,6 @@ export async function authenticateToken(
   });
   const row = candidates.find((candidate) => sameDigest(candidate.token_hash, digest.hash));
   if (!row || row.kind !== kindOfToken(token)) return null;
-  if (!(await tenantExists(session, row.tenant_id))) return null;
   return {
     kind: row.kind,
     tokenId: row.token_id,
