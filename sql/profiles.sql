@@ -36,6 +36,9 @@ SELECT happened_at, kind, ref, event_name FROM (
   UNION ALL
   SELECT merged_at, 'merge', merged_profile_id, NULL
   FROM profile_merges WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND survivor_profile_id = $profile_id
+  UNION ALL
+  SELECT changed_at, 'segment_' || change, segment_id, NULL
+  FROM segment_history WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id = $profile_id
 )
 WHERE $before_at IS NULL OR (happened_at, kind, ref) < ($before_at::TIMESTAMP, $before_kind, $before_ref)
 ORDER BY happened_at DESC, kind DESC, ref DESC

@@ -9,7 +9,9 @@ VALUES ($tenant_id, $workspace_id, $segment_id, $display_name, $predicate, $stat
   $on_enter, $on_exit, $on_backfill, $now::TIMESTAMP, $now::TIMESTAMP);
 
 /* @name update_segment_status */
-UPDATE segments SET status = $status, updated_at = $now::TIMESTAMP
+-- Moving to active from another status asks for a full evaluation, whose entries are backfill.
+UPDATE segments SET status = $status, updated_at = $now::TIMESTAMP,
+  evaluated_at = CASE WHEN $status = 'active' AND status <> 'active' THEN NULL ELSE evaluated_at END
 WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND segment_id = $segment_id;
 
 /* @name delete_segment */
@@ -17,6 +19,13 @@ DELETE FROM segments WHERE tenant_id = $tenant_id AND workspace_id = $workspace_
 
 /* @name delete_segment_members */
 DELETE FROM segment_members WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND segment_id = $segment_id;
+
+/* @name delete_segment_history */
+DELETE FROM segment_history WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND segment_id = $segment_id;
+
+/* @name cancel_segment_webhooks */
+DELETE FROM webhook_outbox
+WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND segment_id = $segment_id AND status = 'pending';
 
 /* @name list_segments_page */
 -- Keyset paging on (workspace_id, segment_id); $after_* are NULL on the first page.
@@ -55,3 +64,102 @@ SELECT
   (SELECT count(DISTINCT i.profile_id) FROM profile_identifiers i
    JOIN identifier_types t ON t.tenant_id = i.tenant_id AND t.identifier_type = i.identifier_type
    WHERE i.tenant_id = $tenant_id AND i.workspace_id = $workspace_id AND t.tier = 'strong') AS workspace_identified_profiles;
+
+/* @name segments_live_in_touched */
+-- Active segments already evaluated once, in the workspaces whose profiles a step touched.
+SELECT s.tenant_id, s.workspace_id, s.segment_id, s.predicate FROM segments s
+WHERE s.status = 'active' AND s.evaluated_at IS NOT NULL
+  AND EXISTS (SELECT 1 FROM metric_touched_profiles t WHERE t.tenant_id = s.tenant_id AND t.workspace_id = s.workspace_id)
+ORDER BY s.tenant_id, s.workspace_id, s.segment_id;
+
+/* @name segments_awaiting_evaluation */
+SELECT tenant_id, workspace_id, segment_id, predicate FROM segments
+WHERE status = 'active' AND evaluated_at IS NULL
+ORDER BY tenant_id, workspace_id, segment_id;
+
+/* @name segments_stored_metric_shapes */
+-- Shapes of metrics whose definitions were deleted, from the values they left (segments on them keep working).
+SELECT metric_name, 'number' AS shape FROM metric_contributions WHERE tenant_id = $tenant_id GROUP BY metric_name
+UNION ALL
+SELECT metric_name, CASE WHEN max(recent_keep) IS NULL THEN 'string' ELSE 'list' END FROM metric_strings
+WHERE tenant_id = $tenant_id GROUP BY metric_name;
+
+/* @name segments_create_evaluation_tables */
+CREATE TEMP TABLE segment_scope (profile_id VARCHAR);
+CREATE TEMP TABLE segment_evaluated (segment_id VARCHAR, backfill BOOLEAN, on_enter BOOLEAN, on_exit BOOLEAN, on_backfill BOOLEAN);
+CREATE TEMP TABLE segment_matches (segment_id VARCHAR, profile_id VARCHAR);
+
+/* @name segments_scope_touched */
+INSERT INTO segment_scope
+SELECT profile_id FROM metric_touched_profiles WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id;
+
+/* @name segments_scope_workspace */
+INSERT INTO segment_scope
+SELECT profile_id FROM profiles WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id;
+
+/* @name segments_choose */
+INSERT INTO segment_evaluated
+SELECT segment_id, $backfill, on_enter, on_exit, on_backfill FROM segments
+WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id
+  AND list_contains(CAST($segment_ids AS JSON)::VARCHAR[], segment_id);
+
+/* @name segments_wide */
+-- One row per live profile in scope, one column per metric the segments use; the double-braced
+-- slots are filled by src/segments/compile.ts. Merged-away profiles are left out, so they exit.
+CREATE TEMP TABLE segment_wide AS
+SELECT s.profile_id,
+  {{columns}}
+FROM segment_scope s
+JOIN profiles p ON p.tenant_id = $tenant_id AND p.workspace_id = $workspace_id AND p.profile_id = s.profile_id
+LEFT JOIN profile_metrics m ON m.tenant_id = $tenant_id AND m.workspace_id = $workspace_id
+  AND m.profile_id = s.profile_id AND m.metric_name IN ({{metric_names}})
+WHERE p.merged_into IS NULL
+GROUP BY s.profile_id;
+
+/* @name segments_match */
+INSERT INTO segment_matches
+{{matches}};
+
+/* @name segments_changes */
+CREATE TEMP TABLE segment_changes AS
+SELECT x.segment_id, x.profile_id, 'enter' AS change, e.backfill
+FROM segment_matches x JOIN segment_evaluated e USING (segment_id)
+WHERE NOT EXISTS (
+  SELECT 1 FROM segment_members m
+  WHERE m.tenant_id = $tenant_id AND m.workspace_id = $workspace_id AND m.segment_id = x.segment_id AND m.profile_id = x.profile_id)
+UNION ALL
+SELECT m.segment_id, m.profile_id, 'exit', false
+FROM segment_members m JOIN segment_evaluated e USING (segment_id) SEMI JOIN segment_scope s USING (profile_id)
+WHERE m.tenant_id = $tenant_id AND m.workspace_id = $workspace_id
+  AND NOT EXISTS (SELECT 1 FROM segment_matches x WHERE x.segment_id = m.segment_id AND x.profile_id = m.profile_id);
+
+/* @name segments_apply_exits */
+DELETE FROM segment_members m USING segment_changes c
+WHERE m.tenant_id = $tenant_id AND m.workspace_id = $workspace_id AND c.change = 'exit'
+  AND m.segment_id = c.segment_id AND m.profile_id = c.profile_id;
+
+/* @name segments_apply_enters */
+INSERT INTO segment_members
+SELECT $tenant_id, $workspace_id, segment_id, profile_id, $now::TIMESTAMP FROM segment_changes WHERE change = 'enter';
+
+/* @name segments_record_history */
+INSERT INTO segment_history
+SELECT $tenant_id, $workspace_id, segment_id, profile_id, change, backfill, $now::TIMESTAMP FROM segment_changes;
+
+/* @name segments_queue_webhooks */
+-- The automations flags decide what is announced (design §14); the body is built by the sender.
+INSERT INTO webhook_outbox
+SELECT 'msg_' || replace(gen_random_uuid()::VARCHAR, '-', ''), $tenant_id, $workspace_id, c.segment_id, c.profile_id,
+  CASE c.change WHEN 'enter' THEN 'segment.entered' ELSE 'segment.exited' END, c.backfill, $now::TIMESTAMP,
+  'pending', 0, $now::TIMESTAMP, NULL, NULL, NULL
+FROM segment_changes c JOIN segment_evaluated e USING (segment_id)
+WHERE CASE WHEN c.change = 'exit' THEN e.on_exit WHEN c.backfill THEN e.on_backfill ELSE e.on_enter END;
+
+/* @name segments_mark_evaluated */
+UPDATE segments SET evaluated_at = $now::TIMESTAMP
+WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id
+  AND segment_id IN (SELECT segment_id FROM segment_evaluated);
+
+/* @name segments_drop_evaluation_tables */
+DROP TABLE IF EXISTS segment_scope; DROP TABLE IF EXISTS segment_evaluated; DROP TABLE IF EXISTS segment_matches;
+DROP TABLE IF EXISTS segment_wide; DROP TABLE IF EXISTS segment_changes;

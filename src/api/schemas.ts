@@ -106,3 +106,15 @@ export const noContent = z.null();
 export function optionalBody<T extends z.ZodType>(schema: T) {
   return z.preprocess((body) => body ?? {}, schema);
 }
+
+export const metricValue = z.union([z.number(), z.string(), z.array(z.string()), z.null()]);
+
+/** A row of the customer table and of segment member lists (design §7). */
+export const profileRowResponse = z.object({
+  profile_id: z.string(),
+  email: z.string().nullable(),
+  phone: z.string().nullable(),
+  last_seen_at: z.string(),
+  metrics: z.record(z.string(), metricValue),
+  segment_ids: z.array(z.string()),
+});

@@ -40,12 +40,15 @@ export interface SummaryRow {
   segment_ids: string[];
 }
 
+export type HistoryKind = 'event' | 'merge' | 'segment_enter' | 'segment_exit';
+
 export interface HistoryEntry {
   at: string;
-  kind: 'event' | 'merge';
+  kind: HistoryKind;
   event_id?: string;
   event_name?: string;
   merged_profile_id?: string;
+  segment_id?: string;
 }
 
 interface Scope {
@@ -203,7 +206,7 @@ export async function profileHistory(
     const { row } = await liveProfile(session, scope, profileId);
     type Row = {
       happened_at: string;
-      kind: 'event' | 'merge';
+      kind: HistoryKind;
       ref: string;
       event_name: string | null;
     };
@@ -219,15 +222,21 @@ export async function profileHistory(
       rows,
       query.limit,
       (entry) => ({ at: entry.happened_at, kind: entry.kind, ref: entry.ref }),
-      (entry): HistoryEntry =>
-        entry.kind === 'event'
-          ? {
+      (entry): HistoryEntry => {
+        switch (entry.kind) {
+          case 'event':
+            return {
               at: entry.happened_at,
               kind: 'event',
               event_id: entry.ref,
               event_name: entry.event_name ?? '',
-            }
-          : { at: entry.happened_at, kind: 'merge', merged_profile_id: entry.ref },
+            };
+          case 'merge':
+            return { at: entry.happened_at, kind: 'merge', merged_profile_id: entry.ref };
+          default:
+            return { at: entry.happened_at, kind: entry.kind, segment_id: entry.ref };
+        }
+      },
     );
   });
 }

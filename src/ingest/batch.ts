@@ -16,8 +16,10 @@ import {
   resolveIdentities,
 } from '../identity/resolve.js';
 import type { KeyRing } from '../identity/tenant-keys.js';
+import { applyBatchToMetrics, metricTime } from '../metrics/materialize.js';
 import type { AppendValue, Session } from '../store/database.js';
 import { digestFiles } from './landing-files.js';
+import { evaluateAfterMetricStep } from './upkeep.js';
 
 export interface BatchResult {
   files: number;
@@ -268,6 +270,9 @@ export async function ingestBatch(context: Context, paths: string[]): Promise<Ba
     const identity = await resolveAndApply(session, context.keyRing, now);
     await session.run('ingest_insert_events', { now });
     await session.run('ingest_touch_profiles');
+    const time = metricTime(now);
+    await applyBatchToMetrics(session, time, { merged: identity.merges > 0 });
+    await evaluateAfterMetricStep(context, session, time);
     await session.run('ingest_record_rejections', { now });
     const counts = (await session.one<Counts>('ingest_batch_counts')) as Counts;
     const lineCounts = new Map(

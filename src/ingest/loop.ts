@@ -2,6 +2,7 @@ import { watch } from 'chokidar';
 import type { Context } from '../context.js';
 import { type BatchResult, ingestBatch } from './batch.js';
 import { listSealedFiles, type SealedFile } from './landing-files.js';
+import { runUpkeep } from './upkeep.js';
 
 export interface IngestLoopConfig {
   /** Roughly how many events one transaction takes (design §4 `max_batch_events`). */
@@ -32,12 +33,15 @@ export class IngestLoop {
     private readonly config: IngestLoopConfig,
   ) {}
 
-  /** Ingests every file sealed now, batch after batch; resolves when none is left. */
+  /** Ingests every file sealed now, batch after batch, then runs the upkeep of metrics and segments. */
   async drain(): Promise<BatchResult[]> {
     const results: BatchResult[] = [];
     for (;;) {
       const batch = this.nextBatch(await listSealedFiles(this.context.dataDir.landingDir));
-      if (batch.length === 0) return results;
+      if (batch.length === 0) {
+        await runUpkeep(this.context);
+        return results;
+      }
       const result = await ingestBatch(
         this.context,
         batch.map((file) => file.path),

@@ -3,6 +3,7 @@ import { type Context, nowIso } from '../context.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { findWorkspace } from '../tenancy/workspaces.js';
 import type { MetricDefinitionInput } from './definition-schema.js';
+import { freezeDefinition, metricTime } from './materialize.js';
 
 export interface MetricDefinition {
   workspace_id: string;
@@ -65,6 +66,12 @@ export async function createMetricDefinition(
         `metric ${input.metric_name} is already defined with aggregation ${otherAggregation.aggregation}`,
       );
     }
+    if (siblings.length === 0) {
+      const name = { tenant_id: tenantId, metric_name: input.metric_name };
+      await session.run('metrics_discard_frozen', name);
+      await session.run('metrics_discard_frozen_strings', name);
+      await session.run('metrics_discard_values', name);
+    }
     if (await session.one('get_metric_definition', key)) {
       throw new ConflictError(
         `metric ${input.metric_name} on event ${input.event_name} is already defined for workspace ${input.workspace_id}`,
@@ -116,5 +123,6 @@ export async function deleteMetricDefinition(
         `no metric ${key.metricName} on event ${key.eventName} for workspace ${key.workspaceScope}`,
       );
     }
+    await freezeDefinition(session, { tenantId, ...key }, metricTime(nowIso(context)));
   });
 }

@@ -116,6 +116,44 @@ export function compilePredicate(predicate: Predicate): CompiledPredicate {
   };
 }
 
+export interface CompiledSegmentSet {
+  /** Pivot columns shared by every segment of the set, as in `CompiledPredicate`. */
+  columns: string;
+  metricNames: string;
+  /** One `SELECT segment_id, profile_id FROM segment_wide WHERE …` per segment, joined by UNION ALL. */
+  matches: string;
+  /** DuckDB refuses a bound name a statement does not use: each statement gets its own. */
+  pivotParams: Params;
+  matchParams: Params;
+}
+
+/**
+ * Several segments of one workspace over one pivot, so evaluating fifty segments reads the metric
+ * values once; each segment id is bound like any value.
+ */
+export function compileSegmentSet(
+  segments: { segmentId: string; predicate: Predicate }[],
+): CompiledSegmentSet {
+  const compiler = new Compiler();
+  const matches = segments.map(({ segmentId, predicate }) => {
+    const id = compiler.bind(segmentId);
+    return `SELECT ${id} AS segment_id, profile_id FROM segment_wide WHERE ${compiler.condition(predicate)}`;
+  });
+  const pivotParams: Params = {};
+  const matchParams: Params = {};
+  for (const [name, value] of Object.entries(compiler.params)) {
+    if (name.endsWith('_name')) pivotParams[name] = value;
+    else matchParams[name] = value;
+  }
+  return {
+    columns: compiler.pivotColumns(),
+    metricNames: compiler.metricNameList(),
+    matches: matches.join('\nUNION ALL\n'),
+    pivotParams,
+    matchParams,
+  };
+}
+
 /** Puts compiled fragments into the `{{name}}` slots of a statement from `sql/`. */
 export function fillSlots(template: string, fragments: Record<string, string>): string {
   return template.replace(/\{\{(\w+)\}\}/g, (_, name: string) => {

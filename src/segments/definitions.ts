@@ -59,7 +59,7 @@ function toSegment(row: SegmentRow): Segment {
   };
 }
 
-interface SegmentKey {
+export interface SegmentKey {
   tenantId: string;
   workspaceId: string;
   segmentId: string;
@@ -159,11 +159,16 @@ export async function setSegmentStatus(
   });
 }
 
-/** Deletes the definition and its memberships; `archived` is the way to retire a segment. */
+/**
+ * Deletes the definition with its memberships, history and undelivered webhooks: delete is for
+ * mistakes, `archived` is the way to retire a segment.
+ */
 export async function deleteSegment(context: Context, key: SegmentKey): Promise<void> {
   await context.store.write(async (session) => {
     await requireSegment(session, key);
     await session.run('delete_segment_members', keyParams(key));
+    await session.run('delete_segment_history', keyParams(key));
+    await session.run('cancel_segment_webhooks', keyParams(key));
     await session.run('delete_segment', keyParams(key));
   });
 }

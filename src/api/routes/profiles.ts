@@ -10,12 +10,11 @@ import {
   viewProfile,
 } from '../../identity/profile-view.js';
 import { idSchema } from '../../ids.js';
-import { pagingQuery, workspaceParams } from '../schemas.js';
+import { metricValue, pagingQuery, profileRowResponse, workspaceParams } from '../schemas.js';
 
 const profileParams = workspaceParams.extend({
   profile_id: z.string().regex(/^p_[0-9a-f]{24}$/, 'is not a profile id'),
 });
-const metricValue = z.union([z.number(), z.string(), z.array(z.string()), z.null()]);
 
 const identifierView = z.object({
   type: z.string(),
@@ -38,21 +37,13 @@ const profileView = z.object({
   merged_profile_ids: z.array(z.string()),
 });
 
-const summaryRow = z.object({
-  profile_id: z.string(),
-  email: z.string().nullable(),
-  phone: z.string().nullable(),
-  last_seen_at: z.string(),
-  metrics: z.record(z.string(), metricValue),
-  segment_ids: z.array(z.string()),
-});
-
 const historyEntry = z.object({
   at: z.string(),
-  kind: z.enum(['event', 'merge']),
+  kind: z.enum(['event', 'merge', 'segment_enter', 'segment_exit']),
   event_id: z.string().optional(),
   event_name: z.string().optional(),
   merged_profile_id: z.string().optional(),
+  segment_id: z.string().optional(),
 });
 
 const lookupQuery = z.object({
@@ -99,7 +90,10 @@ export function profileRoutes(app: FastifyInstance, context: Context): void {
         params: workspaceParams,
         querystring: pagingQuery.extend({ segment_id: idSchema.optional() }),
         response: {
-          200: z.object({ profiles: z.array(summaryRow), next_cursor: z.string().nullable() }),
+          200: z.object({
+            profiles: z.array(profileRowResponse),
+            next_cursor: z.string().nullable(),
+          }),
         },
       },
     },

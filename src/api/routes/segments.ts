@@ -13,12 +13,14 @@ import {
   SEGMENT_STATUSES,
   setSegmentStatus,
 } from '../../segments/definitions.js';
+import { segmentMembers } from '../../segments/members.js';
 import { previewSegment } from '../../segments/preview.js';
 import { requestedWorkspace } from '../auth.js';
 import {
   noContent,
   pagingQuery,
   previewResponse,
+  profileRowResponse,
   segmentListItemResponse,
   segmentParams,
   segmentResponse,
@@ -126,6 +128,34 @@ export function segmentRoutes(app: FastifyInstance, context: Context): void {
         workspaceId: workspaceOf(request),
         segmentId: request.params.segment_id,
       }),
+  );
+  api.get(
+    '/v1/tenants/:tenant/segments/:segment_id/members',
+    {
+      config: { access: 'workspace-member' },
+      schema: {
+        params: segmentParams,
+        querystring: pagingQuery.extend(workspaceQuery.shape),
+        response: {
+          200: z.object({
+            members: z.array(profileRowResponse),
+            next_cursor: z.string().nullable(),
+          }),
+        },
+      },
+    },
+    async (request) => {
+      const page = await segmentMembers(
+        context,
+        {
+          tenantId: request.params.tenant,
+          workspaceId: workspaceOf(request),
+          segmentId: request.params.segment_id,
+        },
+        { limit: request.query.limit, cursor: request.query.cursor ?? null },
+      );
+      return { members: page.items, next_cursor: page.next_cursor };
+    },
   );
   api.put(
     '/v1/tenants/:tenant/segments/:segment_id/status',

@@ -1,0 +1,71 @@
+-- Metric inputs, segment history and the webhook outbox (design §12–§14).
+
+-- Definitions created after events were stored first backfill from them; until then ingest
+-- leaves them out, so no event is counted twice.
+ALTER TABLE metric_definitions ADD COLUMN backfilled_at TIMESTAMP;
+
+-- An active segment whose membership has not been computed since it was created or activated;
+-- the next evaluation covers every profile of the workspace and marks its entries as backfill.
+ALTER TABLE segments ADD COLUMN evaluated_at TIMESTAMP;
+
+-- What each definition adds to a profile's count or sum. contributor is `event_name|workspace_scope`
+-- of a live definition, or `frozen|…` for the value a deleted one left behind. Windowed definitions
+-- keep one row per day (day, window_days); the others one row without a day.
+CREATE TABLE metric_contributions (
+  tenant_id VARCHAR NOT NULL,
+  workspace_id VARCHAR NOT NULL,
+  profile_id VARCHAR NOT NULL,
+  metric_name VARCHAR NOT NULL,
+  contributor VARCHAR NOT NULL,
+  day DATE,
+  window_days INTEGER,
+  amount DOUBLE NOT NULL
+);
+
+-- The newest distinct strings each definition saw for a profile, with the newest occured_at of
+-- each: one for `latest` (recent_keep NULL), up to `keep` for `recent`.
+CREATE TABLE metric_strings (
+  tenant_id VARCHAR NOT NULL,
+  workspace_id VARCHAR NOT NULL,
+  profile_id VARCHAR NOT NULL,
+  metric_name VARCHAR NOT NULL,
+  contributor VARCHAR NOT NULL,
+  recent_keep INTEGER,
+  value VARCHAR NOT NULL,
+  seen_at TIMESTAMP NOT NULL
+);
+
+-- The last day whose expired window buckets were taken out of the values.
+CREATE TABLE metric_decay (
+  id INTEGER PRIMARY KEY,
+  decayed_through DATE
+);
+INSERT INTO metric_decay VALUES (1, NULL);
+
+CREATE TABLE segment_history (
+  tenant_id VARCHAR NOT NULL,
+  workspace_id VARCHAR NOT NULL,
+  segment_id VARCHAR NOT NULL,
+  profile_id VARCHAR NOT NULL,
+  change VARCHAR NOT NULL CHECK (change IN ('enter', 'exit')),
+  backfill BOOLEAN NOT NULL,
+  changed_at TIMESTAMP NOT NULL
+);
+
+-- Written in the membership change's transaction; the sender delivers and updates the row.
+CREATE TABLE webhook_outbox (
+  webhook_id VARCHAR PRIMARY KEY,
+  tenant_id VARCHAR NOT NULL,
+  workspace_id VARCHAR NOT NULL,
+  segment_id VARCHAR NOT NULL,
+  profile_id VARCHAR NOT NULL,
+  type VARCHAR NOT NULL CHECK (type IN ('segment.entered', 'segment.exited')),
+  backfill BOOLEAN NOT NULL,
+  created_at TIMESTAMP NOT NULL,
+  status VARCHAR NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),
+  attempts INTEGER NOT NULL,
+  next_attempt_at TIMESTAMP,
+  last_attempt_at TIMESTAMP,
+  last_error VARCHAR,
+  delivered_at TIMESTAMP
+);

@@ -1,0 +1,63 @@
+import { type Context, nowIso } from '../context.js';
+import {
+  backfillDefinitions,
+  decayWindows,
+  endMetricStep,
+  hasPendingBackfill,
+  type MetricTime,
+  metricTime,
+  needsDecay,
+} from '../metrics/materialize.js';
+import { evaluateAwaitingSegments, evaluateTouchedProfiles } from '../segments/evaluate.js';
+import type { Session } from '../store/database.js';
+
+export interface UpkeepResult {
+  backfilled: boolean;
+  decayed: boolean;
+  segmentsEvaluated: number;
+}
+
+/** Segment membership follows every metric step, in the step's transaction. */
+export async function evaluateAfterMetricStep(
+  context: Context,
+  session: Session,
+  time: MetricTime,
+): Promise<void> {
+  await evaluateTouchedProfiles(session, {
+    now: time.now,
+    announce: context.config.webhook_url !== undefined,
+  });
+  await endMetricStep(session);
+}
+
+/**
+ * The work the ingest loop does besides batches, each part in its own transaction: backfill new
+ * metric definitions, let windowed values decay when a day begins, and evaluate segments created
+ * or activated since the last pass.
+ */
+export async function runUpkeep(context: Context): Promise<UpkeepResult> {
+  const time = metricTime(nowIso(context));
+  const due = await context.store.read(async (session) => ({
+    backfill: await hasPendingBackfill(session),
+    decay: await needsDecay(session, time),
+  }));
+  if (due.backfill) {
+    await context.store.write(async (session) => {
+      await backfillDefinitions(session, time);
+      await evaluateAfterMetricStep(context, session, time);
+    });
+  }
+  if (due.decay) {
+    await context.store.write(async (session) => {
+      await decayWindows(session, time);
+      await evaluateAfterMetricStep(context, session, time);
+    });
+  }
+  const segmentsEvaluated = await context.store.write((session) =>
+    evaluateAwaitingSegments(session, {
+      now: time.now,
+      announce: context.config.webhook_url !== undefined,
+    }),
+  );
+  return { backfilled: due.backfill, decayed: due.decay, segmentsEvaluated };
+}

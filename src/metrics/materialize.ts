@@ -1,0 +1,92 @@
+import type { Session } from '../store/database.js';
+
+/** The moment a metric step runs at: `today` (UTC date) decides which window buckets count. */
+export interface MetricTime {
+  now: string;
+  today: string;
+}
+
+export function metricTime(now: string): MetricTime {
+  return { now, today: now.slice(0, 10) };
+}
+
+/**
+ * Every step below leaves the profiles whose values it changed in `metric_touched_profiles`, where
+ * segment evaluation picks them up; `endMetricStep` drops the work tables.
+ */
+async function recomputeTouched(session: Session, time: MetricTime): Promise<void> {
+  await session.run('metrics_compact_touched');
+  await session.run('metrics_recompute_touched', { today: time.today, now: time.now });
+}
+
+/**
+ * Adds what an ingest batch stored to the values of every backfilled definition, moves merged
+ * profiles' inputs to their survivors, and recomputes the profiles concerned, all in the batch's
+ * transaction (design §12).
+ */
+export async function applyBatchToMetrics(
+  session: Session,
+  time: MetricTime,
+  options: { merged: boolean },
+): Promise<void> {
+  await session.run('metrics_create_work_tables');
+  await session.run('metrics_apply_backfilled');
+  await session.run('metrics_sources_from_batch');
+  await session.run('metrics_add_sources');
+  if (options.merged) await session.run('metrics_follow_merges');
+  await recomputeTouched(session, time);
+}
+
+/** Definitions created since the last pass, computed from the stored events. */
+export async function hasPendingBackfill(session: Session): Promise<boolean> {
+  const row = await session.one<{ pending: number }>('metrics_pending_definitions');
+  return (row?.pending ?? 0) > 0;
+}
+
+export async function backfillDefinitions(session: Session, time: MetricTime): Promise<void> {
+  await session.run('metrics_create_work_tables');
+  await session.run('metrics_apply_pending');
+  await session.run('metrics_sources_from_events');
+  await session.run('metrics_restart_applying');
+  await session.run('metrics_add_sources');
+  await session.run('metrics_mark_backfilled', { now: time.now });
+  await recomputeTouched(session, time);
+}
+
+/** True when a day has begun since windowed values were last brought up to date. */
+export async function needsDecay(session: Session, time: MetricTime): Promise<boolean> {
+  const row = await session.one<{ decayed_through: string | null }>('metrics_decayed_through');
+  return row?.decayed_through !== time.today;
+}
+
+/** Takes the buckets that left their window out of the values, so they decay without events. */
+export async function decayWindows(session: Session, time: MetricTime): Promise<void> {
+  await session.run('metrics_create_work_tables');
+  await session.run('metrics_touch_expired', { today: time.today });
+  await session.run('metrics_zero_expired', { today: time.today });
+  await session.run('metrics_mark_decayed', { today: time.today });
+  await recomputeTouched(session, time);
+}
+
+export async function endMetricStep(session: Session): Promise<void> {
+  await session.run('metrics_drop_work_tables');
+}
+
+/**
+ * A deleted definition stops updating; what it contributed stays, a windowed sum as it stands
+ * today (design §12), so the profiles' values do not change.
+ */
+export async function freezeDefinition(
+  session: Session,
+  key: { tenantId: string; workspaceScope: string; metricName: string; eventName: string },
+  time: MetricTime,
+): Promise<void> {
+  const params = {
+    tenant_id: key.tenantId,
+    metric_name: key.metricName,
+    contributor: `${key.eventName}|${key.workspaceScope}`,
+  };
+  await session.run('metrics_freeze_numbers', { ...params, today: time.today });
+  await session.run('metrics_drop_contributor', params);
+  await session.run('metrics_freeze_strings', params);
+}

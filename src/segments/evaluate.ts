@@ -1,0 +1,141 @@
+import { ValidationError } from '../errors.js';
+import { metricShapes } from '../metrics/shapes.js';
+import type { Session } from '../store/database.js';
+import { sql } from '../store/sql-files.js';
+import { compileSegmentSet, fillSlots } from './compile.js';
+import { type MetricShape, type Predicate, parsePredicate } from './predicate.js';
+
+interface StoredSegment {
+  tenant_id: string;
+  workspace_id: string;
+  segment_id: string;
+  predicate: string;
+}
+
+export interface EvaluationOptions {
+  now: string;
+  /** Whether changes go to the webhook outbox: only when a webhook URL is configured. */
+  announce: boolean;
+}
+
+function byWorkspace(segments: StoredSegment[]): StoredSegment[][] {
+  const groups = new Map<string, StoredSegment[]>();
+  for (const segment of segments) {
+    const scope = `${segment.tenant_id}\0${segment.workspace_id}`;
+    groups.set(scope, [...(groups.get(scope) ?? []), segment]);
+  }
+  return [...groups.values()];
+}
+
+/**
+ * The shapes a workspace's segments compare against: those of the live definitions, then, for a
+ * metric whose definitions were all deleted, the kind of the values it left behind.
+ */
+async function shapesFor(
+  session: Session,
+  tenantId: string,
+  workspaceId: string,
+): Promise<{ shapes: Map<string, MetricShape>; complete: () => Promise<void> }> {
+  const shapes = await metricShapes(session, tenantId, workspaceId);
+  return {
+    shapes,
+    complete: async () => {
+      const stored = await session.all<{ metric_name: string; shape: MetricShape }>(
+        'segments_stored_metric_shapes',
+        { tenant_id: tenantId },
+      );
+      for (const row of stored)
+        if (!shapes.has(row.metric_name)) shapes.set(row.metric_name, row.shape);
+    },
+  };
+}
+
+async function parseAll(
+  session: Session,
+  segments: StoredSegment[],
+): Promise<{ segmentId: string; predicate: Predicate }[]> {
+  const first = segments[0] as StoredSegment;
+  const { shapes, complete } = await shapesFor(session, first.tenant_id, first.workspace_id);
+  const parse = (segment: StoredSegment) => parsePredicate(JSON.parse(segment.predicate), shapes);
+  const parsed: { segmentId: string; predicate: Predicate }[] = [];
+  let completed = false;
+  for (const segment of segments) {
+    try {
+      parsed.push({ segmentId: segment.segment_id, predicate: parse(segment) });
+    } catch (error) {
+      if (!(error instanceof ValidationError) || completed) throw error;
+      await complete();
+      completed = true;
+      parsed.push({ segmentId: segment.segment_id, predicate: parse(segment) });
+    }
+  }
+  return parsed;
+}
+
+/**
+ * Evaluates one workspace's segments over a scope of its profiles and applies the difference:
+ * members, `segment_history` and, when announced, the webhook outbox, all in the caller's
+ * transaction (design §13–§14).
+ */
+async function evaluateWorkspace(
+  session: Session,
+  segments: StoredSegment[],
+  scope: 'touched' | 'workspace',
+  options: EvaluationOptions,
+): Promise<void> {
+  const first = segments[0] as StoredSegment;
+  const where = { tenant_id: first.tenant_id, workspace_id: first.workspace_id };
+  const compiled = compileSegmentSet(await parseAll(session, segments));
+  await session.run('segments_create_evaluation_tables');
+  await session.run(
+    scope === 'touched' ? 'segments_scope_touched' : 'segments_scope_workspace',
+    where,
+  );
+  await session.run('segments_choose', {
+    ...where,
+    backfill: scope === 'workspace',
+    segment_ids: JSON.stringify(segments.map((segment) => segment.segment_id)),
+  });
+  await session.runText(
+    fillSlots(sql('segments_wide'), {
+      columns: compiled.columns,
+      metric_names: compiled.metricNames,
+    }),
+    { ...where, ...compiled.pivotParams },
+  );
+  await session.runText(
+    fillSlots(sql('segments_match'), { matches: compiled.matches }),
+    compiled.matchParams,
+  );
+  await session.run('segments_changes', where);
+  await session.run('segments_apply_exits', where);
+  await session.run('segments_apply_enters', { ...where, now: options.now });
+  await session.run('segments_record_history', { ...where, now: options.now });
+  if (options.announce)
+    await session.run('segments_queue_webhooks', { ...where, now: options.now });
+  await session.run('segments_mark_evaluated', { ...where, now: options.now });
+  await session.run('segments_drop_evaluation_tables');
+}
+
+/** Re-evaluates live segments for the profiles a metric step touched (`metric_touched_profiles`). */
+export async function evaluateTouchedProfiles(
+  session: Session,
+  options: EvaluationOptions,
+): Promise<void> {
+  const segments = await session.all<StoredSegment>('segments_live_in_touched');
+  for (const group of byWorkspace(segments)) {
+    await evaluateWorkspace(session, group, 'touched', options);
+  }
+}
+
+/** Segments created active or moved to active since their last evaluation: over every profile. */
+export async function evaluateAwaitingSegments(
+  session: Session,
+  options: EvaluationOptions,
+): Promise<number> {
+  const segments = await session.all<StoredSegment>('segments_awaiting_evaluation');
+  for (const group of byWorkspace(segments)) {
+    await evaluateWorkspace(session, group, 'workspace', options);
+  }
+  return segments.length;
+}
