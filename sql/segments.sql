@@ -151,7 +151,7 @@ SELECT $tenant_id, $workspace_id, segment_id, profile_id, change, backfill, $now
 INSERT INTO webhook_outbox
 SELECT 'msg_' || replace(gen_random_uuid()::VARCHAR, '-', ''), $tenant_id, $workspace_id, c.segment_id, c.profile_id,
   CASE c.change WHEN 'enter' THEN 'segment.entered' ELSE 'segment.exited' END, c.backfill, $now::TIMESTAMP,
-  'pending', 0, $now::TIMESTAMP, NULL, NULL, NULL
+  'pending', 0, NULL, NULL, NULL, NULL, NULL
 FROM segment_changes c JOIN segment_evaluated e USING (segment_id)
 WHERE CASE WHEN c.change = 'exit' THEN e.on_exit WHEN c.backfill THEN e.on_backfill ELSE e.on_enter END;
 

@@ -29,6 +29,8 @@ const configSchema = z.object({
   plaintext_identifier_types: commaList.default(['email', 'phone']),
   webhook_url: z.url().optional(),
   webhook_secret: z.string().startsWith('whsec_').optional(),
+  /** First retry delay of a failed webhook; each next one doubles, up to an hour apart. */
+  webhook_retry_base_ms: z.coerce.number().int().positive().default(5000),
   ingest_interval_ms: z.coerce.number().int().positive().default(1000),
   max_batch_events: z.coerce.number().int().positive().default(200_000),
   /** Collector requests a tenant may send per second before 429. */

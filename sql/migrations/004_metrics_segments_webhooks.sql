@@ -53,6 +53,7 @@ CREATE TABLE segment_history (
 );
 
 -- Written in the membership change's transaction; the sender delivers and updates the row.
+-- created_at is when the change happened; the attempt times are the sender's wall clock.
 CREATE TABLE webhook_outbox (
   webhook_id VARCHAR PRIMARY KEY,
   tenant_id VARCHAR NOT NULL,
@@ -65,6 +66,7 @@ CREATE TABLE webhook_outbox (
   status VARCHAR NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),
   attempts INTEGER NOT NULL,
   next_attempt_at TIMESTAMP,
+  first_attempt_at TIMESTAMP,
   last_attempt_at TIMESTAMP,
   last_error VARCHAR,
   delivered_at TIMESTAMP

@@ -118,3 +118,21 @@ export const profileRowResponse = z.object({
   metrics: z.record(z.string(), metricValue),
   segment_ids: z.array(z.string()),
 });
+
+export const webhookResponse = z.object({
+  webhook_id: z.string(),
+  tenant_id: z.string(),
+  workspace_id: z.string(),
+  segment_id: z.string(),
+  profile_id: z.string(),
+  type: z.string(),
+  backfill: z.boolean(),
+  status: z.string(),
+  attempts: z.number(),
+  created_at: z.string(),
+  first_attempt_at: z.string().nullable(),
+  last_attempt_at: z.string().nullable(),
+  next_attempt_at: z.string().nullable(),
+  delivered_at: z.string().nullable(),
+  last_error: z.string().nullable(),
+});

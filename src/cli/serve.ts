@@ -3,6 +3,7 @@ import { buildApp } from '../api/app.js';
 import { type CollectorRuntime, openOwnedCollector } from '../collector/runtime.js';
 import type { Context } from '../context.js';
 import { IngestLoop } from '../ingest/loop.js';
+import { configuredSender } from '../webhooks/sender.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -12,7 +13,8 @@ export interface RunningServer {
   ingestNow(): Promise<void>;
   /**
    * Shutdown order: stop accepting requests and let those under way finish, seal the landing
-   * files, let the batch under way commit, then close the database.
+   * files, let the batch under way commit, let the webhook round under way be recorded, then
+   * close the database.
    */
   close(): Promise<void>;
 }
@@ -24,6 +26,7 @@ export interface ServeOptions {
 }
 
 export async function startServer(context: Context, options: ServeOptions): Promise<RunningServer> {
+  const sender = configuredSender(context);
   const collector = await openOwnedCollector(context);
   const app = buildApp(context, { collector, logger: options.logger ? { level: 'info' } : false });
   const address = await app.listen({ port: context.config.port, host: context.config.host });
@@ -31,9 +34,11 @@ export async function startServer(context: Context, options: ServeOptions): Prom
     ? new IngestLoop(context, {
         maxBatchEvents: context.config.max_batch_events,
         intervalMs: context.config.ingest_interval_ms,
+        onBatch: () => sender?.tick(),
       })
     : null;
   loop?.start({ watch: false });
+  sender?.start();
   let closing: Promise<void> | undefined;
   return {
     app,
@@ -48,6 +53,7 @@ export async function startServer(context: Context, options: ServeOptions): Prom
         await app.close();
         await collector.close();
         await loop?.stop();
+        await sender?.stop();
         await context.store.close();
       })();
       return closing;

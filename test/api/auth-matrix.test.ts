@@ -214,6 +214,25 @@ const ROUTES: RouteCase[] = [
     expected: [401, 401, W, W, W, W, 200],
   },
   {
+    route: 'segment members',
+    method: 'GET',
+    url: '/v1/tenants/acme/segments/vip/members?workspace_id=eu',
+    expected: [401, 401, W, W, 200, W, 200],
+  },
+  {
+    route: 'list webhooks',
+    method: 'GET',
+    url: '/v1/operator/webhooks?status=failed',
+    expected: [401, 401, W, W, W, W, W],
+  },
+  {
+    route: 'retry webhooks',
+    method: 'POST',
+    url: '/v1/operator/webhooks/retry',
+    body: {},
+    expected: [401, 401, W, W, W, W, W],
+  },
+  {
     route: 'look up a profile',
     method: 'GET',
     url: '/v1/tenants/acme/workspaces/eu/profiles/lookup?email=nobody@shop.test',

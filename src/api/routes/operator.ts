@@ -3,12 +3,15 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Context } from '../../context.js';
 import { idSchema } from '../../ids.js';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../store/cursor.js';
 import { createTenant, issueTenantToken, listTenants } from '../../tenancy/tenants.js';
-import { issuedTokenResponse, optionalBody, tenantParams } from '../schemas.js';
+import { listWebhooks, retryFailedWebhooks } from '../../webhooks/outbox.js';
+import { issuedTokenResponse, optionalBody, tenantParams, webhookResponse } from '../schemas.js';
 
 /**
- * Operator-only routes behind the CLI's `cds tenants` and `cds tokens issue-tenant`. Tenant tokens
- * are issued by the operator, never by a tenant: these routes take only the operator credential.
+ * Operator-only routes behind the CLI's `cds tenants`, `cds tokens issue-tenant` and `cds webhooks`.
+ * Tenant tokens are issued by the operator, never by a tenant, and the webhook receiver is set per
+ * environment: these routes take only the operator credential.
  */
 export function operatorRoutes(app: FastifyInstance, context: Context): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
@@ -65,5 +68,37 @@ export function operatorRoutes(app: FastifyInstance, context: Context): void {
       reply
         .code(201)
         .send(await issueTenantToken(context, request.params.tenant, request.body.name ?? null)),
+  );
+  api.get(
+    '/v1/operator/webhooks',
+    {
+      config: { access: 'operator' },
+      schema: {
+        querystring: z.object({
+          status: z.enum(['pending', 'delivered', 'failed']).optional(),
+          limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).default(DEFAULT_PAGE_SIZE),
+        }),
+        response: { 200: z.object({ webhooks: z.array(webhookResponse) }) },
+      },
+    },
+    async (request) => ({
+      webhooks: await listWebhooks(context, {
+        status: request.query.status ?? null,
+        limit: request.query.limit,
+      }),
+    }),
+  );
+  api.post(
+    '/v1/operator/webhooks/retry',
+    {
+      config: { access: 'operator' },
+      schema: {
+        body: optionalBody(z.object({ webhook_id: z.string().min(1).nullish() })),
+        response: { 200: z.object({ requeued: z.number() }) },
+      },
+    },
+    async (request) => ({
+      requeued: await retryFailedWebhooks(context, request.body.webhook_id ?? null),
+    }),
   );
 }

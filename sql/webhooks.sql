@@ -1,0 +1,35 @@
+-- The webhook outbox (design §14): what the sender delivers and what operators list and retry.
+
+/* @name webhooks_due */
+SELECT webhook_id, tenant_id, workspace_id, segment_id, profile_id, type, backfill, created_at, attempts, first_attempt_at
+FROM webhook_outbox
+WHERE status = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= $wall_now::TIMESTAMP)
+ORDER BY created_at, webhook_id
+LIMIT $limit;
+
+/* @name webhooks_mark_delivered */
+UPDATE webhook_outbox SET status = 'delivered', attempts = attempts + 1, last_error = NULL,
+  first_attempt_at = coalesce(first_attempt_at, $wall_now::TIMESTAMP), last_attempt_at = $wall_now::TIMESTAMP,
+  delivered_at = $wall_now::TIMESTAMP, next_attempt_at = NULL
+WHERE status = 'pending' AND webhook_id IN (SELECT unnest(CAST($ids AS JSON)::VARCHAR[]));
+
+/* @name webhooks_mark_failed_attempt */
+-- $give_up turns the row to failed: it stays listed for `cds webhooks retry`.
+UPDATE webhook_outbox SET attempts = attempts + 1, last_error = $error,
+  first_attempt_at = coalesce(first_attempt_at, $wall_now::TIMESTAMP), last_attempt_at = $wall_now::TIMESTAMP,
+  status = CASE WHEN $give_up THEN 'failed' ELSE 'pending' END,
+  next_attempt_at = CASE WHEN $give_up THEN NULL ELSE $next_attempt_at::TIMESTAMP END
+WHERE status = 'pending' AND webhook_id = $webhook_id;
+
+/* @name webhooks_list */
+SELECT webhook_id, tenant_id, workspace_id, segment_id, profile_id, type, backfill, status, attempts, created_at,
+  first_attempt_at, last_attempt_at, next_attempt_at, delivered_at, last_error
+FROM webhook_outbox
+WHERE ($status IS NULL OR status = $status)
+ORDER BY created_at DESC, webhook_id DESC
+LIMIT $limit;
+
+/* @name webhooks_requeue_failed */
+-- A retried delivery gets a fresh 24 hours of attempts.
+UPDATE webhook_outbox SET status = 'pending', next_attempt_at = NULL, first_attempt_at = NULL
+WHERE status = 'failed' AND ($webhook_id IS NULL OR webhook_id = $webhook_id);

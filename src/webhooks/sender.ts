@@ -1,0 +1,171 @@
+import type { Context } from '../context.js';
+import { ValidationError } from '../errors.js';
+import { signedHeaders } from './signing.js';
+
+const GIVE_UP_AFTER_MS = 24 * 60 * 60 * 1000;
+const LONGEST_PAUSE_MS = 60 * 60 * 1000;
+const ATTEMPT_TIMEOUT_MS = 10_000;
+const BATCH = 100;
+
+interface DueWebhook {
+  webhook_id: string;
+  tenant_id: string;
+  workspace_id: string;
+  segment_id: string;
+  profile_id: string;
+  type: string;
+  backfill: boolean;
+  created_at: string;
+  attempts: number;
+  first_attempt_at: string | null;
+}
+
+export interface SenderOptions {
+  url: string;
+  secret: string;
+  retryBaseMs: number;
+  pollMs: number;
+}
+
+/** The body carries ids only (interface "Outbound events" 1), built the same for every attempt. */
+export function webhookBody(webhook: DueWebhook): string {
+  return JSON.stringify({
+    type: webhook.type,
+    timestamp: webhook.created_at,
+    data: {
+      tenant_id: webhook.tenant_id,
+      workspace_id: webhook.workspace_id,
+      segment_id: webhook.segment_id,
+      profile_id: webhook.profile_id,
+      backfill: webhook.backfill,
+    },
+  });
+}
+
+/**
+ * Delivers the outbox at least once (design §14): a row is marked delivered only after a 2xx, so a
+ * crash in between sends it again with the same `webhook-id`. Failures wait exponentially longer,
+ * and after 24 hours of attempts the row is kept as failed.
+ */
+export class WebhookSender {
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+
+  constructor(
+    private readonly context: Context,
+    private readonly options: SenderOptions,
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => this.tick(), this.options.pollMs);
+    this.tick();
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.running;
+  }
+
+  /** Asks for a delivery round now, e.g. right after a batch committed. */
+  tick(): void {
+    this.running ??= this.deliverDue()
+      .then(
+        () => undefined,
+        (error: unknown) => {
+          process.stderr.write(`webhook sender: ${(error as Error).message}\n`);
+        },
+      )
+      .finally(() => {
+        this.running = null;
+      });
+  }
+
+  /** Sends every due webhook; resolves when each attempt is recorded. */
+  async deliverDue(): Promise<number> {
+    let sent = 0;
+    for (;;) {
+      const due = await this.context.store.read((session) =>
+        session.all<DueWebhook>('webhooks_due', {
+          wall_now: new Date().toISOString(),
+          limit: BATCH,
+        }),
+      );
+      if (due.length === 0) return sent;
+      const outcomes = await Promise.all(due.map((webhook) => this.attempt(webhook)));
+      await this.record(due, outcomes);
+      sent += due.length;
+      if (due.length < BATCH) return sent;
+    }
+  }
+
+  private async attempt(webhook: DueWebhook): Promise<string | null> {
+    const body = webhookBody(webhook);
+    const headers = signedHeaders(
+      this.options.secret,
+      webhook.webhook_id,
+      Math.floor(Date.now() / 1000),
+      body,
+    );
+    try {
+      const response = await fetch(this.options.url, {
+        method: 'POST',
+        headers,
+        body,
+        signal: AbortSignal.timeout(ATTEMPT_TIMEOUT_MS),
+      });
+      await response.body?.cancel();
+      return response.ok ? null : `receiver answered ${response.status}`;
+    } catch (error) {
+      return (error as Error).message;
+    }
+  }
+
+  private async record(due: DueWebhook[], errors: (string | null)[]): Promise<void> {
+    const now = new Date();
+    const wallNow = now.toISOString();
+    await this.context.store.write(async (session) => {
+      const delivered = due.filter((_, index) => errors[index] === null);
+      if (delivered.length > 0) {
+        await session.run('webhooks_mark_delivered', {
+          ids: JSON.stringify(delivered.map((webhook) => webhook.webhook_id)),
+          wall_now: wallNow,
+        });
+      }
+      for (const [index, webhook] of due.entries()) {
+        const error = errors[index];
+        if (error === null || error === undefined) continue;
+        const firstAttempt = webhook.first_attempt_at
+          ? Date.parse(webhook.first_attempt_at)
+          : now.getTime();
+        await session.run('webhooks_mark_failed_attempt', {
+          webhook_id: webhook.webhook_id,
+          error,
+          wall_now: wallNow,
+          give_up: now.getTime() - firstAttempt >= GIVE_UP_AFTER_MS,
+          next_attempt_at: new Date(now.getTime() + this.pause(webhook)).toISOString(),
+        });
+      }
+    });
+  }
+
+  /** base, 2·base, 4·base, … never more than an hour apart. */
+  private pause(webhook: DueWebhook): number {
+    return Math.min(this.options.retryBaseMs * 2 ** webhook.attempts, LONGEST_PAUSE_MS);
+  }
+}
+
+/** The sender the configuration asks for: none without `webhook_url`, which needs a secret. */
+export function configuredSender(context: Context): WebhookSender | null {
+  const { webhook_url: url, webhook_secret: secret } = context.config;
+  if (url === undefined) return null;
+  if (secret === undefined) {
+    throw ValidationError.field('webhook_secret', 'is required when webhook_url is set');
+  }
+  return new WebhookSender(context, {
+    url,
+    secret,
+    retryBaseMs: context.config.webhook_retry_base_ms,
+    pollMs: 250,
+  });
+}
