@@ -4,10 +4,13 @@ import { collectCommand } from './commands/collect.js';
 import { demoCommand } from './commands/demo.js';
 import { generateEventsCommand } from './commands/generate-events.js';
 import { ingestCommand } from './commands/ingest.js';
+import { metricsCommand } from './commands/metrics.js';
+import { profilesCommand } from './commands/profiles.js';
 import { segmentsCommand } from './commands/segments.js';
 import { serveCommand } from './commands/serve.js';
 import { tenantsCommand } from './commands/tenants.js';
 import { tokensCommand } from './commands/tokens.js';
+import { webhooksCommand } from './commands/webhooks.js';
 
 export function createCLI(): Command {
   return new Command('cds')
@@ -35,6 +38,9 @@ export function createCLI(): Command {
     .addCommand(tenantsCommand())
     .addCommand(tokensCommand())
     .addCommand(segmentsCommand())
+    .addCommand(metricsCommand())
+    .addCommand(profilesCommand())
+    .addCommand(webhooksCommand())
     .addCommand(demoCommand())
     .addCommand(generateEventsCommand());
 }

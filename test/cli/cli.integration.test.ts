@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type ChildServer, runCli, runJson, startCli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/context.js';
+import { Receiver } from '../helpers/receiver.js';
 
 const LISTENING = /cds listening on (http:\/\/\S+)/;
 
@@ -367,6 +368,116 @@ describe('cds CLI', () => {
       await collector.stop();
       servers = [];
       expect((await cds('ingest')).stdout).toMatch(/^Ingested 1 files, 1 events/);
+    });
+  });
+
+  describe('metrics, members, profiles and webhooks', () => {
+    let receiver: Receiver;
+    beforeEach(async () => {
+      receiver = await Receiver.start();
+    });
+    afterEach(() => receiver.close());
+
+    it('follows an order from the collector to a segment, a webhook and the CLI views', async () => {
+      await cds('tenants', 'create', 'acme', '-w', 'eu');
+      const server = await startCli(
+        ['--data-dir', dir, 'serve', '--port', '0', '--quiet'],
+        LISTENING,
+        20_000,
+        {
+          CDS_WEBHOOK_URL: receiver.url,
+          CDS_WEBHOOK_SECRET: `whsec_${Buffer.alloc(24, 7).toString('base64')}`,
+          CDS_INGEST_INTERVAL_MS: '100',
+        },
+      );
+      servers.push(server);
+      const remote = (...args: string[]) => cds('--server', server.url, ...args);
+      const tenant = (
+        await cdsJson<{ token: string }>('--server', server.url, 'tokens', 'issue-tenant', 'acme')
+      ).token;
+      const api = (method: string, path: string, body: unknown, token = tenant) =>
+        fetch(`${server.url}${path}`, {
+          method,
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
+      await api('PUT', '/v1/tenants/acme/event-types/order_completed', {});
+      await api('PUT', '/v1/tenants/acme/metric-definitions', {
+        metric_name: 'orders',
+        event_name: 'order_completed',
+        value_kind: 'count',
+      });
+      const collector = (
+        (await (
+          await api('POST', '/v1/tenants/acme/tokens', { kind: 'collector', name: 'backend' })
+        ).json()) as { token: string }
+      ).token;
+      const created = await remote(
+        'segments',
+        'create',
+        'buyers',
+        '-t',
+        'acme',
+        '-w',
+        'eu',
+        '--name',
+        'Buyers',
+        '--predicate',
+        '{"metric":"orders","op":"gte","value":2}',
+      );
+      expect(created.code, created.stderr).toBe(0);
+      const order = (id: string) => ({
+        envelop_version: '1.0',
+        id,
+        name: 'order_completed',
+        tenant_id: 'acme',
+        workspace_id: 'eu',
+        occured_at: '2026-03-01T10:00:00Z',
+        properties: { identifiers: { email: 'ann@shop.test' } },
+      });
+      const sent = await api(
+        'POST',
+        '/v1/server/events/batch',
+        { events: [order('o-1'), order('o-2')] },
+        collector,
+      );
+      expect(sent.status).toBe(202);
+      for (let waited = 0; receiver.received.length === 0 && waited < 15_000; waited += 100) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(receiver.bodies()).toMatchObject([
+        { type: 'segment.entered', data: { segment_id: 'buyers', backfill: false } },
+      ]);
+      const profileId = receiver.bodies()[0]?.data.profile_id as string;
+
+      const members = await cdsJson<{ members: { profile_id: string; email: string }[] }>(
+        '--server',
+        server.url,
+        'segments',
+        'members',
+        'buyers',
+        '-t',
+        'acme',
+        '-w',
+        'eu',
+      );
+      expect(members.members).toMatchObject([{ profile_id: profileId, email: 'ann@shop.test' }]);
+      const shown = await remote('profiles', 'show', profileId, '-t', 'acme', '-w', 'eu');
+      expect(shown.code, shown.stderr).toBe(0);
+      expect(shown.stdout).toMatch(/^orders\s+2$/m);
+      expect(shown.stdout).toMatch(/^buyers\s+\S+$/m);
+      expect(shown.stdout).toMatch(/^email\s+strong\s+ann@shop\.test\s+a\*\*\*@s\*\*\*\.test/m);
+      const metrics = await remote('metrics', 'list', '-t', 'acme');
+      expect(metrics.stdout).toMatch(/^\*\s+orders\s+order_completed\s+count/m);
+      const deliveries = await cdsJson<{ webhooks: { status: string; attempts: number }[] }>(
+        '--server',
+        server.url,
+        'webhooks',
+        'list',
+      );
+      expect(deliveries.webhooks).toMatchObject([{ status: 'delivered', attempts: 1 }]);
+      expect((await remote('webhooks', 'list', '--failed')).stdout).toBe('(none)\n');
+      expect((await remote('webhooks', 'retry')).stdout).toBe('0 failed deliveries queued again\n');
     });
   });
 

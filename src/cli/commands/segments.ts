@@ -1,5 +1,6 @@
 import { Argument, Command, InvalidArgumentError, Option } from 'commander';
 import { type GlobalOptions, withAdminClient } from '../admin-client.js';
+import { tenantOption, tenantPath, workspaceOption } from '../options.js';
 import { output, printJson, printTable } from '../output.js';
 
 const STATUSES = ['draft', 'active', 'paused', 'archived'];
@@ -14,18 +15,13 @@ function parseJson(value: string): unknown {
   }
 }
 
-const tenantOption = () => new Option('-t, --tenant <tenant>', 'tenant id').makeOptionMandatory();
-const workspaceOption = () =>
-  new Option('-w, --workspace <workspace>', 'workspace id').makeOptionMandatory();
 const predicateOption = () =>
   new Option('-p, --predicate <json>', 'the rule, as JSON')
     .argParser(parseJson)
     .makeOptionMandatory();
 
 function segmentsPath(tenant: string, ...rest: string[]): string {
-  return ['/v1/tenants', tenant, 'segments', ...rest]
-    .map((part, index) => (index === 0 ? part : encodeURIComponent(part)))
-    .join('/');
+  return tenantPath(tenant, 'segments', ...rest);
 }
 
 interface Scope {
@@ -89,6 +85,38 @@ export function segmentsCommand(): Command {
       );
       printJson(segment);
     });
+
+  segments
+    .command('members <segment_id>')
+    .description("list a segment's members, masked like the customer table")
+    .addOption(tenantOption())
+    .addOption(workspaceOption())
+    .option('--limit <n>', 'page size (1-500)')
+    .option('--cursor <cursor>', 'next_cursor of the previous page')
+    .action(
+      async (
+        segmentId: string,
+        options: Scope & { limit?: string; cursor?: string },
+        command: Command,
+      ) => {
+        const globals = command.optsWithGlobals<GlobalOptions>();
+        const page = await withAdminClient(globals, (client) =>
+          client<{ members: Record<string, unknown>[]; next_cursor: string | null }>({
+            method: 'GET',
+            path: segmentsPath(options.tenant, segmentId, 'members'),
+            query: {
+              workspace_id: options.workspace,
+              limit: options.limit,
+              cursor: options.cursor,
+            },
+          }),
+        );
+        output(globals.json, page, (value) => {
+          printTable(value.members, ['profile_id', 'email', 'phone', 'last_seen_at', 'metrics']);
+          if (value.next_cursor) process.stdout.write(`next page: --cursor ${value.next_cursor}\n`);
+        });
+      },
+    );
 
   segments
     .command('create <segment_id>')

@@ -1,5 +1,6 @@
 import { Command, Option } from 'commander';
 import { type GlobalOptions, withAdminClient } from '../admin-client.js';
+import { tenantOption, tenantPath } from '../options.js';
 import { output, printTable } from '../output.js';
 
 interface IssuedToken {
@@ -17,7 +18,6 @@ function printIssued(value: IssuedToken): void {
   process.stdout.write(`${value.token}\n`);
 }
 
-const tenantOption = () => new Option('-t, --tenant <tenant>', 'tenant id').makeOptionMandatory();
 
 export function tokensCommand(): Command {
   const tokens = new Command('tokens').description('issue, list and revoke tokens');
@@ -60,7 +60,7 @@ export function tokensCommand(): Command {
         const issued = await withAdminClient(globals, (client) =>
           client<IssuedToken>({
             method: 'POST',
-            path: `/v1/tenants/${encodeURIComponent(options.tenant)}/tokens`,
+            path: tenantPath(options.tenant, 'tokens'),
             body: { kind: options.kind, workspace_id: options.workspace, name: options.name },
           }),
         );
@@ -76,7 +76,7 @@ export function tokensCommand(): Command {
       const listed = await withAdminClient(globals, (client) =>
         client<{ tokens: Record<string, unknown>[] }>({
           method: 'GET',
-          path: `/v1/tenants/${encodeURIComponent(options.tenant)}/tokens`,
+          path: tenantPath(options.tenant, 'tokens'),
         }),
       );
       output(globals.json, listed, (value) =>
@@ -99,7 +99,7 @@ export function tokensCommand(): Command {
       await withAdminClient(globals, (client) =>
         client({
           method: 'DELETE',
-          path: `/v1/tenants/${encodeURIComponent(options.tenant)}/tokens/${encodeURIComponent(tokenId)}`,
+          path: tenantPath(options.tenant, 'tokens', tokenId),
         }),
       );
       output(globals.json, { token_id: tokenId, revoked: true }, () =>

@@ -1,0 +1,38 @@
+import { Command } from 'commander';
+import { type GlobalOptions, withAdminClient } from '../admin-client.js';
+import { tenantOption, tenantPath } from '../options.js';
+import { output, printTable } from '../output.js';
+
+export function metricsCommand(): Command {
+  const metrics = new Command('metrics').description('metric definitions');
+
+  metrics
+    .command('list')
+    .description('list metric definitions')
+    .addOption(tenantOption())
+    .option('-w, --workspace <workspace>', 'only those that apply to this workspace')
+    .action(async (options: { tenant: string; workspace?: string }, command: Command) => {
+      const globals = command.optsWithGlobals<GlobalOptions>();
+      const listing = await withAdminClient(globals, (client) =>
+        client<{ metric_definitions: Record<string, unknown>[] }>({
+          method: 'GET',
+          path: tenantPath(options.tenant, 'metric-definitions'),
+          query: { workspace_id: options.workspace },
+        }),
+      );
+      output(globals.json, listing, (value) =>
+        printTable(value.metric_definitions, [
+          'workspace_id',
+          'metric_name',
+          'event_name',
+          'value_kind',
+          'value_path',
+          'aggregation',
+          'keep',
+          'window_days',
+        ]),
+      );
+    });
+
+  return metrics;
+}

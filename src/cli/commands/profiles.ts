@@ -1,0 +1,57 @@
+import { Command } from 'commander';
+import { type GlobalOptions, withAdminClient } from '../admin-client.js';
+import { tenantOption, tenantPath, workspaceOption } from '../options.js';
+import { output, printTable } from '../output.js';
+
+interface ProfileView {
+  profile_id: string;
+  created_at: string;
+  last_seen_at: string;
+  identifiers: Record<string, unknown>[];
+  metrics: Record<string, unknown>;
+  segments: { segment_id: string; entered_at: string }[];
+  merged_profile_ids: string[];
+}
+
+export function profilesCommand(): Command {
+  const profiles = new Command('profiles').description('read customer profiles');
+
+  profiles
+    .command('show <profile_id>')
+    .description('show a profile: identifiers (masked per policy), metrics and segments')
+    .addOption(tenantOption())
+    .addOption(workspaceOption())
+    .action(
+      async (profileId: string, options: { tenant: string; workspace: string }, command: Command) => {
+        const globals = command.optsWithGlobals<GlobalOptions>();
+        const view = await withAdminClient(globals, (client) =>
+          client<ProfileView>({
+            method: 'GET',
+            path: tenantPath(options.tenant, 'workspaces', options.workspace, 'profiles', profileId),
+          }),
+        );
+        output(globals.json, view, (value) => {
+          process.stdout.write(
+            `${value.profile_id}  first seen ${value.created_at}  last seen ${value.last_seen_at}\n`,
+          );
+          if (value.merged_profile_ids.length > 0) {
+            process.stdout.write(`merged: ${value.merged_profile_ids.join(', ')}\n`);
+          }
+          process.stdout.write('\nidentifiers\n');
+          printTable(value.identifiers, ['type', 'tier', 'value', 'masked_value', 'status']);
+          process.stdout.write('\nmetrics\n');
+          printTable(
+            Object.entries(value.metrics).map(([metric, metricValue]) => ({
+              metric,
+              value: metricValue,
+            })),
+            ['metric', 'value'],
+          );
+          process.stdout.write('\nsegments\n');
+          printTable(value.segments, ['segment_id', 'entered_at']);
+        });
+      },
+    );
+
+  return profiles;
+}
