@@ -22,12 +22,22 @@ export function profilesCommand(): Command {
     .addOption(tenantOption())
     .addOption(workspaceOption())
     .action(
-      async (profileId: string, options: { tenant: string; workspace: string }, command: Command) => {
+      async (
+        profileId: string,
+        options: { tenant: string; workspace: string },
+        command: Command,
+      ) => {
         const globals = command.optsWithGlobals<GlobalOptions>();
         const view = await withAdminClient(globals, (client) =>
           client<ProfileView>({
             method: 'GET',
-            path: tenantPath(options.tenant, 'workspaces', options.workspace, 'profiles', profileId),
+            path: tenantPath(
+              options.tenant,
+              'workspaces',
+              options.workspace,
+              'profiles',
+              profileId,
+            ),
           }),
         );
         output(globals.json, view, (value) => {

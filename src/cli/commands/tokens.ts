@@ -18,7 +18,6 @@ function printIssued(value: IssuedToken): void {
   process.stdout.write(`${value.token}\n`);
 }
 
-
 export function tokensCommand(): Command {
   const tokens = new Command('tokens').description('issue, list and revoke tokens');
   tokens

@@ -10,7 +10,11 @@ export function webhooksCommand(): Command {
     .description('list deliveries, newest first')
     .option('--failed', 'only deliveries that gave up after 24 hours of retries')
     .addOption(
-      new Option('--status <status>', 'only this status').choices(['pending', 'delivered', 'failed']),
+      new Option('--status <status>', 'only this status').choices([
+        'pending',
+        'delivered',
+        'failed',
+      ]),
     )
     .option('--limit <n>', 'how many (1-500)')
     .action(
