@@ -501,6 +501,10 @@ describe('cds CLI', () => {
       ]);
       expect(text.match(/^ {2}curl /gm)).toHaveLength(4);
       expect(text).toMatch(/Sent \d{4} demo events through the collector/);
+      expect(text).toMatch(/brand-eu +repeat-buyers +[1-9]\d* members/);
+      expect(text).toMatch(
+        /[1-9]\d* segment\.entered, \d+ segment\.exited, every signature verified/,
+      );
       const table = await fetch(
         `${url}/v1/tenants/demo/workspaces/brand-eu/profiles/summary?limit=500`,
         {

@@ -1,8 +1,10 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import { generateEvents } from '../../demo/generator.js';
 import { sendToCollector } from '../../demo/load.js';
+import { DemoReceiver } from '../../demo/receiver.js';
 import { ValidationError } from '../../errors.js';
 import type { GlobalOptions } from '../admin-client.js';
 import { DEMO_TENANT, DEMO_WORKSPACES, type DemoTokens, setUpDemo } from '../demo-setup.js';
@@ -51,8 +53,46 @@ function instructions(url: string, tokens: DemoTokens): string {
     `  curl -s -X POST ${url}/v1/tenants/${DEMO_TENANT}/segments/preview -H 'authorization: Bearer ${tokens.tenant}' -H 'content-type: application/json' -d '${preview}'`,
     `  curl -s '${url}/v1/tenants/${DEMO_TENANT}/workspaces/brand-eu/profiles/summary?limit=5' -H 'authorization: Bearer ${tokens.workspace}'`,
     '',
-    'Press Ctrl-C to stop.',
+    'New webhooks are printed below as they arrive. Press Ctrl-C to stop.',
     '',
+  ].join('\n');
+}
+
+/** Webhooks go out a little after the commit; wait until a quarter second passes without one. */
+async function waitForQuiet(receiver: DemoReceiver): Promise<void> {
+  let seen = -1;
+  while (seen !== receiver.received.length) {
+    seen = receiver.received.length;
+    await new Promise((done) => setTimeout(done, 750));
+  }
+}
+
+async function segmentSummary(url: string, tokens: DemoTokens): Promise<string> {
+  const lines = ['Segments filled by the demo events:'];
+  for (const workspace of DEMO_WORKSPACES) {
+    const response = await fetch(
+      `${url}/v1/tenants/${DEMO_TENANT}/segments?workspace_id=${workspace}`,
+      { headers: { authorization: `Bearer ${tokens.tenant}` } },
+    );
+    const { segments } = (await response.json()) as {
+      segments: { segment_id: string; member_count: number }[];
+    };
+    for (const segment of segments) {
+      lines.push(
+        `  ${workspace.padEnd(9)} ${segment.segment_id.padEnd(24)} ${segment.member_count} members`,
+      );
+    }
+  }
+  return lines.join('\n');
+}
+
+function webhookSummary(receiver: DemoReceiver): string {
+  const count = (type: string) =>
+    receiver.received.filter((webhook) => webhook.type === type).length;
+  const verified = receiver.received.every((webhook) => webhook.verified);
+  return [
+    `Webhooks received by the demo receiver at ${receiver.url}:`,
+    `  ${count('segment.entered')} segment.entered, ${count('segment.exited')} segment.exited, ${verified ? 'every signature verified' : 'SOME SIGNATURES DID NOT VERIFY'}`,
   ].join('\n');
 }
 
@@ -66,7 +106,15 @@ export function demoCommand(): Command {
       const globals = command.optsWithGlobals<GlobalOptions>();
       const dir = resolve(globals.dataDir ?? './cds-demo');
       freshDemoDir(dir);
-      const context = await openContext({ data_dir: dir, port: options.port });
+      const secret = `whsec_${randomBytes(24).toString('base64')}`;
+      const receiver = await DemoReceiver.start(secret);
+      const context = await openContext({
+        data_dir: dir,
+        port: options.port,
+        webhook_url: receiver.url,
+        webhook_secret: secret,
+        webhook_retry_base_ms: 1000,
+      });
       writeFileSync(join(dir, MARKER), 'made by cds demo; removed and recreated on each run\n');
       const tokens = await setUpDemo(context);
       const server = await startServer(context, { logger: false, ingest: true });
@@ -83,7 +131,16 @@ export function demoCommand(): Command {
       process.stdout.write(
         `Sent ${sent.accepted} demo events through the collector and ingested them.\n`,
       );
+      await waitForQuiet(receiver);
+      process.stdout.write(
+        `${await segmentSummary(server.url, tokens)}\n${webhookSummary(receiver)}\n`,
+      );
       process.stdout.write(instructions(server.url, tokens));
+      receiver.onWebhook = (webhook) =>
+        process.stdout.write(
+          `webhook  ${webhook.type}  ${webhook.segmentId}  ${webhook.profileId}${webhook.verified ? '' : '  (bad signature)'}\n`,
+        );
       await closeOnSignals(server);
+      await receiver.close();
     });
 }
