@@ -1,11 +1,18 @@
 import { benchCollector } from './collector.js';
 import { benchIngest } from './ingest.js';
+import { benchSegments } from './segments.js';
 
-/** `npm run bench [-- ingest|collector] [--events N]`: prints figures and ratios, asserts nothing. */
+/**
+ * `npm run bench [-- ingest|collector|segments] [--events N] [--profiles N]`: prints figures and
+ * ratios, asserts nothing.
+ */
 const args = process.argv.slice(2);
 const eventsFlag = args.indexOf('--events');
 const events = eventsFlag >= 0 ? Number(args[eventsFlag + 1]) : 1_000_000;
-const only = args.find((arg) => !arg.startsWith('--') && arg !== String(events));
+const profilesFlag = args.indexOf('--profiles');
+const profiles = profilesFlag >= 0 ? Number(args[profilesFlag + 1]) : 1_000_000;
+const only = args.find((arg) => ['ingest', 'collector', 'segments'].includes(arg));
 
 if (!only || only === 'ingest') await benchIngest(events);
 if (!only || only === 'collector') await benchCollector();
+if (!only || only === 'segments') await benchSegments(profiles);

@@ -117,21 +117,32 @@ WHERE p.merged_into IS NULL
 GROUP BY s.profile_id;
 
 /* @name segments_match */
+-- Every condition is evaluated in one scan; a profile yields the ids of the segments it matches.
 INSERT INTO segment_matches
-{{matches}};
+SELECT segment_id, profile_id FROM (
+  SELECT profile_id, unnest(list_filter([
+    {{matches}}
+  ], id -> id IS NOT NULL)) AS segment_id
+  FROM segment_wide
+);
+
+/* @name segments_current */
+-- Current members of the evaluated segments within the scope, against the new matches: hash joins,
+-- as a correlated lookup per row costs seconds at a million members.
+CREATE TEMP TABLE segment_current AS
+SELECT m.segment_id, m.profile_id
+FROM segment_members m SEMI JOIN segment_evaluated e USING (segment_id) SEMI JOIN segment_scope s USING (profile_id)
+WHERE m.tenant_id = $tenant_id AND m.workspace_id = $workspace_id;
 
 /* @name segments_changes */
 CREATE TEMP TABLE segment_changes AS
-SELECT x.segment_id, x.profile_id, 'enter' AS change, e.backfill
-FROM segment_matches x JOIN segment_evaluated e USING (segment_id)
-WHERE NOT EXISTS (
-  SELECT 1 FROM segment_members m
-  WHERE m.tenant_id = $tenant_id AND m.workspace_id = $workspace_id AND m.segment_id = x.segment_id AND m.profile_id = x.profile_id)
-UNION ALL
-SELECT m.segment_id, m.profile_id, 'exit', false
-FROM segment_members m JOIN segment_evaluated e USING (segment_id) SEMI JOIN segment_scope s USING (profile_id)
-WHERE m.tenant_id = $tenant_id AND m.workspace_id = $workspace_id
-  AND NOT EXISTS (SELECT 1 FROM segment_matches x WHERE x.segment_id = m.segment_id AND x.profile_id = m.profile_id);
+SELECT coalesce(x.segment_id, c.segment_id) AS segment_id, coalesce(x.profile_id, c.profile_id) AS profile_id,
+  CASE WHEN c.profile_id IS NULL THEN 'enter' ELSE 'exit' END AS change,
+  c.profile_id IS NULL AND e.backfill AS backfill
+FROM segment_matches x
+FULL OUTER JOIN segment_current c ON c.segment_id = x.segment_id AND c.profile_id = x.profile_id
+JOIN segment_evaluated e ON e.segment_id = coalesce(x.segment_id, c.segment_id)
+WHERE x.profile_id IS NULL OR c.profile_id IS NULL;
 
 /* @name segments_apply_exits */
 DELETE FROM segment_members m USING segment_changes c
@@ -162,4 +173,4 @@ WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id
 
 /* @name segments_drop_evaluation_tables */
 DROP TABLE IF EXISTS segment_scope; DROP TABLE IF EXISTS segment_evaluated; DROP TABLE IF EXISTS segment_matches;
-DROP TABLE IF EXISTS segment_wide; DROP TABLE IF EXISTS segment_changes;
+DROP TABLE IF EXISTS segment_wide; DROP TABLE IF EXISTS segment_current; DROP TABLE IF EXISTS segment_changes;

@@ -71,3 +71,16 @@ CREATE TABLE webhook_outbox (
   last_error VARCHAR,
   delivered_at TIMESTAMP
 );
+
+-- Memberships are written as the difference an evaluation computed, never blindly, so they need no
+-- key index; keeping one made writing a million memberships take seconds.
+ALTER TABLE segment_members RENAME TO segment_members_keyed;
+CREATE TABLE segment_members (
+  tenant_id VARCHAR NOT NULL,
+  workspace_id VARCHAR NOT NULL,
+  segment_id VARCHAR NOT NULL,
+  profile_id VARCHAR NOT NULL,
+  entered_at TIMESTAMP NOT NULL
+);
+INSERT INTO segment_members SELECT * FROM segment_members_keyed;
+DROP TABLE segment_members_keyed;

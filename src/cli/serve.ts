@@ -38,6 +38,7 @@ export async function startServer(context: Context, options: ServeOptions): Prom
       })
     : null;
   loop?.start({ watch: false });
+  if (loop) collector.writer.onSealed = () => loop.tick();
   sender?.start();
   let closing: Promise<void> | undefined;
   return {

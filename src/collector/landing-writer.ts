@@ -74,6 +74,9 @@ export class LandingWriter {
   private sealTimer: NodeJS.Timeout | null = null;
   private closed = false;
 
+  /** Told after a file with lines is sealed: an ingest loop in the same process starts at once. */
+  onSealed: (() => void) | null = null;
+
   constructor(private readonly config: LandingWriterConfig) {}
 
   start(): void {
@@ -184,7 +187,10 @@ export class LandingWriter {
       this.files.delete(partition);
       await file.handle.close();
       if (file.bytes === 0) await unlink(file.openPath);
-      else await rename(file.openPath, file.openPath.slice(0, -'.open'.length));
+      else {
+        await rename(file.openPath, file.openPath.slice(0, -'.open'.length));
+        this.onSealed?.();
+      }
     }
   }
 }

@@ -120,7 +120,7 @@ export interface CompiledSegmentSet {
   /** Pivot columns shared by every segment of the set, as in `CompiledPredicate`. */
   columns: string;
   metricNames: string;
-  /** One `SELECT segment_id, profile_id FROM segment_wide WHERE …` per segment, joined by UNION ALL. */
+  /** `CASE WHEN <condition> THEN <segment id> END` per segment, comma-separated, for a list. */
   matches: string;
   /** DuckDB refuses a bound name a statement does not use: each statement gets its own. */
   pivotParams: Params;
@@ -128,8 +128,8 @@ export interface CompiledSegmentSet {
 }
 
 /**
- * Several segments of one workspace over one pivot, so evaluating fifty segments reads the metric
- * values once; each segment id is bound like any value.
+ * Several segments of one workspace over one pivot and one pass, so evaluating fifty segments
+ * reads the metric values once; each segment id is bound like any value.
  */
 export function compileSegmentSet(
   segments: { segmentId: string; predicate: Predicate }[],
@@ -137,7 +137,7 @@ export function compileSegmentSet(
   const compiler = new Compiler();
   const matches = segments.map(({ segmentId, predicate }) => {
     const id = compiler.bind(segmentId);
-    return `SELECT ${id} AS segment_id, profile_id FROM segment_wide WHERE ${compiler.condition(predicate)}`;
+    return `CASE WHEN ${compiler.condition(predicate)} THEN ${id} END`;
   });
   const pivotParams: Params = {};
   const matchParams: Params = {};
@@ -148,7 +148,7 @@ export function compileSegmentSet(
   return {
     columns: compiler.pivotColumns(),
     metricNames: compiler.metricNameList(),
-    matches: matches.join('\nUNION ALL\n'),
+    matches: matches.join(',\n    '),
     pivotParams,
     matchParams,
   };

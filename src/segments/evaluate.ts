@@ -107,7 +107,8 @@ async function evaluateWorkspace(
     fillSlots(sql('segments_match'), { matches: compiled.matches }),
     compiled.matchParams,
   );
-  await session.run('segments_changes', where);
+  await session.run('segments_current', where);
+  await session.run('segments_changes');
   await session.run('segments_apply_exits', where);
   await session.run('segments_apply_enters', { ...where, now: options.now });
   await session.run('segments_record_history', { ...where, now: options.now });

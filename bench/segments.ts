@@ -1,0 +1,345 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { systemClock } from '../src/clock.js';
+import { loadConfig } from '../src/config.js';
+import type { Context } from '../src/context.js';
+import { KeyRing } from '../src/identity/tenant-keys.js';
+import { metricDefinitionInputSchema } from '../src/metrics/definition-schema.js';
+import { createMetricDefinition } from '../src/metrics/definitions.js';
+import { createSegment, DEFAULT_AUTOMATIONS } from '../src/segments/definitions.js';
+import { evaluateAwaitingSegments } from '../src/segments/evaluate.js';
+import { previewSegment } from '../src/segments/preview.js';
+import { openDataDir } from '../src/store/data-dir.js';
+import { Store } from '../src/store/database.js';
+import { issueToken } from '../src/tenancy/tokens.js';
+import { CDS_BIN, prepareDataDir, TENANT, WORKSPACES } from './setup.js';
+
+const WORKSPACE = WORKSPACES[0];
+const CATEGORIES = ['shoes', 'bags', 'hats', 'belts', 'socks', 'coats', 'shirts', 'watches'];
+
+const METRICS = [
+  { metric_name: 'orders', event_name: 'order_completed', value_kind: 'count' },
+  {
+    metric_name: 'revenue',
+    event_name: 'order_completed',
+    value_kind: 'property_number',
+    value_path: 'properties.total',
+  },
+  {
+    metric_name: 'page_views_30d',
+    event_name: 'page_viewed',
+    value_kind: 'count',
+    window_days: 30,
+  },
+  {
+    metric_name: 'last_category',
+    event_name: 'product_viewed',
+    value_kind: 'property_string',
+    value_path: 'properties.category',
+    aggregation: 'latest',
+  },
+  {
+    metric_name: 'recent_categories',
+    event_name: 'product_viewed',
+    value_kind: 'property_string',
+    value_path: 'properties.category',
+    aggregation: 'recent',
+    keep: 3,
+  },
+];
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+}
+
+const ms = (value: number) => `${value.toFixed(1)} ms`;
+
+/**
+ * Fifty segments of the shapes stores use (thresholds, categories, combinations), each selecting a
+ * few percent of the profiles, as segments that drive campaigns do.
+ */
+function segmentPredicates(): unknown[] {
+  const predicates: unknown[] = [];
+  for (let i = 0; i < 50; i++) {
+    const category = CATEGORIES[i % CATEGORIES.length];
+    switch (i % 5) {
+      case 0:
+        predicates.push({ metric: 'orders', op: 'gte', value: 5 + (i % 3) });
+        break;
+      case 1:
+        predicates.push({ metric: 'revenue', op: 'gt', value: 900 + (i % 7) * 10 });
+        break;
+      case 2:
+        predicates.push({
+          all: [
+            { metric: 'last_category', op: 'eq', value: category },
+            { metric: 'orders', op: 'gte', value: 3 },
+          ],
+        });
+        break;
+      case 3:
+        predicates.push({
+          all: [
+            { metric: 'recent_categories', op: 'contains', value: category },
+            { metric: 'orders', op: 'eq', value: 0 },
+          ],
+        });
+        break;
+      default:
+        predicates.push({
+          any: [
+            { metric: 'page_views_30d', op: 'gte', value: 55 + (i % 5) },
+            {
+              all: [
+                { not: { metric: 'last_category', op: 'in', value: [category, 'bags'] } },
+                { metric: 'revenue', op: 'gte', value: 990 },
+              ],
+            },
+          ],
+        });
+    }
+  }
+  return predicates;
+}
+
+async function openBenchContext(dir: string): Promise<Context> {
+  const config = loadConfig({ data_dir: dir }, {});
+  const dataDir = openDataDir(config.data_dir);
+  return {
+    store: await Store.open(dataDir.databasePath),
+    config,
+    dataDir,
+    clock: systemClock,
+    keyRing: new KeyRing(dataDir.masterKey),
+  };
+}
+
+/**
+ * A workspace of `profiles` profiles with five metric values each, written straight into the
+ * tables ingest fills (seeding a million profiles through ingest would time ingest, not segments).
+ */
+async function seedProfiles(context: Context, profiles: number): Promise<void> {
+  for (const metric of METRICS) {
+    await createMetricDefinition(context, TENANT, metricDefinitionInputSchema.parse(metric));
+  }
+  await context.store.write(async (session) => {
+    await session.runText('UPDATE metric_definitions SET backfilled_at = now()::TIMESTAMP');
+    await session.runText(
+      `INSERT INTO profiles
+       SELECT $tenant, $workspace, 'p_' || lpad(to_hex(i), 24, '0'), TIMESTAMP '2026-01-01', TIMESTAMP '2026-03-01', NULL
+       FROM range($n) t(i)`,
+      { tenant: TENANT, workspace: WORKSPACE, n: profiles },
+    );
+    await session.runText(
+      `INSERT INTO profile_metrics
+       SELECT $tenant, $workspace, 'p_' || lpad(to_hex(i), 24, '0'), m.name,
+         CASE m.name WHEN 'orders' THEN hash(i, 1) % 8 WHEN 'revenue' THEN (hash(i, 2) % 100000) / 100.0
+                     WHEN 'page_views_30d' THEN hash(i, 3) % 60 END,
+         CASE WHEN m.name = 'last_category' THEN c.list[1 + (hash(i, 4) % 8)::BIGINT] END,
+         CASE WHEN m.name = 'recent_categories'
+           THEN [c.list[1 + (hash(i, 5) % 8)::BIGINT], c.list[1 + (hash(i, 6) % 8)::BIGINT]] END,
+         TIMESTAMP '2026-03-01'
+       FROM range($n) t(i), (VALUES ('orders'), ('revenue'), ('page_views_30d'), ('last_category'), ('recent_categories')) m(name),
+         (SELECT CAST($categories AS JSON)::VARCHAR[] AS list) c`,
+      {
+        tenant: TENANT,
+        workspace: WORKSPACE,
+        n: profiles,
+        categories: JSON.stringify(CATEGORIES),
+      },
+    );
+  });
+}
+
+async function benchPreview(context: Context): Promise<void> {
+  const predicates = segmentPredicates();
+  const timings: number[] = [];
+  for (let round = 0; round < 4; round++) {
+    for (const predicate of predicates) {
+      const started = performance.now();
+      await previewSegment(context, TENANT, WORKSPACE, predicate);
+      timings.push(performance.now() - started);
+    }
+  }
+  console.log(
+    `  preview (${timings.length} calls over 50 rules): p50 ${ms(percentile(timings, 50))}, p99 ${ms(percentile(timings, 99))}   target p50 ≤ 50 ms`,
+  );
+}
+
+async function benchFullEvaluation(context: Context, profiles: number): Promise<void> {
+  const predicates = segmentPredicates();
+  for (const [index, predicate] of predicates.entries()) {
+    await createSegment(
+      context,
+      { tenantId: TENANT, workspaceId: WORKSPACE, segmentId: `s${String(index).padStart(2, '0')}` },
+      {
+        display_name: `segment ${index}`,
+        predicate,
+        status: 'active',
+        automations: DEFAULT_AUTOMATIONS,
+      },
+    );
+  }
+  for (const pass of ['first (every member enters)', 'again (no change)']) {
+    await context.store.write((session) =>
+      session.runText('UPDATE segments SET evaluated_at = NULL'),
+    );
+    const started = performance.now();
+    await context.store.write((session) =>
+      evaluateAwaitingSegments(session, { now: new Date().toISOString(), announce: false }),
+    );
+    const seconds = (performance.now() - started) / 1000;
+    console.log(
+      `  full evaluation of 50 segments over ${profiles.toLocaleString('en')} profiles, ${pass}: ${seconds.toFixed(2)} s   target ≤ 2 s`,
+    );
+  }
+  const members = await context.store.read((session) =>
+    session.allText<{ n: number }>('SELECT count(*) AS n FROM segment_members'),
+  );
+  console.log(`    memberships: ${members[0]?.n.toLocaleString('en')}`);
+}
+
+function startServe(
+  dir: string,
+  env: NodeJS.ProcessEnv,
+): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(
+    process.execPath,
+    [CDS_BIN, '--data-dir', dir, 'serve', '--port', '0', '--quiet'],
+    {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  return new Promise((resolve, reject) => {
+    let output = '';
+    child.stdout?.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = /cds listening on (http:\/\/\S+)/.exec(output);
+      if (match) resolve({ child, url: match[1] as string });
+    });
+    child.once('exit', (code) => reject(new Error(`cds serve exited ${code}`)));
+  });
+}
+
+/**
+ * `cds serve` takes 5,000 events/s for `seconds`: page views of known customers and, in one event
+ * of ten, the first order of a new customer, who enters a segment. Latency runs from the
+ * collector's `received_at` of that order to the arrival of its `segment.entered` webhook.
+ */
+async function benchWebhookLatency(seconds: number): Promise<void> {
+  const { dir } = await prepareDataDir();
+  const secret = `whsec_${randomBytes(24).toString('base64')}`;
+  const context = await openBenchContext(dir);
+  await createMetricDefinition(context, TENANT, metricDefinitionInputSchema.parse(METRICS[0]));
+  await createSegment(
+    context,
+    { tenantId: TENANT, workspaceId: WORKSPACE, segmentId: 'buyers' },
+    {
+      display_name: 'Buyers',
+      predicate: { metric: 'orders', op: 'gte', value: 1 },
+      status: 'active',
+      automations: DEFAULT_AUTOMATIONS,
+    },
+  );
+  const collector = await issueToken(context, TENANT, {
+    kind: 'collector',
+    workspaceId: null,
+    name: 'bench',
+  });
+  await context.store.close();
+
+  const arrivals = new Map<string, number>();
+  const receiver = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      const body = JSON.parse(Buffer.concat(chunks).toString()) as { data: { profile_id: string } };
+      if (!arrivals.has(body.data.profile_id)) arrivals.set(body.data.profile_id, Date.now());
+      response.statusCode = 204;
+      response.end();
+    });
+  });
+  await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+  const { port } = receiver.address() as AddressInfo;
+  const server = await startServe(dir, {
+    CDS_WEBHOOK_URL: `http://127.0.0.1:${port}/hooks`,
+    CDS_WEBHOOK_SECRET: secret,
+  });
+
+  const perSecond = 5000;
+  const tickMs = 20;
+  const perTick = (perSecond * tickMs) / 1000;
+  let sent = 0;
+  let newCustomers = 0;
+  const started = Date.now();
+  const requests: Promise<unknown>[] = [];
+  for (let tick = 0; tick < (seconds * 1000) / tickMs; tick++) {
+    const events = Array.from({ length: perTick }, (_, index) => {
+      const order = index % 10 === 0;
+      const email = order
+        ? `new-${newCustomers++}@bench.test`
+        : `known-${(sent + index) % 5000}@bench.test`;
+      return {
+        envelop_version: '1.0',
+        id: `e-${sent + index}`,
+        name: order ? 'order_completed' : 'page_viewed',
+        tenant_id: TENANT,
+        workspace_id: WORKSPACE,
+        occured_at: new Date().toISOString(),
+        properties: { identifiers: { email }, ...(order ? { order_id: `o-${sent + index}` } : {}) },
+      };
+    });
+    sent += perTick;
+    requests.push(
+      fetch(`${server.url}/v1/server/events/batch`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${collector.token}` },
+        body: JSON.stringify({ events }),
+      }).then((response) => response.arrayBuffer()),
+    );
+    const wait = started + (tick + 1) * tickMs - Date.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+  }
+  await Promise.all(requests);
+  const sendSeconds = (Date.now() - started) / 1000;
+  for (let waited = 0; arrivals.size < newCustomers && waited < 30_000; waited += 250) {
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  const exited = new Promise((resolve) => server.child.once('exit', resolve));
+  server.child.kill('SIGTERM');
+  await exited;
+  receiver.close();
+
+  const store = await Store.open(openDataDir(dir).databasePath);
+  const received = await store.read((session) =>
+    session.allText<{ profile_id: string; received_at: string }>(
+      "SELECT profile_id, min(received_at) AS received_at FROM events WHERE event_name = 'order_completed' GROUP BY profile_id",
+    ),
+  );
+  await store.close();
+  const latencies = received
+    .filter((row) => arrivals.has(row.profile_id))
+    .map((row) => (arrivals.get(row.profile_id) as number) - Date.parse(row.received_at));
+  console.log(
+    `  event to webhook at ${Math.round(sent / sendSeconds).toLocaleString('en')} events/s for ${sendSeconds.toFixed(1)} s: ` +
+      `${latencies.length.toLocaleString('en')} of ${newCustomers.toLocaleString('en')} webhooks, ` +
+      `p50 ${ms(percentile(latencies, 50))}, p95 ${ms(percentile(latencies, 95))}, max ${ms(Math.max(...latencies))}   target p95 ≤ 2 s`,
+  );
+}
+
+export async function benchSegments(profiles: number): Promise<void> {
+  console.log(`\nsegments: ${profiles.toLocaleString('en')} profiles with 5 metrics`);
+  const { dir } = await prepareDataDir();
+  const context = await openBenchContext(dir);
+  const seeding = performance.now();
+  await seedProfiles(context, profiles);
+  console.log(`  seeded in ${((performance.now() - seeding) / 1000).toFixed(1)} s`);
+  if (!process.env.SKIP_LATENCY) await benchPreview(context);
+  await benchFullEvaluation(context, profiles);
+  await context.store.close();
+  if (!process.env.SKIP_LATENCY) await benchWebhookLatency(Number(process.env.BENCH_SECONDS ?? 20));
+}
