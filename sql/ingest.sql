@@ -108,6 +108,18 @@ SELECT a.seq, a.tenant_id, a.workspace_id, a.source,
   list_transform(e.entries, entry -> entry.key) AS keys
 FROM ingest_accepted a JOIN entries e USING (seq);
 
+/* @name ingest_drop_erased */
+-- A line received before an erasure that carries one of its identifier keys was in flight for the
+-- erased profile (design §15): it is dropped, and no trace of it is kept.
+CREATE TEMP TABLE ingest_erased AS
+SELECT DISTINCT k.seq
+FROM (SELECT seq, tenant_id, workspace_id, unnest(keys) AS identifier_key FROM ingest_event_keys) k
+JOIN identifier_tombstones t USING (tenant_id, workspace_id, identifier_key)
+JOIN ingest_accepted a ON a.seq = k.seq
+WHERE a.received_at <= t.erased_at;
+DELETE FROM ingest_event_keys WHERE seq IN (SELECT seq FROM ingest_erased);
+DELETE FROM ingest_accepted WHERE seq IN (SELECT seq FROM ingest_erased);
+
 /* @name ingest_group_sets */
 -- Events with the same identifier keys resolve alike: each set is resolved once, numbered in
 -- order of first use.
@@ -244,6 +256,7 @@ SELECT
   (SELECT count(*) FROM ingest_checked) AS lines,
   (SELECT count(*) FROM ingest_checked WHERE reject_reason IS NULL) AS valid,
   (SELECT count(*) FROM ingest_accepted) AS first_seen,
+  (SELECT count(*) FROM ingest_erased) AS erased,
   (SELECT count(*) FROM ingest_accepted a WHERE EXISTS (SELECT 1 FROM ingest_event_keys k WHERE k.seq = a.seq)) AS stored,
   (SELECT count(*) FROM ingest_checked WHERE reject_reason IS NOT NULL) AS rejected,
   (SELECT count(*) FROM ingest_checked WHERE reject_reason = 'unparsable_line') AS unparsable,
@@ -269,7 +282,7 @@ WHERE id = 1;
 DROP TABLE IF EXISTS ingest_raw; DROP TABLE IF EXISTS ingest_checked; DROP TABLE IF EXISTS ingest_accepted;
 DROP TABLE IF EXISTS ingest_identifiers; DROP TABLE IF EXISTS ingest_id_map; DROP TABLE IF EXISTS ingest_event_keys;
 DROP TABLE IF EXISTS ingest_sets; DROP TABLE IF EXISTS ingest_event_sets; DROP TABLE IF EXISTS ingest_resolution; DROP TABLE IF EXISTS ingest_new_profiles; DROP TABLE IF EXISTS ingest_new_identifiers;
-DROP TABLE IF EXISTS ingest_merges; DROP TABLE IF EXISTS ingest_conflicts;
+DROP TABLE IF EXISTS ingest_merges; DROP TABLE IF EXISTS ingest_conflicts; DROP TABLE IF EXISTS ingest_erased;
 
 /* @name ingest_stats */
 SELECT batches, files, events_ingested, duplicates, rejected, unparsable_lines, dropped_identifiers, last_batch_at, last_received_at

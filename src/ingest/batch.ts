@@ -113,6 +113,7 @@ async function resolveAndApply(session: Session, keyRing: KeyRing, now: string) 
     ]),
   );
   await session.run('ingest_group_event_keys');
+  await session.run('ingest_drop_erased');
   await session.run('ingest_group_sets');
 
   const sets = await session.all<SetRow>('ingest_identity_sets');
@@ -221,6 +222,8 @@ interface Counts {
   lines: number;
   valid: number;
   first_seen: number;
+  /** First-seen lines dropped because they were in flight for an erased profile. */
+  erased: number;
   stored: number;
   rejected: number;
   unparsable: number;
@@ -291,8 +294,8 @@ export async function ingestBatch(context: Context, paths: string[]): Promise<Ba
       files: pending.length,
       lines: counts.lines,
       stored: counts.stored,
-      duplicates: counts.valid - counts.first_seen,
-      rejected: counts.rejected + (counts.first_seen - counts.stored),
+      duplicates: counts.valid - counts.first_seen - counts.erased,
+      rejected: counts.rejected + (counts.first_seen - counts.stored) + counts.erased,
       unparsable: counts.unparsable,
       droppedIdentifiers: identity.dropped,
       newProfiles: identity.newProfiles,

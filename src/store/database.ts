@@ -159,9 +159,29 @@ export class Store {
     }
   }
 
+  /**
+   * Runs `work` on the writer connection between two writes, with no reader running and outside a
+   * transaction, for what a transaction may not hold: checkpoints and the rewrite after an erasure.
+   */
+  exclusive<T>(work: (session: Session) => Promise<T>): Promise<T> {
+    const run = async (): Promise<T> => {
+      // Readers wait too: the work may drop and recreate tables under them.
+      const readers = await Promise.all(
+        Array.from({ length: READERS }, () => this.acquireReader()),
+      );
+      try {
+        return await work(new Session(this.writer));
+      } finally {
+        for (const reader of readers) this.releaseReader(reader);
+      }
+    };
+    const result = this.writeTail.then(run, run);
+    this.writeTail = result.catch(() => undefined);
+    return result;
+  }
+
   async checkpoint(): Promise<void> {
-    await this.write(async () => undefined);
-    await this.writer.run('FORCE CHECKPOINT');
+    await this.exclusive((session) => session.runText('FORCE CHECKPOINT'));
   }
 
   async close(): Promise<void> {

@@ -251,6 +251,12 @@ const ROUTES: RouteCase[] = [
     expected: [401, 401, W, W, 200, W, 200],
   },
   {
+    route: 'erase a profile (dry run)',
+    method: 'DELETE',
+    url: `/v1/tenants/acme/workspaces/eu/profiles/${PROFILE}?dry_run=true`,
+    expected: [401, 401, W, W, W, W, 200],
+  },
+  {
     route: 'profile history',
     method: 'GET',
     url: `/v1/tenants/acme/workspaces/eu/profiles/${PROFILE}/history`,

@@ -10,6 +10,7 @@ import {
   viewProfile,
 } from '../../identity/profile-view.js';
 import { idSchema } from '../../ids.js';
+import { eraseProfile } from '../../privacy/erase.js';
 import { metricValue, pagingQuery, profileRowResponse, workspaceParams } from '../schemas.js';
 
 const profileParams = workspaceParams.extend({
@@ -114,6 +115,46 @@ export function profileRoutes(app: FastifyInstance, context: Context): void {
       schema: { params: profileParams, response: { 200: profileView } },
     },
     async (request) => viewProfile(context, scopeOf(request.params), request.params.profile_id),
+  );
+
+  api.delete(
+    `${base}/:profile_id`,
+    {
+      config: { access: 'tenant-token' },
+      schema: {
+        params: profileParams,
+        querystring: z.object({
+          dry_run: z
+            .enum(['true', 'false'], { error: 'must be true or false' })
+            .default('false')
+            .transform((value) => value === 'true'),
+        }),
+        response: {
+          200: z.object({
+            profile_id: z.string(),
+            dry_run: z.boolean(),
+            erased: z.object({
+              profiles: z.number(),
+              identifiers: z.number(),
+              metrics: z.number(),
+              segment_memberships: z.number(),
+              history_entries: z.number(),
+              events: z.number(),
+            }),
+          }),
+        },
+      },
+    },
+    async (request) => {
+      const result = await eraseProfile(context, {
+        tenantId: request.params.tenant,
+        workspaceId: request.params.workspace,
+        profileId: request.params.profile_id,
+        actor: request.principal.tokenId,
+        dryRun: request.query.dry_run,
+      });
+      return { ...result, dry_run: request.query.dry_run };
+    },
   );
 
   api.get(

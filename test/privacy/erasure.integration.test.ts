@@ -1,0 +1,257 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openTestEnv, type TestEnv } from '../helpers/context.js';
+import { type EventSpec, envelope, registerEventTypes, sendServer } from '../helpers/events.js';
+import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
+
+const PROFILES = '/v1/tenants/acme/workspaces/eu/profiles';
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir).flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(path).isDirectory() ? filesUnder(path) : [path];
+  });
+}
+
+/** Every file of the data directory that holds `needle`. */
+function filesHolding(dir: string, needle: string | Buffer): string[] {
+  const bytes = typeof needle === 'string' ? Buffer.from(needle) : needle;
+  return filesUnder(dir).filter((path) => readFileSync(path).includes(bytes));
+}
+
+describe('erasure', () => {
+  let env: TestEnv;
+  let tokens: Tokens;
+
+  beforeEach(async () => {
+    env = await openTestEnv({
+      collector: true,
+      config: { webhook_url: 'http://127.0.0.1:9/hooks', webhook_secret: 'whsec_c2VjcmV0' },
+    });
+    tokens = await seedTenants(env.context);
+    await registerEventTypes(env, tokens.tenant);
+    await call(env.app, tokens.tenant, 'PUT', '/v1/tenants/acme/metric-definitions', {
+      metric_name: 'orders',
+      event_name: 'order_completed',
+      value_kind: 'count',
+    });
+    await call(env.app, tokens.tenant, 'PUT', '/v1/tenants/acme/segments/buyers', {
+      workspace_id: 'eu',
+      display_name: 'Buyers',
+      predicate: { metric: 'orders', op: 'gte', value: 1 },
+    });
+  });
+  afterEach(() => env.close());
+
+  let orderNumber = 0;
+  const order = (identifiers: Record<string, string>, spec: EventSpec = {}): EventSpec => ({
+    name: 'order_completed',
+    identifiers,
+    properties: { order_id: `order-${++orderNumber}` },
+    ...spec,
+  });
+  const send = async (...specs: EventSpec[]) => {
+    const events = specs.map(envelope);
+    const response = await sendServer(env, tokens.collector, events);
+    expect(response.statusCode, response.body).toBe(202);
+    return events.map((event) => event.id as string);
+  };
+  const lookup = async (query: string) => {
+    const response = await call(env.app, tokens.tenant, 'GET', `${PROFILES}/lookup?${query}`);
+    return response.statusCode === 200 ? (response.json().profile_id as string) : null;
+  };
+  const erase = (profileId: string, token = tokens.tenant, query = '') =>
+    call(env.app, token, 'DELETE', `${PROFILES}/${profileId}${query}`);
+  const count = async (sql: string) =>
+    (await env.context.store.read((session) => session.allText<{ n: number }>(sql)))[0]?.n;
+  const memberCount = async () =>
+    (
+      (
+        await call(env.app, tokens.tenant, 'GET', '/v1/tenants/acme/segments?workspace_id=eu')
+      ).json().segments as { member_count: number }[]
+    )[0]?.member_count;
+
+  it('erases a profile by id with everything derived from it, and answers with the counts', async () => {
+    await send(
+      order({ email: 'ann@shop.test', phone: '9876543210' }),
+      order({ email: 'ann@shop.test' }),
+      order({ email: 'bob@shop.test' }),
+    );
+    await env.ingest();
+    const ann = (await lookup('email=ann@shop.test')) as string;
+    expect(await memberCount()).toBe(2);
+
+    const dryRun = await erase(ann, tokens.tenant, '?dry_run=true');
+    expect(dryRun.json()).toMatchObject({ profile_id: ann, dry_run: true });
+    expect(await lookup('email=ann@shop.test')).toBe(ann);
+
+    const response = await erase(ann);
+    expect(response.statusCode, response.body).toBe(200);
+    expect(response.json()).toEqual({
+      profile_id: ann,
+      dry_run: false,
+      erased: {
+        profiles: 1,
+        identifiers: 2,
+        metrics: 1,
+        segment_memberships: 1,
+        history_entries: 1,
+        events: 2,
+      },
+    });
+    expect(dryRun.json().erased).toEqual(response.json().erased);
+    expect(await lookup('email=ann@shop.test')).toBeNull();
+    expect(await lookup('phone=9876543210')).toBeNull();
+    expect((await call(env.app, tokens.tenant, 'GET', `${PROFILES}/${ann}`)).statusCode).toBe(404);
+    expect(await memberCount()).toBe(1);
+    const members = (
+      await call(
+        env.app,
+        tokens.tenant,
+        'GET',
+        '/v1/tenants/acme/segments/buyers/members?workspace_id=eu',
+      )
+    ).json().members;
+    expect(members.map((row: { email: string }) => row.email)).toEqual(['bob@shop.test']);
+    expect(
+      await count(`SELECT count(*) AS n FROM webhook_outbox WHERE profile_id = '${ann}'`),
+    ).toBe(0);
+    expect(
+      await count("SELECT count(*) AS n FROM webhook_outbox WHERE type = 'segment.exited'"),
+    ).toBe(0);
+
+    const audit = await env.context.store.read((session) =>
+      session.allText('SELECT * FROM erasure_audit'),
+    );
+    expect(audit).toMatchObject([
+      { tenant_id: 'acme', workspace_id: 'eu', profile_id: ann, profiles: 1, events: 2 },
+    ]);
+    expect(JSON.stringify(audit)).not.toContain('ann@shop.test');
+    expect((audit[0] as { actor: string }).actor).toMatch(/^tok_/);
+  });
+
+  it('erases a whole merged cluster, also when given a merged-away id', async () => {
+    await send(order({ email: 'ann@shop.test' }, { at: '2026-03-01T09:00:00Z' }));
+    await send(order({ phone: '9876543210' }, { at: '2026-03-01T10:00:00Z' }));
+    await env.ingest();
+    const byPhone = (await lookup('phone=9876543210')) as string;
+    await send({ name: 'signed_up', identifiers: { email: 'ann@shop.test', phone: '9876543210' } });
+    await env.ingest();
+    const survivor = (await lookup('email=ann@shop.test')) as string;
+    expect(survivor).not.toBe(byPhone);
+
+    const response = await erase(byPhone);
+    expect(response.statusCode, response.body).toBe(200);
+    expect(response.json()).toMatchObject({
+      profile_id: survivor,
+      erased: { profiles: 2, identifiers: 2, events: 3 },
+    });
+    expect(await count('SELECT count(*) AS n FROM profiles')).toBe(0);
+    expect(await count('SELECT count(*) AS n FROM profile_merges')).toBe(0);
+  });
+
+  it('drops lines received before the erasure that were still in landing files; later events start anew', async () => {
+    await send(order({ email: 'ann@shop.test' }));
+    await env.ingest();
+    const ann = (await lookup('email=ann@shop.test')) as string;
+    await send(order({ email: 'ann@shop.test', cookie: 'c-1' }), order({ email: 'bob@shop.test' }));
+    expect((await erase(ann)).statusCode).toBe(200);
+    await env.ingest();
+    expect(await lookup('email=ann@shop.test')).toBeNull();
+    expect(await lookup('email=bob@shop.test')).not.toBeNull();
+    expect(await count('SELECT count(*) AS n FROM events')).toBe(1);
+    expect(await count('SELECT count(*) AS n FROM rejected_events')).toBe(0);
+
+    env.clock.advance(1000);
+    await send(order({ email: 'ann@shop.test' }));
+    await env.ingest();
+    const again = await lookup('email=ann@shop.test');
+    expect(again).not.toBeNull();
+    expect(again).not.toBe(ann);
+  });
+
+  it('refuses workspace tokens and other tenants, and answers 404 for an unknown or erased id', async () => {
+    await send(order({ email: 'ann@shop.test' }));
+    await env.ingest();
+    const ann = (await lookup('email=ann@shop.test')) as string;
+    expect((await erase(ann, tokens.workspace)).statusCode).toBe(403);
+    expect((await erase(ann, tokens.otherTenant)).statusCode).toBe(403);
+    const unknown = await erase(`p_${'0'.repeat(24)}`);
+    expect(unknown.statusCode).toBe(404);
+    expect(unknown.json().error.code).toBe('not_found');
+    expect((await erase(ann)).statusCode).toBe(200);
+    expect((await erase(ann)).statusCode).toBe(404);
+    expect((await erase('not-a-profile')).statusCode).toBe(422);
+  });
+
+  it('leaves no byte of the erased identifiers or event ids in the data directory, and every other profile intact', async () => {
+    const annEvents = await send(
+      order({ email: 'ann.erased@shop.test', phone: '9123456780' }),
+      order({ email: 'ann.erased@shop.test', device_id: 'ann-device-7' }),
+    );
+    const others = Array.from({ length: 40 }, (_, index) =>
+      order({ email: `customer-${index}@shop.test` }),
+    );
+    await send(...others);
+    await env.ingest();
+    await env.context.store.checkpoint();
+    const ann = (await lookup('email=ann.erased@shop.test')) as string;
+    const ciphertexts = await env.context.store.read((session) =>
+      session.allText<{ ciphertext: Uint8Array; profile_id: string }>(
+        'SELECT ciphertext, profile_id FROM profile_identifiers',
+      ),
+    );
+    const annCiphertexts = ciphertexts.filter((row) => row.profile_id === ann);
+    const otherCiphertexts = ciphertexts.filter((row) => row.profile_id !== ann);
+    expect(annCiphertexts).toHaveLength(3);
+    // The search sees stored ciphertext, so not finding Ann's afterwards means something.
+    for (const row of annCiphertexts) {
+      expect(filesHolding(env.dir, Buffer.from(row.ciphertext))).not.toEqual([]);
+    }
+    const before = {
+      profiles: await count('SELECT count(*) AS n FROM profiles'),
+      identifiers: await count('SELECT count(*) AS n FROM profile_identifiers'),
+      events: await count('SELECT count(*) AS n FROM events'),
+      members: await memberCount(),
+    };
+    const constraints = () =>
+      env.context.store.read((session) =>
+        session.allText(
+          'SELECT table_name, constraint_type, constraint_text FROM duckdb_constraints() ORDER BY ALL',
+        ),
+      );
+    const constraintsBefore = await constraints();
+
+    expect((await erase(ann)).statusCode).toBe(200);
+    expect(await constraints()).toEqual(constraintsBefore);
+
+    for (const needle of [
+      'ann.erased@shop.test',
+      '9123456780',
+      '+919123456780',
+      'ann-device-7',
+      ...annEvents,
+      ...annCiphertexts.map((row) => Buffer.from(row.ciphertext)),
+    ]) {
+      expect(filesHolding(env.dir, needle), String(needle)).toEqual([]);
+    }
+    for (const row of otherCiphertexts) {
+      expect(filesHolding(env.dir, Buffer.from(row.ciphertext))).not.toEqual([]);
+    }
+    expect({
+      profiles: await count('SELECT count(*) AS n FROM profiles'),
+      identifiers: await count('SELECT count(*) AS n FROM profile_identifiers'),
+      events: await count('SELECT count(*) AS n FROM events'),
+      members: await memberCount(),
+    }).toEqual({
+      profiles: (before.profiles ?? 0) - 1,
+      identifiers: (before.identifiers ?? 0) - 3,
+      events: (before.events ?? 0) - 2,
+      members: (before.members ?? 0) - 1,
+    });
+    for (let index = 0; index < 40; index++) {
+      expect(await lookup(`email=customer-${index}@shop.test`)).not.toBeNull();
+    }
+  });
+});
