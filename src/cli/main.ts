@@ -2,6 +2,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { AppError } from '../errors.js';
 import { collectCommand } from './commands/collect.js';
 import { demoCommand } from './commands/demo.js';
+import { eraseCommand } from './commands/erase.js';
 import { generateEventsCommand } from './commands/generate-events.js';
 import { ingestCommand } from './commands/ingest.js';
 import { metricsCommand } from './commands/metrics.js';
@@ -41,6 +42,7 @@ export function createCLI(): Command {
     .addCommand(metricsCommand())
     .addCommand(profilesCommand())
     .addCommand(webhooksCommand())
+    .addCommand(eraseCommand())
     .addCommand(demoCommand())
     .addCommand(generateEventsCommand());
 }

@@ -478,6 +478,22 @@ describe('cds CLI', () => {
       expect(deliveries.webhooks).toMatchObject([{ status: 'delivered', attempts: 1 }]);
       expect((await remote('webhooks', 'list', '--failed')).stdout).toBe('(none)\n');
       expect((await remote('webhooks', 'retry')).stdout).toBe('0 failed deliveries queued again\n');
+
+      const erase = (...flags: string[]) =>
+        remote('erase', '-t', 'acme', '-w', 'eu', '--email', 'ann@shop.test', ...flags);
+      const dryRun = await erase('--dry-run');
+      expect(dryRun.stdout).toBe(
+        `Would erase profile ${profileId}: 1 profiles, 1 identifiers, 1 metrics, 1 segment memberships, 1 history entries, 2 events\n`,
+      );
+      expect((await erase()).stdout).toMatch(
+        new RegExp(`^Erased profile ${profileId}: 1 profiles`),
+      );
+      const again = await erase();
+      expect(again.code).toBe(1);
+      expect(again.stderr).toBe('cds: no profile with that email in workspace eu\n');
+      const usage = await remote('erase', '-t', 'acme', '-w', 'eu');
+      expect(usage.code).toBe(1);
+      expect(usage.stderr).toContain('give exactly one of --profile-id, --email, --phone');
     });
   });
 
