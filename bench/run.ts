@@ -1,9 +1,10 @@
 import { benchCollector } from './collector.js';
+import { benchErase } from './erase.js';
 import { benchIngest } from './ingest.js';
 import { benchSegments } from './segments.js';
 
 /**
- * `npm run bench [-- ingest|collector|segments] [--events N] [--profiles N]`: prints figures and
+ * `npm run bench [-- ingest|collector|segments|erase] [--events N] [--profiles N]`: prints figures and
  * ratios, asserts nothing.
  */
 const args = process.argv.slice(2);
@@ -11,8 +12,10 @@ const eventsFlag = args.indexOf('--events');
 const events = eventsFlag >= 0 ? Number(args[eventsFlag + 1]) : 1_000_000;
 const profilesFlag = args.indexOf('--profiles');
 const profiles = profilesFlag >= 0 ? Number(args[profilesFlag + 1]) : 1_000_000;
-const only = args.find((arg) => ['ingest', 'collector', 'segments'].includes(arg));
+const only = args.find((arg) => ['ingest', 'collector', 'segments', 'erase'].includes(arg));
 
 if (!only || only === 'ingest') await benchIngest(events);
 if (!only || only === 'collector') await benchCollector();
 if (!only || only === 'segments') await benchSegments(profiles);
+if (!only || only === 'erase')
+  await benchErase(Number(process.env.BENCH_ERASE_EVENTS ?? 5_000_000));

@@ -67,7 +67,8 @@ async function survivorOf(session: Session, request: ErasureRequest): Promise<st
  * Erases a profile with every profile merged into it, in one transaction (design §15): their
  * identifiers, metric values and inputs, memberships, history, stored events and webhooks. The
  * identifier keys stay behind as tombstones so lines already received are dropped at ingest, and
- * an audit row records who erased what, without an identifier. Then the file is rewritten.
+ * an audit row records who erased what, without an identifier. Then the file is rewritten
+ * (`scheduleRewrite`).
  */
 export async function eraseProfile(
   context: Context,
@@ -98,8 +99,25 @@ export async function eraseProfile(
   };
   if (request.dryRun) return context.store.read(work);
   const result = await context.store.write(work);
-  await rewriteDatabaseFile(context.store);
+  scheduleRewrite(context.store);
   return result;
+}
+
+const queuedRewrites = new WeakMap<Store, Promise<void>>();
+
+/**
+ * The answer goes out once the erasure is committed; the file rewrite follows in the write queue,
+ * so whatever comes next (a write, a checkpoint, closing the store) waits for it. Erasures that
+ * arrive while one rewrite is still queued share it.
+ */
+function scheduleRewrite(store: Store): void {
+  if (queuedRewrites.has(store)) return;
+  const rewrite = rewriteDatabaseFile(store, () => queuedRewrites.delete(store)).catch(
+    (error: unknown) => {
+      process.stderr.write(`rewriting the database file failed: ${(error as Error).message}\n`);
+    },
+  );
+  queuedRewrites.set(store, rewrite);
 }
 
 const SCRUB_ROUNDS = 4;
@@ -131,10 +149,11 @@ async function scrubFreeBlocks(session: Session): Promise<void> {
  * freed blocks; the blocks left free are filled with random rows. Afterwards no erased byte is in
  * the database file (design §15), and the side file is deleted.
  */
-export async function rewriteDatabaseFile(store: Store): Promise<void> {
+async function rewriteDatabaseFile(store: Store, onStart?: () => void): Promise<void> {
   const side = `${store.path}.rewrite`;
-  await Promise.all([rm(side, { force: true }), rm(`${side}.wal`, { force: true })]);
   await store.exclusive(async (session) => {
+    onStart?.();
+    await Promise.all([rm(side, { force: true }), rm(`${side}.wal`, { force: true })]);
     await session.runText('FORCE CHECKPOINT');
     await session.runText(`ATTACH '${side.replaceAll("'", "''")}' AS cds_rewrite`);
     try {

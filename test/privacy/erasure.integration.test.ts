@@ -224,6 +224,8 @@ describe('erasure', () => {
     const constraintsBefore = await constraints();
 
     expect((await erase(ann)).statusCode).toBe(200);
+    // The answer comes before the file rewrite; the next checkpoint waits for it.
+    await env.context.store.checkpoint();
     expect(await constraints()).toEqual(constraintsBefore);
 
     for (const needle of [
