@@ -86,8 +86,9 @@ WHERE tenant_id = $tenant_id GROUP BY metric_name;
 
 /* @name segments_create_evaluation_tables */
 CREATE TEMP TABLE segment_scope (profile_id VARCHAR);
-CREATE TEMP TABLE segment_evaluated (segment_id VARCHAR, backfill BOOLEAN, on_enter BOOLEAN, on_exit BOOLEAN, on_backfill BOOLEAN);
-CREATE TEMP TABLE segment_matches (segment_id VARCHAR, profile_id VARCHAR);
+CREATE TEMP TABLE segment_evaluated (
+  segment_id VARCHAR, position INTEGER, backfill BOOLEAN, on_enter BOOLEAN, on_exit BOOLEAN, on_backfill BOOLEAN
+);
 
 /* @name segments_scope_touched */
 INSERT INTO segment_scope
@@ -99,7 +100,9 @@ SELECT profile_id FROM profiles WHERE tenant_id = $tenant_id AND workspace_id = 
 
 /* @name segments_choose */
 INSERT INTO segment_evaluated
-SELECT segment_id, $backfill, on_enter, on_exit, on_backfill FROM segments
+SELECT segment_id, list_position(CAST($segment_ids AS JSON)::VARCHAR[], segment_id) - 1, $backfill,
+  on_enter, on_exit, on_backfill
+FROM segments
 WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id
   AND list_contains(CAST($segment_ids AS JSON)::VARCHAR[], segment_id);
 
@@ -117,32 +120,32 @@ WHERE p.merged_into IS NULL
 GROUP BY s.profile_id;
 
 /* @name segments_match */
--- Every condition is evaluated in one scan; a profile yields the ids of the segments it matches.
-INSERT INTO segment_matches
-SELECT segment_id, profile_id FROM (
-  SELECT profile_id, unnest(list_filter([
-    {{matches}}
-  ], id -> id IS NOT NULL)) AS segment_id
-  FROM segment_wide
-);
+-- Bit i of a mask stands for the i-th evaluated segment (segment_evaluated.position).
+CREATE TEMP TABLE segment_new_masks AS
+SELECT profile_id,
+    {{mask}} AS mask
+FROM segment_wide;
 
 /* @name segments_current */
--- Current members of the evaluated segments within the scope, against the new matches: hash joins,
--- as a correlated lookup per row costs seconds at a million members.
-CREATE TEMP TABLE segment_current AS
-SELECT m.segment_id, m.profile_id
-FROM segment_members m SEMI JOIN segment_evaluated e USING (segment_id) SEMI JOIN segment_scope s USING (profile_id)
-WHERE m.tenant_id = $tenant_id AND m.workspace_id = $workspace_id;
+CREATE TEMP TABLE segment_current_masks AS
+SELECT m.profile_id, bit_or(1::BIGINT << e.position) AS mask
+FROM segment_members m JOIN segment_evaluated e USING (segment_id) SEMI JOIN segment_scope s USING (profile_id)
+WHERE m.tenant_id = $tenant_id AND m.workspace_id = $workspace_id
+GROUP BY m.profile_id;
 
 /* @name segments_changes */
+-- Only profiles whose mask changed are expanded, one row per segment whose bit flipped.
 CREATE TEMP TABLE segment_changes AS
-SELECT coalesce(x.segment_id, c.segment_id) AS segment_id, coalesce(x.profile_id, c.profile_id) AS profile_id,
-  CASE WHEN c.profile_id IS NULL THEN 'enter' ELSE 'exit' END AS change,
-  c.profile_id IS NULL AND e.backfill AS backfill
-FROM segment_matches x
-FULL OUTER JOIN segment_current c ON c.segment_id = x.segment_id AND c.profile_id = x.profile_id
-JOIN segment_evaluated e ON e.segment_id = coalesce(x.segment_id, c.segment_id)
-WHERE x.profile_id IS NULL OR c.profile_id IS NULL;
+WITH differing AS (
+  SELECT coalesce(n.profile_id, c.profile_id) AS profile_id,
+    coalesce(n.mask, 0) AS new_mask, xor(coalesce(n.mask, 0), coalesce(c.mask, 0)) AS flipped
+  FROM segment_new_masks n FULL OUTER JOIN segment_current_masks c ON c.profile_id = n.profile_id
+  WHERE coalesce(n.mask, 0) <> coalesce(c.mask, 0)
+)
+SELECT e.segment_id, d.profile_id,
+  CASE WHEN (d.new_mask >> e.position) & 1 = 1 THEN 'enter' ELSE 'exit' END AS change,
+  (d.new_mask >> e.position) & 1 = 1 AND e.backfill AS backfill
+FROM differing d JOIN segment_evaluated e ON (d.flipped >> e.position) & 1 = 1;
 
 /* @name segments_apply_exits */
 DELETE FROM segment_members m USING segment_changes c
@@ -172,5 +175,5 @@ WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id
   AND segment_id IN (SELECT segment_id FROM segment_evaluated);
 
 /* @name segments_drop_evaluation_tables */
-DROP TABLE IF EXISTS segment_scope; DROP TABLE IF EXISTS segment_evaluated; DROP TABLE IF EXISTS segment_matches;
-DROP TABLE IF EXISTS segment_wide; DROP TABLE IF EXISTS segment_current; DROP TABLE IF EXISTS segment_changes;
+DROP TABLE IF EXISTS segment_scope; DROP TABLE IF EXISTS segment_evaluated; DROP TABLE IF EXISTS segment_wide;
+DROP TABLE IF EXISTS segment_new_masks; DROP TABLE IF EXISTS segment_current_masks; DROP TABLE IF EXISTS segment_changes;

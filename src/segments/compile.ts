@@ -120,25 +120,30 @@ export interface CompiledSegmentSet {
   /** Pivot columns shared by every segment of the set, as in `CompiledPredicate`. */
   columns: string;
   metricNames: string;
-  /** `CASE WHEN <condition> THEN <segment id> END` per segment, comma-separated, for a list. */
-  matches: string;
+  /** A BIGINT whose bit i is set when the profile matches the i-th segment. */
+  mask: string;
   /** DuckDB refuses a bound name a statement does not use: each statement gets its own. */
   pivotParams: Params;
   matchParams: Params;
 }
 
+/** Bits of a signed BIGINT that a membership mask uses. */
+export const MAX_SEGMENTS_PER_MASK = 62;
+
 /**
- * Several segments of one workspace over one pivot and one pass, so evaluating fifty segments
- * reads the metric values once; each segment id is bound like any value.
+ * Up to 62 segments of one workspace over one pivot and one pass: each profile gets a bit mask of
+ * the segments it matches, compared with a mask of the segments it is in, so only profiles whose
+ * membership changes are expanded into rows.
  */
-export function compileSegmentSet(
-  segments: { segmentId: string; predicate: Predicate }[],
-): CompiledSegmentSet {
+export function compileSegmentSet(segments: { predicate: Predicate }[]): CompiledSegmentSet {
   const compiler = new Compiler();
-  const matches = segments.map(({ segmentId, predicate }) => {
-    const id = compiler.bind(segmentId);
-    return `CASE WHEN ${compiler.condition(predicate)} THEN ${id} END`;
-  });
+  if (segments.length > MAX_SEGMENTS_PER_MASK) {
+    throw new Error(`at most ${MAX_SEGMENTS_PER_MASK} segments fit one membership mask`);
+  }
+  const bits = segments.map(
+    ({ predicate }, position) =>
+      `(CASE WHEN ${compiler.condition(predicate)} THEN ${(1n << BigInt(position)).toString()} ELSE 0 END)::BIGINT`,
+  );
   const pivotParams: Params = {};
   const matchParams: Params = {};
   for (const [name, value] of Object.entries(compiler.params)) {
@@ -148,7 +153,7 @@ export function compileSegmentSet(
   return {
     columns: compiler.pivotColumns(),
     metricNames: compiler.metricNameList(),
-    matches: matches.join(',\n    '),
+    mask: bits.join('\n    | '),
     pivotParams,
     matchParams,
   };

@@ -2,7 +2,7 @@ import { ValidationError } from '../errors.js';
 import { metricShapes } from '../metrics/shapes.js';
 import type { Session } from '../store/database.js';
 import { sql } from '../store/sql-files.js';
-import { compileSegmentSet, fillSlots } from './compile.js';
+import { compileSegmentSet, fillSlots, MAX_SEGMENTS_PER_MASK } from './compile.js';
 import { type MetricShape, type Predicate, parsePredicate } from './predicate.js';
 
 interface StoredSegment {
@@ -18,13 +18,18 @@ export interface EvaluationOptions {
   announce: boolean;
 }
 
+/** Segments grouped by workspace, in groups small enough for one membership mask. */
 function byWorkspace(segments: StoredSegment[]): StoredSegment[][] {
   const groups = new Map<string, StoredSegment[]>();
   for (const segment of segments) {
     const scope = `${segment.tenant_id}\0${segment.workspace_id}`;
     groups.set(scope, [...(groups.get(scope) ?? []), segment]);
   }
-  return [...groups.values()];
+  return [...groups.values()].flatMap((group) =>
+    Array.from({ length: Math.ceil(group.length / MAX_SEGMENTS_PER_MASK) }, (_, index) =>
+      group.slice(index * MAX_SEGMENTS_PER_MASK, (index + 1) * MAX_SEGMENTS_PER_MASK),
+    ),
+  );
 }
 
 /**
@@ -104,7 +109,7 @@ async function evaluateWorkspace(
     { ...where, ...compiled.pivotParams },
   );
   await session.runText(
-    fillSlots(sql('segments_match'), { matches: compiled.matches }),
+    fillSlots(sql('segments_match'), { mask: compiled.mask }),
     compiled.matchParams,
   );
   await session.run('segments_current', where);

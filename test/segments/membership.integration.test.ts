@@ -213,6 +213,28 @@ describe('segment membership and webhooks', () => {
     ]);
   });
 
+  it('evaluates more segments in one workspace than one membership mask holds', async () => {
+    for (let index = 0; index < 70; index++) {
+      const response = await call(env.app, tokens.tenant, 'PUT', `${SEGMENTS}/s${index}`, {
+        workspace_id: 'eu',
+        display_name: `s${index}`,
+        predicate: { metric: 'orders', op: 'gte', value: index % 2 === 0 ? 1 : 2 },
+        automations: { on_enter: false, on_exit: false, on_backfill: false },
+      });
+      expect(response.statusCode).toBe(201);
+    }
+    await send(order('ann@shop.test'));
+    const listed = async () =>
+      (await call(env.app, tokens.tenant, 'GET', `${SEGMENTS}?workspace_id=eu&limit=100`)).json()
+        .segments as { segment_id: string; member_count: number }[];
+    const full = (await listed()).filter((segment) => segment.member_count === 1);
+    expect(full.map((segment) => segment.segment_id).sort()).toEqual(
+      Array.from({ length: 35 }, (_, index) => `s${index * 2}`).sort(),
+    );
+    await send(order('ann@shop.test'));
+    expect((await listed()).every((segment) => segment.member_count === 1)).toBe(true);
+  });
+
   it('sends nothing for a change whose automation flag is off', async () => {
     await createSegment('silent', {
       automations: { on_enter: false, on_exit: false, on_backfill: false },
