@@ -2,17 +2,14 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Fastify from 'fastify';
-import { LandingWriter } from '../src/collector/landing-writer.js';
-import { LANDING_DEFAULTS } from '../src/collector/runtime.js';
+import { landingWriter } from '../src/collector/runtime.js';
+import { loadConfig } from '../src/config.js';
 
 /**
  * The baseline for the single-event collector figure: a bare Fastify route that does the same
  * durable append (group commit, fdatasync) with no validation, registry, auth or rate limit.
  */
-const writer = new LandingWriter({
-  root: mkdtempSync(join(tmpdir(), 'cds-bare-')),
-  ...LANDING_DEFAULTS,
-});
+const writer = landingWriter(mkdtempSync(join(tmpdir(), 'cds-bare-')), loadConfig({}, {}));
 writer.start();
 const app = Fastify({ bodyLimit: 1024 * 1024 });
 app.post('/v1/events', async (request, reply) => {

@@ -106,30 +106,36 @@ FROM segments
 WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id
   AND list_contains(CAST($segment_ids AS JSON)::VARCHAR[], segment_id);
 
-/* @name segments_wide */
--- One row per live profile in scope, one column per metric the segments use; the double-braced
--- slots are filled by src/segments/compile.ts. Merged-away profiles are left out, so they exit.
-CREATE TEMP TABLE segment_wide AS
-SELECT s.profile_id,
-  {{columns}}
-FROM segment_scope s
-JOIN profiles p ON p.tenant_id = $tenant_id AND p.workspace_id = $workspace_id AND p.profile_id = s.profile_id
-LEFT JOIN profile_metrics m ON m.tenant_id = $tenant_id AND m.workspace_id = $workspace_id
-  AND m.profile_id = s.profile_id AND m.metric_name IN ({{metric_names}})
-WHERE p.merged_into IS NULL
-GROUP BY s.profile_id;
-
 /* @name segments_match */
--- Bit i of a mask stands for the i-th evaluated segment (segment_evaluated.position).
+-- One row per live profile in scope with a mask of the segments it matches: bit i stands for the
+-- i-th evaluated segment (segment_evaluated.position). The double-braced slots are filled by
+-- src/segments/compile.ts. Merged-away profiles are left out, so they exit.
 CREATE TEMP TABLE segment_new_masks AS
 SELECT profile_id,
     {{mask}} AS mask
-FROM segment_wide;
+FROM (
+  SELECT s.profile_id,
+    {{columns}}
+  FROM segment_scope s
+  JOIN profiles p ON p.tenant_id = $tenant_id AND p.workspace_id = $workspace_id AND p.profile_id = s.profile_id
+  LEFT JOIN profile_metrics m ON m.tenant_id = $tenant_id AND m.workspace_id = $workspace_id
+    AND m.profile_id = s.profile_id AND m.metric_name IN ({{metric_names}})
+  WHERE p.merged_into IS NULL
+  GROUP BY s.profile_id
+);
 
 /* @name segments_current */
 CREATE TEMP TABLE segment_current_masks AS
 SELECT m.profile_id, bit_or(1::BIGINT << e.position) AS mask
 FROM segment_members m JOIN segment_evaluated e USING (segment_id) SEMI JOIN segment_scope s USING (profile_id)
+WHERE m.tenant_id = $tenant_id AND m.workspace_id = $workspace_id
+GROUP BY m.profile_id;
+
+/* @name segments_current_all */
+-- The same over every member of the workspace: a scope of the whole workspace needs no join.
+CREATE TEMP TABLE segment_current_masks AS
+SELECT m.profile_id, bit_or(1::BIGINT << e.position) AS mask
+FROM segment_members m JOIN segment_evaluated e USING (segment_id)
 WHERE m.tenant_id = $tenant_id AND m.workspace_id = $workspace_id
 GROUP BY m.profile_id;
 
@@ -175,5 +181,5 @@ WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id
   AND segment_id IN (SELECT segment_id FROM segment_evaluated);
 
 /* @name segments_drop_evaluation_tables */
-DROP TABLE IF EXISTS segment_scope; DROP TABLE IF EXISTS segment_evaluated; DROP TABLE IF EXISTS segment_wide;
+DROP TABLE IF EXISTS segment_scope; DROP TABLE IF EXISTS segment_evaluated; 
 DROP TABLE IF EXISTS segment_new_masks; DROP TABLE IF EXISTS segment_current_masks; DROP TABLE IF EXISTS segment_changes;

@@ -32,6 +32,8 @@ const configSchema = z.object({
   /** First retry delay of a failed webhook; each next one doubles, up to an hour apart. */
   webhook_retry_base_ms: z.coerce.number().int().positive().default(5000),
   ingest_interval_ms: z.coerce.number().int().positive().default(1000),
+  /** A landing file is sealed, and so ingested, this long after it was opened at the latest. */
+  landing_max_age_ms: z.coerce.number().int().positive().default(2000),
   max_batch_events: z.coerce.number().int().positive().default(200_000),
   /** Collector requests a tenant may send per second before 429. */
   collector_rate_limit: z.coerce.number().int().positive().default(1000),

@@ -6,8 +6,19 @@ import type { DataDir } from '../store/data-dir.js';
 import { LandingWriter, sealOrphans } from './landing-writer.js';
 import { Registry, readRegistryFile, readRegistrySnapshot, writeRegistryFile } from './registry.js';
 
-/** Design §2 defaults: seal at 64 MiB or after 2 s. */
-export const LANDING_DEFAULTS = { maxFileBytes: 64 * 1024 * 1024, maxFileAgeMs: 2000 };
+/** Design §2: seal at 64 MiB, or after `landing_max_age_ms` (2 s). */
+const MAX_FILE_BYTES = 64 * 1024 * 1024;
+
+export function landingWriter(
+  root: string,
+  config: Pick<Config, 'landing_max_age_ms'>,
+): LandingWriter {
+  return new LandingWriter({
+    root,
+    maxFileBytes: MAX_FILE_BYTES,
+    maxFileAgeMs: config.landing_max_age_ms,
+  });
+}
 
 /** How often `cds collect` looks at registry.json ("refreshed within seconds", design §8). */
 const REGISTRY_POLL_MS = 1000;
@@ -35,7 +46,7 @@ export async function openOwnedCollector(context: Context): Promise<CollectorRun
   await writeRegistryFile(context.dataDir.registryPath, first);
   const registry = new Registry(first);
   await sealOrphans(context.dataDir.landingDir);
-  const writer = new LandingWriter({ root: context.dataDir.landingDir, ...LANDING_DEFAULTS });
+  const writer = landingWriter(context.dataDir.landingDir, context.config);
   writer.start();
   return {
     registry,
@@ -62,7 +73,7 @@ export async function openFileCollector(
 ): Promise<CollectorRuntime> {
   const registry = new Registry(await readRegistryFile(dataDir.registryPath));
   await sealOrphans(dataDir.landingDir);
-  const writer = new LandingWriter({ root: dataDir.landingDir, ...LANDING_DEFAULTS });
+  const writer = landingWriter(dataDir.landingDir, config);
   writer.start();
   const reload = () => {
     readRegistryFile(dataDir.registryPath).then(

@@ -122,9 +122,7 @@ export interface CompiledSegmentSet {
   metricNames: string;
   /** A BIGINT whose bit i is set when the profile matches the i-th segment. */
   mask: string;
-  /** DuckDB refuses a bound name a statement does not use: each statement gets its own. */
-  pivotParams: Params;
-  matchParams: Params;
+  params: Params;
 }
 
 /** Bits of a signed BIGINT that a membership mask uses. */
@@ -144,18 +142,11 @@ export function compileSegmentSet(segments: { predicate: Predicate }[]): Compile
     ({ predicate }, position) =>
       `(CASE WHEN ${compiler.condition(predicate)} THEN ${(1n << BigInt(position)).toString()} ELSE 0 END)::BIGINT`,
   );
-  const pivotParams: Params = {};
-  const matchParams: Params = {};
-  for (const [name, value] of Object.entries(compiler.params)) {
-    if (name.endsWith('_name')) pivotParams[name] = value;
-    else matchParams[name] = value;
-  }
   return {
     columns: compiler.pivotColumns(),
     metricNames: compiler.metricNameList(),
     mask: bits.join('\n    | '),
-    pivotParams,
-    matchParams,
+    params: compiler.params,
   };
 }
 

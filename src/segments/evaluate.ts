@@ -102,17 +102,14 @@ async function evaluateWorkspace(
     segment_ids: JSON.stringify(segments.map((segment) => segment.segment_id)),
   });
   await session.runText(
-    fillSlots(sql('segments_wide'), {
+    fillSlots(sql('segments_match'), {
       columns: compiled.columns,
       metric_names: compiled.metricNames,
+      mask: compiled.mask,
     }),
-    { ...where, ...compiled.pivotParams },
+    { ...where, ...compiled.params },
   );
-  await session.runText(
-    fillSlots(sql('segments_match'), { mask: compiled.mask }),
-    compiled.matchParams,
-  );
-  await session.run('segments_current', where);
+  await session.run(scope === 'touched' ? 'segments_current' : 'segments_current_all', where);
   await session.run('segments_changes');
   await session.run('segments_apply_exits', where);
   await session.run('segments_apply_enters', { ...where, now: options.now });

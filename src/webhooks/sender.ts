@@ -5,7 +5,7 @@ import { signedHeaders } from './signing.js';
 const GIVE_UP_AFTER_MS = 24 * 60 * 60 * 1000;
 const LONGEST_PAUSE_MS = 60 * 60 * 1000;
 const ATTEMPT_TIMEOUT_MS = 10_000;
-const BATCH = 100;
+const BATCH = 1000;
 
 interface DueWebhook {
   webhook_id: string;
