@@ -8,6 +8,7 @@ import type { Context } from '../src/context.js';
 import { KeyRing } from '../src/identity/tenant-keys.js';
 import { metricDefinitionInputSchema } from '../src/metrics/definition-schema.js';
 import { createMetricDefinition } from '../src/metrics/definitions.js';
+import { vectorizeWorkspace } from '../src/metrics/materialize.js';
 import { createSegment, DEFAULT_AUTOMATIONS } from '../src/segments/definitions.js';
 import { evaluateAwaitingSegments } from '../src/segments/evaluate.js';
 import { previewSegment } from '../src/segments/preview.js';
@@ -151,6 +152,7 @@ async function seedProfiles(context: Context, profiles: number): Promise<void> {
         categories: JSON.stringify(CATEGORIES),
       },
     );
+    await vectorizeWorkspace(session, TENANT, WORKSPACE);
   });
 }
 

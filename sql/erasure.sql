@@ -65,6 +65,10 @@ WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN 
 /* @name erasure_drop_metric_inputs */
 DELETE FROM metric_strings WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id = '';
 
+/* @name erasure_drop_vectors */
+DELETE FROM profile_metric_vectors
+WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster);
+
 /* @name erasure_drop_contributions */
 DELETE FROM metric_contributions
 WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster);

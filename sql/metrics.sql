@@ -42,6 +42,13 @@ DELETE FROM metric_strings WHERE tenant_id = $tenant_id AND metric_name = $metri
 /* @name metrics_discard_values */
 DELETE FROM profile_metrics WHERE tenant_id = $tenant_id AND metric_name = $metric_name;
 
+/* @name metrics_discard_vector_entries */
+UPDATE profile_metric_vectors SET
+  number_values = map_from_entries(list_filter(map_entries(number_values), entry -> entry.key <> $metric_name)),
+  string_values = map_from_entries(list_filter(map_entries(string_values), entry -> entry.key <> $metric_name)),
+  list_values = map_from_entries(list_filter(map_entries(list_values), entry -> entry.key <> $metric_name))
+WHERE tenant_id = $tenant_id;
+
 /* @name metrics_freeze_numbers */
 -- A deleted definition's count or sum stays as it is now, its window no longer moving (design §12).
 INSERT INTO metric_contributions
@@ -216,6 +223,27 @@ FROM (
   GROUP BY ALL
 )
 GROUP BY tenant_id, workspace_id, profile_id, metric_name;
+
+/* @name metrics_vectorize_touched */
+-- Every live touched profile gets its row, with empty maps when it has no value yet.
+DELETE FROM profile_metric_vectors v USING metric_touched_profiles t
+WHERE v.tenant_id = t.tenant_id AND v.workspace_id = t.workspace_id AND v.profile_id = t.profile_id;
+INSERT INTO profile_metric_vectors
+SELECT p.tenant_id, p.workspace_id, p.profile_id,
+  map_from_entries(coalesce(list({'key': m.metric_name, 'value': m.number_value}) FILTER (WHERE m.number_value IS NOT NULL), [])),
+  map_from_entries(coalesce(list({'key': m.metric_name, 'value': m.string_value}) FILTER (WHERE m.string_value IS NOT NULL), [])),
+  map_from_entries(coalesce(list({'key': m.metric_name, 'value': m.list_value}) FILTER (WHERE m.list_value IS NOT NULL), []))
+FROM profiles p
+SEMI JOIN metric_touched_profiles t USING (tenant_id, workspace_id, profile_id)
+LEFT JOIN profile_metrics m ON m.tenant_id = p.tenant_id AND m.workspace_id = p.workspace_id AND m.profile_id = p.profile_id
+WHERE p.merged_into IS NULL
+GROUP BY p.tenant_id, p.workspace_id, p.profile_id;
+
+/* @name metrics_touch_workspace */
+-- For data written straight into profile_metrics (test and benchmark fixtures): every profile of
+-- a workspace, to rebuild its rows of values.
+CREATE TEMP TABLE metric_touched_profiles AS
+SELECT tenant_id, workspace_id, profile_id FROM profiles WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id;
 
 /* @name metrics_drop_work_tables */
 DROP TABLE IF EXISTS metric_applying; DROP TABLE IF EXISTS metric_sources; DROP TABLE IF EXISTS metric_compacted;

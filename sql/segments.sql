@@ -41,21 +41,17 @@ ORDER BY s.workspace_id, s.segment_id
 LIMIT $limit;
 
 /* @name preview_segment */
--- The double-braced slots are filled by src/segments/compile.ts.
+-- The double-braced slots are filled by src/segments/compile.ts. Every live profile has a row of
+-- values, so the first $scan_limit rows are the profiles scanned.
 WITH scanned AS (
-  SELECT profile_id FROM profiles
-  WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND merged_into IS NULL
-  LIMIT $scan_limit
-), metric_values AS (
   SELECT profile_id,
     {{columns}}
-  FROM profile_metrics
-  WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND metric_name IN ({{metric_names}})
-    AND profile_id IN (SELECT profile_id FROM scanned)
-  GROUP BY profile_id
+  FROM profile_metric_vectors
+  WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id
+  LIMIT $scan_limit
 )
 SELECT count(*) FILTER (WHERE {{condition}}) AS matched_profiles, count(*) AS scanned_profiles
-FROM scanned LEFT JOIN metric_values USING (profile_id);
+FROM scanned;
 
 /* @name workspace_profile_totals */
 SELECT
@@ -94,10 +90,6 @@ CREATE TEMP TABLE segment_evaluated (
 INSERT INTO segment_scope
 SELECT profile_id FROM metric_touched_profiles WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id;
 
-/* @name segments_scope_workspace */
-INSERT INTO segment_scope
-SELECT profile_id FROM profiles WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id;
-
 /* @name segments_choose */
 INSERT INTO segment_evaluated
 SELECT segment_id, list_position(CAST($segment_ids AS JSON)::VARCHAR[], segment_id) - 1, $backfill,
@@ -109,19 +101,28 @@ WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id
 /* @name segments_match */
 -- One row per live profile in scope with a mask of the segments it matches: bit i stands for the
 -- i-th evaluated segment (segment_evaluated.position). The double-braced slots are filled by
--- src/segments/compile.ts. Merged-away profiles are left out, so they exit.
+-- src/segments/compile.ts. Merged-away profiles have no row of values, so they exit.
 CREATE TEMP TABLE segment_new_masks AS
 SELECT profile_id,
     {{mask}} AS mask
 FROM (
-  SELECT s.profile_id,
+  SELECT profile_id,
     {{columns}}
-  FROM segment_scope s
-  JOIN profiles p ON p.tenant_id = $tenant_id AND p.workspace_id = $workspace_id AND p.profile_id = s.profile_id
-  LEFT JOIN profile_metrics m ON m.tenant_id = $tenant_id AND m.workspace_id = $workspace_id
-    AND m.profile_id = s.profile_id AND m.metric_name IN ({{metric_names}})
-  WHERE p.merged_into IS NULL
-  GROUP BY s.profile_id
+  FROM profile_metric_vectors
+  WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id
+    AND profile_id IN (SELECT profile_id FROM segment_scope)
+);
+
+/* @name segments_match_all */
+-- The same over the whole workspace: no scope to join.
+CREATE TEMP TABLE segment_new_masks AS
+SELECT profile_id,
+    {{mask}} AS mask
+FROM (
+  SELECT profile_id,
+    {{columns}}
+  FROM profile_metric_vectors
+  WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id
 );
 
 /* @name segments_current */

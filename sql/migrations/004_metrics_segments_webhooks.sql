@@ -84,3 +84,23 @@ CREATE TABLE segment_members (
 );
 INSERT INTO segment_members SELECT * FROM segment_members_keyed;
 DROP TABLE segment_members_keyed;
+
+-- One row per live profile with its metric values as maps: segment evaluation and preview read a
+-- profile's values in one row instead of pivoting profile_metrics. Kept with profile_metrics.
+CREATE TABLE profile_metric_vectors (
+  tenant_id VARCHAR NOT NULL,
+  workspace_id VARCHAR NOT NULL,
+  profile_id VARCHAR NOT NULL,
+  number_values MAP(VARCHAR, DOUBLE) NOT NULL,
+  string_values MAP(VARCHAR, VARCHAR) NOT NULL,
+  list_values MAP(VARCHAR, VARCHAR[]) NOT NULL
+);
+INSERT INTO profile_metric_vectors
+SELECT p.tenant_id, p.workspace_id, p.profile_id,
+  map_from_entries(coalesce(list({'key': m.metric_name, 'value': m.number_value}) FILTER (WHERE m.number_value IS NOT NULL), [])),
+  map_from_entries(coalesce(list({'key': m.metric_name, 'value': m.string_value}) FILTER (WHERE m.string_value IS NOT NULL), [])),
+  map_from_entries(coalesce(list({'key': m.metric_name, 'value': m.list_value}) FILTER (WHERE m.list_value IS NOT NULL), []))
+FROM profiles p
+LEFT JOIN profile_metrics m ON m.tenant_id = p.tenant_id AND m.workspace_id = p.workspace_id AND m.profile_id = p.profile_id
+WHERE p.merged_into IS NULL
+GROUP BY p.tenant_id, p.workspace_id, p.profile_id;

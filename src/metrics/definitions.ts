@@ -71,6 +71,7 @@ export async function createMetricDefinition(
       await session.run('metrics_discard_frozen', name);
       await session.run('metrics_discard_frozen_strings', name);
       await session.run('metrics_discard_values', name);
+      await session.run('metrics_discard_vector_entries', name);
     }
     if (await session.one('get_metric_definition', key)) {
       throw new ConflictError(

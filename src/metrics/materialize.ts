@@ -17,6 +17,7 @@ export function metricTime(now: string): MetricTime {
 async function recomputeTouched(session: Session, time: MetricTime): Promise<void> {
   await session.run('metrics_compact_touched');
   await session.run('metrics_recompute_touched', { today: time.today, now: time.now });
+  await session.run('metrics_vectorize_touched');
 }
 
 /**
@@ -89,4 +90,15 @@ export async function freezeDefinition(
   await session.run('metrics_freeze_numbers', { ...params, today: time.today });
   await session.run('metrics_drop_contributor', params);
   await session.run('metrics_freeze_strings', params);
+}
+
+/** Rebuilds a workspace's rows of values from `profile_metrics`, for data written there directly. */
+export async function vectorizeWorkspace(
+  session: Session,
+  tenantId: string,
+  workspaceId: string,
+): Promise<void> {
+  await session.run('metrics_touch_workspace', { tenant_id: tenantId, workspace_id: workspaceId });
+  await session.run('metrics_vectorize_touched');
+  await endMetricStep(session);
 }

@@ -36,6 +36,7 @@ const ERASURE_STEPS = [
   'erasure_drop_identifiers',
   'erasure_blank_metric_values',
   'erasure_drop_metric_values',
+  'erasure_drop_vectors',
   'erasure_blank_metric_inputs',
   'erasure_drop_metric_inputs',
   'erasure_drop_contributions',

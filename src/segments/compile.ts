@@ -6,19 +6,17 @@ import type { Comparison, MetricShape, Predicate } from './predicate.js';
  * name and value is a bound parameter; the fragments themselves come only from this file.
  */
 export interface CompiledPredicate {
-  /** Pivot of `profile_metrics` rows into one column per metric: `… AS m0, … AS m1`. */
+  /** One column per metric, read from `profile_metric_vectors`: `… AS m0, … AS m1`. */
   columns: string;
-  /** Bound metric names for `metric_name IN (…)`. */
-  metricNames: string;
   /** A boolean expression over the pivoted columns that is never NULL. */
   condition: string;
   params: Params;
 }
 
-const VALUE_COLUMN: Record<MetricShape, string> = {
-  number: 'max(number_value)',
-  string: 'max(string_value)',
-  list: 'any_value(list_value)',
+const VALUE_MAP: Record<MetricShape, string> = {
+  number: 'number_values',
+  string: 'string_values',
+  list: 'list_values',
 };
 
 const NUMBER_OPERATORS = { eq: '=', ne: '<>', gt: '>', gte: '>=', lt: '<', lte: '<=' } as const;
@@ -91,17 +89,10 @@ class Compiler {
     }
   }
 
-  pivotColumns(): string {
+  valueColumns(): string {
     return this.columnShapes
-      .map(
-        ([column, shape]) =>
-          `${VALUE_COLUMN[shape]} FILTER (WHERE metric_name = $${column}_name) AS ${column}`,
-      )
+      .map(([column, shape]) => `${VALUE_MAP[shape]}[$${column}_name] AS ${column}`)
       .join(',\n    ');
-  }
-
-  metricNameList(): string {
-    return this.columnShapes.map(([column]) => `$${column}_name`).join(', ');
   }
 }
 
@@ -109,17 +100,15 @@ export function compilePredicate(predicate: Predicate): CompiledPredicate {
   const compiler = new Compiler();
   const condition = compiler.condition(predicate);
   return {
-    columns: compiler.pivotColumns(),
-    metricNames: compiler.metricNameList(),
+    columns: compiler.valueColumns(),
     condition,
     params: compiler.params,
   };
 }
 
 export interface CompiledSegmentSet {
-  /** Pivot columns shared by every segment of the set, as in `CompiledPredicate`. */
+  /** Value columns shared by every segment of the set, as in `CompiledPredicate`. */
   columns: string;
-  metricNames: string;
   /** A BIGINT whose bit i is set when the profile matches the i-th segment. */
   mask: string;
   params: Params;
@@ -129,7 +118,7 @@ export interface CompiledSegmentSet {
 export const MAX_SEGMENTS_PER_MASK = 62;
 
 /**
- * Up to 62 segments of one workspace over one pivot and one pass: each profile gets a bit mask of
+ * Up to 62 segments of one workspace in one pass: each profile gets a bit mask of
  * the segments it matches, compared with a mask of the segments it is in, so only profiles whose
  * membership changes are expanded into rows.
  */
@@ -143,8 +132,7 @@ export function compileSegmentSet(segments: { predicate: Predicate }[]): Compile
       `(CASE WHEN ${compiler.condition(predicate)} THEN ${(1n << BigInt(position)).toString()} ELSE 0 END)::BIGINT`,
   );
   return {
-    columns: compiler.pivotColumns(),
-    metricNames: compiler.metricNameList(),
+    columns: compiler.valueColumns(),
     mask: bits.join('\n    | '),
     params: compiler.params,
   };

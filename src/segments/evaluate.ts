@@ -92,19 +92,15 @@ async function evaluateWorkspace(
   const where = { tenant_id: first.tenant_id, workspace_id: first.workspace_id };
   const compiled = compileSegmentSet(await parseAll(session, segments));
   await session.run('segments_create_evaluation_tables');
-  await session.run(
-    scope === 'touched' ? 'segments_scope_touched' : 'segments_scope_workspace',
-    where,
-  );
+  if (scope === 'touched') await session.run('segments_scope_touched', where);
   await session.run('segments_choose', {
     ...where,
     backfill: scope === 'workspace',
     segment_ids: JSON.stringify(segments.map((segment) => segment.segment_id)),
   });
   await session.runText(
-    fillSlots(sql('segments_match'), {
+    fillSlots(sql(scope === 'touched' ? 'segments_match' : 'segments_match_all'), {
       columns: compiled.columns,
-      metric_names: compiled.metricNames,
       mask: compiled.mask,
     }),
     { ...where, ...compiled.params },

@@ -32,7 +32,6 @@ export async function previewSegment(
     const compiled = compilePredicate(predicate);
     const statement = fillSlots(sql('preview_segment'), {
       columns: compiled.columns,
-      metric_names: compiled.metricNames,
       condition: compiled.condition,
     });
     const scope = { tenant_id: tenantId, workspace_id: workspaceId };

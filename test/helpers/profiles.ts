@@ -1,4 +1,5 @@
 import type { Context } from '../../src/context.js';
+import { vectorizeWorkspace } from '../../src/metrics/materialize.js';
 
 export type MetricValue = number | string | string[];
 
@@ -36,6 +37,7 @@ export async function seedProfiles(
         );
       }
     }
+    await vectorizeWorkspace(session, tenantId, workspaceId);
   });
 }
 
@@ -46,8 +48,8 @@ export async function seedBareProfiles(
   workspaceId: string,
   count: number,
 ): Promise<void> {
-  await context.store.write((session) =>
-    session.runText(
+  await context.store.write(async (session) => {
+    await session.runText(
       `INSERT INTO profiles SELECT $tenant_id, $workspace_id, 'bulk-' || i, $at::TIMESTAMP, $at::TIMESTAMP, NULL
        FROM range($count) t(i)`,
       {
@@ -56,6 +58,7 @@ export async function seedBareProfiles(
         count,
         at: context.clock.now().toISOString(),
       },
-    ),
-  );
+    );
+    await vectorizeWorkspace(session, tenantId, workspaceId);
+  });
 }
