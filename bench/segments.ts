@@ -341,7 +341,7 @@ export async function benchSegments(profiles: number): Promise<void> {
   const seeding = performance.now();
   await seedProfiles(context, profiles);
   console.log(`  seeded in ${((performance.now() - seeding) / 1000).toFixed(1)} s`);
-  if (!process.env.SKIP_LATENCY) await benchPreview(context);
+  await benchPreview(context);
   await benchFullEvaluation(context, profiles);
   await context.store.close();
   if (!process.env.SKIP_LATENCY) {
