@@ -101,7 +101,8 @@ WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id
 /* @name segments_match */
 -- One row per live profile in scope with a mask of the segments it matches: bit i stands for the
 -- i-th evaluated segment (segment_evaluated.position). The double-braced slots are filled by
--- src/segments/compile.ts. Merged-away profiles have no row of values, so they exit.
+-- src/segments/compile.ts. Merged-away profiles have no row of values, so they exit. With
+-- $whole_workspace the scope is every profile and segment_scope stays empty.
 CREATE TEMP TABLE segment_new_masks AS
 SELECT profile_id,
     {{mask}} AS mask
@@ -110,34 +111,15 @@ FROM (
     {{columns}}
   FROM profile_metric_vectors
   WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id
-    AND profile_id IN (SELECT profile_id FROM segment_scope)
-);
-
-/* @name segments_match_all */
--- The same over the whole workspace: no scope to join.
-CREATE TEMP TABLE segment_new_masks AS
-SELECT profile_id,
-    {{mask}} AS mask
-FROM (
-  SELECT profile_id,
-    {{columns}}
-  FROM profile_metric_vectors
-  WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id
+    AND ($whole_workspace OR profile_id IN (SELECT profile_id FROM segment_scope))
 );
 
 /* @name segments_current */
 CREATE TEMP TABLE segment_current_masks AS
 SELECT m.profile_id, bit_or(1::BIGINT << e.position) AS mask
-FROM segment_members m JOIN segment_evaluated e USING (segment_id) SEMI JOIN segment_scope s USING (profile_id)
-WHERE m.tenant_id = $tenant_id AND m.workspace_id = $workspace_id
-GROUP BY m.profile_id;
-
-/* @name segments_current_all */
--- The same over every member of the workspace: a scope of the whole workspace needs no join.
-CREATE TEMP TABLE segment_current_masks AS
-SELECT m.profile_id, bit_or(1::BIGINT << e.position) AS mask
 FROM segment_members m JOIN segment_evaluated e USING (segment_id)
 WHERE m.tenant_id = $tenant_id AND m.workspace_id = $workspace_id
+  AND ($whole_workspace OR m.profile_id IN (SELECT profile_id FROM segment_scope))
 GROUP BY m.profile_id;
 
 /* @name segments_changes */

@@ -99,13 +99,13 @@ async function evaluateWorkspace(
     segment_ids: JSON.stringify(segments.map((segment) => segment.segment_id)),
   });
   await session.runText(
-    fillSlots(sql(scope === 'touched' ? 'segments_match' : 'segments_match_all'), {
+    fillSlots(sql('segments_match'), {
       columns: compiled.columns,
       mask: compiled.mask,
     }),
-    { ...where, ...compiled.params },
+    { ...where, whole_workspace: scope === 'workspace', ...compiled.params },
   );
-  await session.run(scope === 'touched' ? 'segments_current' : 'segments_current_all', where);
+  await session.run('segments_current', { ...where, whole_workspace: scope === 'workspace' });
   await session.run('segments_changes');
   await session.run('segments_apply_exits', where);
   await session.run('segments_apply_enters', { ...where, now: options.now });

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openTestEnv, type TestEnv } from '../helpers/context.js';
 import { type EventSpec, envelope, registerEventTypes, sendServer } from '../helpers/events.js';
+import { defineMetric } from '../helpers/metrics.js';
 import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
 
 const DAY = 24 * 60 * 60 * 1000;
@@ -16,16 +17,8 @@ describe('metric values', () => {
   });
   afterEach(() => env.close());
 
-  const define = async (definition: Record<string, unknown>) => {
-    const response = await call(
-      env.app,
-      tokens.tenant,
-      'PUT',
-      '/v1/tenants/acme/metric-definitions',
-      definition,
-    );
-    expect(response.statusCode, response.body).toBe(201);
-  };
+  const define = (definition: Record<string, unknown>) =>
+    defineMetric(env, tokens.tenant, definition);
   const undefine = async (query: string) => {
     const response = await call(
       env.app,

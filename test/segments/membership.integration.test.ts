@@ -5,6 +5,7 @@ import { operatorToken } from '../../src/tenancy/operator.js';
 import { configuredSender, type WebhookSender } from '../../src/webhooks/sender.js';
 import { openTestEnv, type TestEnv } from '../helpers/context.js';
 import { type EventSpec, envelope, registerEventTypes, sendServer } from '../helpers/events.js';
+import { defineMetric } from '../helpers/metrics.js';
 import { Receiver } from '../helpers/receiver.js';
 import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
 
@@ -37,14 +38,7 @@ describe('segment membership and webhooks', () => {
         window_days: 7,
       },
     ]) {
-      const response = await call(
-        env.app,
-        tokens.tenant,
-        'PUT',
-        '/v1/tenants/acme/metric-definitions',
-        definition,
-      );
-      expect(response.statusCode, response.body).toBe(201);
+      await defineMetric(env, tokens.tenant, definition);
     }
   });
   afterEach(async () => {
