@@ -34,12 +34,13 @@ export function collectCommand(): Command {
       const app = createBaseApp({ level: 'info' });
       await app.register((scope) => collectorRoutes(scope, collector));
       const url = await app.listen({ port: config.port, host: config.host });
-      process.stdout.write(`cds collector listening on ${url} (landing: ${dataDir.landingDir})\n`);
-      await closeOnSignals({
+      const closed = closeOnSignals({
         close: async () => {
           await app.close();
           await collector.close();
         },
       });
+      process.stdout.write(`cds collector listening on ${url} (landing: ${dataDir.landingDir})\n`);
+      await closed;
     });
 }

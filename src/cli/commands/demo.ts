@@ -135,12 +135,13 @@ export function demoCommand(): Command {
       process.stdout.write(
         `${await segmentSummary(server.url, tokens)}\n${webhookSummary(receiver)}\n`,
       );
-      process.stdout.write(instructions(server.url, tokens));
       receiver.onWebhook = (webhook) =>
         process.stdout.write(
           `webhook  ${webhook.type}  ${webhook.segmentId}  ${webhook.profileId}${webhook.verified ? '' : '  (bad signature)'}\n`,
         );
-      await closeOnSignals(server);
+      const closed = closeOnSignals(server);
+      process.stdout.write(instructions(server.url, tokens));
+      await closed;
       await receiver.close();
     });
 }

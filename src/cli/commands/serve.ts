@@ -25,7 +25,9 @@ export function serveCommand(): Command {
         host: options.host,
       });
       const server = await startServer(context, { logger: !options.quiet, ingest: options.ingest });
+      // Signals are handled before readiness is announced: a supervisor may stop us at once.
+      const closed = closeOnSignals(server);
       process.stdout.write(`cds listening on ${server.url} (data: ${context.dataDir.root})\n`);
-      await closeOnSignals(server);
+      await closed;
     });
 }
