@@ -68,6 +68,9 @@ WHERE s.status = 'active' AND s.evaluated_at IS NOT NULL
   AND EXISTS (SELECT 1 FROM metric_touched_profiles t WHERE t.tenant_id = s.tenant_id AND t.workspace_id = s.workspace_id)
 ORDER BY s.tenant_id, s.workspace_id, s.segment_id;
 
+/* @name segments_awaiting_count */
+SELECT count(*) AS awaiting FROM segments WHERE status = 'active' AND evaluated_at IS NULL;
+
 /* @name segments_awaiting_evaluation */
 SELECT tenant_id, workspace_id, segment_id, predicate FROM segments
 WHERE status = 'active' AND evaluated_at IS NULL

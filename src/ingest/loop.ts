@@ -37,11 +37,10 @@ export class IngestLoop {
   async drain(): Promise<BatchResult[]> {
     const results: BatchResult[] = [];
     for (;;) {
+      // Upkeep goes between batches too, so a steady stream of files does not starve it.
+      await runUpkeep(this.context);
       const batch = this.nextBatch(await listSealedFiles(this.context.dataDir.landingDir));
-      if (batch.length === 0) {
-        await runUpkeep(this.context);
-        return results;
-      }
+      if (batch.length === 0) return results;
       const result = await ingestBatch(
         this.context,
         batch.map((file) => file.path),

@@ -8,7 +8,11 @@ import {
   metricTime,
   needsDecay,
 } from '../metrics/materialize.js';
-import { evaluateAwaitingSegments, evaluateTouchedProfiles } from '../segments/evaluate.js';
+import {
+  evaluateAwaitingSegments,
+  evaluateTouchedProfiles,
+  hasAwaitingSegments,
+} from '../segments/evaluate.js';
 import type { Session } from '../store/database.js';
 
 export interface UpkeepResult {
@@ -40,6 +44,7 @@ export async function runUpkeep(context: Context): Promise<UpkeepResult> {
   const due = await context.store.read(async (session) => ({
     backfill: await hasPendingBackfill(session),
     decay: await needsDecay(session, time),
+    segments: await hasAwaitingSegments(session),
   }));
   if (due.backfill) {
     await context.store.write(async (session) => {
@@ -53,11 +58,13 @@ export async function runUpkeep(context: Context): Promise<UpkeepResult> {
       await evaluateAfterMetricStep(context, session, time);
     });
   }
-  const segmentsEvaluated = await context.store.write((session) =>
-    evaluateAwaitingSegments(session, {
-      now: time.now,
-      announce: context.config.webhook_url !== undefined,
-    }),
-  );
+  const segmentsEvaluated = due.segments
+    ? await context.store.write((session) =>
+        evaluateAwaitingSegments(session, {
+          now: time.now,
+          announce: context.config.webhook_url !== undefined,
+        }),
+      )
+    : 0;
   return { backfilled: due.backfill, decayed: due.decay, segmentsEvaluated };
 }

@@ -127,6 +127,11 @@ export async function evaluateTouchedProfiles(
   }
 }
 
+export async function hasAwaitingSegments(session: Session): Promise<boolean> {
+  const row = await session.one<{ awaiting: number }>('segments_awaiting_count');
+  return (row?.awaiting ?? 0) > 0;
+}
+
 /** Segments created active or moved to active since their last evaluation: over every profile. */
 export async function evaluateAwaitingSegments(
   session: Session,
