@@ -164,7 +164,7 @@ WHERE CASE WHEN c.change = 'exit' THEN e.on_exit WHEN c.backfill THEN e.on_backf
 /* @name segments_mark_evaluated */
 UPDATE segments SET evaluated_at = $now::TIMESTAMP
 WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id
-  AND segment_id IN (SELECT segment_id FROM segment_evaluated);
+  AND list_contains(CAST($segment_ids AS JSON)::VARCHAR[], segment_id);
 
 /* @name segments_drop_evaluation_tables */
 DROP TABLE IF EXISTS segment_scope; DROP TABLE IF EXISTS segment_evaluated; 

@@ -32,49 +32,45 @@ function byWorkspace(segments: StoredSegment[]): StoredSegment[][] {
   );
 }
 
+function parsed(segment: StoredSegment, shapes: Map<string, MetricShape>): Predicate | null {
+  try {
+    return parsePredicate(JSON.parse(segment.predicate), shapes);
+  } catch (error) {
+    if (error instanceof ValidationError) return null;
+    throw error;
+  }
+}
+
 /**
- * The shapes a workspace's segments compare against: those of the live definitions, then, for a
- * metric whose definitions were all deleted, the kind of the values it left behind.
+ * The segments of one workspace with their predicates, checked against the live definitions'
+ * shapes, then, for a metric whose definitions were all deleted, the kind of the values it left.
+ * A segment that still does not compile (its metric left nothing) is left out: its membership
+ * stays as it is, and ingest goes on.
  */
-async function shapesFor(
+async function compilable(
   session: Session,
-  tenantId: string,
-  workspaceId: string,
-): Promise<{ shapes: Map<string, MetricShape>; complete: () => Promise<void> }> {
+  segments: StoredSegment[],
+): Promise<{ segment: StoredSegment; predicate: Predicate }[]> {
+  const { tenant_id: tenantId, workspace_id: workspaceId } = segments[0] as StoredSegment;
   const shapes = await metricShapes(session, tenantId, workspaceId);
-  return {
-    shapes,
-    complete: async () => {
+  let storedShapesAdded = false;
+  const result: { segment: StoredSegment; predicate: Predicate }[] = [];
+  for (const segment of segments) {
+    let predicate = parsed(segment, shapes);
+    if (!predicate && !storedShapesAdded) {
       const stored = await session.all<{ metric_name: string; shape: MetricShape }>(
         'segments_stored_metric_shapes',
         { tenant_id: tenantId },
       );
-      for (const row of stored)
+      for (const row of stored) {
         if (!shapes.has(row.metric_name)) shapes.set(row.metric_name, row.shape);
-    },
-  };
-}
-
-async function parseAll(
-  session: Session,
-  segments: StoredSegment[],
-): Promise<{ segmentId: string; predicate: Predicate }[]> {
-  const first = segments[0] as StoredSegment;
-  const { shapes, complete } = await shapesFor(session, first.tenant_id, first.workspace_id);
-  const parse = (segment: StoredSegment) => parsePredicate(JSON.parse(segment.predicate), shapes);
-  const parsed: { segmentId: string; predicate: Predicate }[] = [];
-  let completed = false;
-  for (const segment of segments) {
-    try {
-      parsed.push({ segmentId: segment.segment_id, predicate: parse(segment) });
-    } catch (error) {
-      if (!(error instanceof ValidationError) || completed) throw error;
-      await complete();
-      completed = true;
-      parsed.push({ segmentId: segment.segment_id, predicate: parse(segment) });
+      }
+      storedShapesAdded = true;
+      predicate = parsed(segment, shapes);
     }
+    if (predicate) result.push({ segment, predicate });
   }
-  return parsed;
+  return result;
 }
 
 /**
@@ -90,13 +86,20 @@ async function evaluateWorkspace(
 ): Promise<void> {
   const first = segments[0] as StoredSegment;
   const where = { tenant_id: first.tenant_id, workspace_id: first.workspace_id };
-  const compiled = compileSegmentSet(await parseAll(session, segments));
+  const evaluated = await compilable(session, segments);
+  await session.run('segments_mark_evaluated', {
+    ...where,
+    now: options.now,
+    segment_ids: JSON.stringify(segments.map((segment) => segment.segment_id)),
+  });
+  if (evaluated.length === 0) return;
+  const compiled = compileSegmentSet(evaluated);
   await session.run('segments_create_evaluation_tables');
   if (scope === 'touched') await session.run('segments_scope_touched', where);
   await session.run('segments_choose', {
     ...where,
     backfill: scope === 'workspace',
-    segment_ids: JSON.stringify(segments.map((segment) => segment.segment_id)),
+    segment_ids: JSON.stringify(evaluated.map(({ segment }) => segment.segment_id)),
   });
   await session.runText(
     fillSlots(sql('segments_match'), {
@@ -112,7 +115,6 @@ async function evaluateWorkspace(
   await session.run('segments_record_history', { ...where, now: options.now });
   if (options.announce)
     await session.run('segments_queue_webhooks', { ...where, now: options.now });
-  await session.run('segments_mark_evaluated', { ...where, now: options.now });
   await session.run('segments_drop_evaluation_tables');
 }
 

@@ -229,6 +229,28 @@ describe('segment membership and webhooks', () => {
     expect((await listed()).every((segment) => segment.member_count === 1)).toBe(true);
   });
 
+  it('keeps ingesting when a segment names a metric whose definitions are gone and left nothing', async () => {
+    await defineMetric(env, tokens.tenant, {
+      metric_name: 'visits',
+      event_name: 'page_viewed',
+      value_kind: 'count',
+    });
+    await createSegment('visitors', { predicate: { metric: 'visits', op: 'gte', value: 1 } });
+    await createSegment('buyers');
+    const deleted = await call(
+      env.app,
+      tokens.tenant,
+      'DELETE',
+      '/v1/tenants/acme/metric-definitions?metric_name=visits&event_name=page_viewed',
+    );
+    expect(deleted.statusCode).toBe(204);
+    await send(order('ann@shop.test'), order('ann@shop.test'), {
+      identifiers: { email: 'ann@shop.test' },
+    });
+    expect(await members('buyers')).toEqual(['ann@shop.test']);
+    expect(await members('visitors')).toEqual([]);
+  });
+
   it('sends nothing for a change whose automation flag is off', async () => {
     await createSegment('silent', {
       automations: { on_enter: false, on_exit: false, on_backfill: false },
