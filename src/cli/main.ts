@@ -9,6 +9,7 @@ import { metricsCommand } from './commands/metrics.js';
 import { profilesCommand } from './commands/profiles.js';
 import { segmentsCommand } from './commands/segments.js';
 import { serveCommand } from './commands/serve.js';
+import { snapshotCommand } from './commands/snapshot.js';
 import { tenantsCommand } from './commands/tenants.js';
 import { tokensCommand } from './commands/tokens.js';
 import { webhooksCommand } from './commands/webhooks.js';
@@ -43,6 +44,7 @@ export function createCLI(): Command {
     .addCommand(profilesCommand())
     .addCommand(webhooksCommand())
     .addCommand(eraseCommand())
+    .addCommand(snapshotCommand())
     .addCommand(demoCommand())
     .addCommand(generateEventsCommand());
 }

@@ -3,6 +3,7 @@ import { buildApp } from '../api/app.js';
 import { type CollectorRuntime, openOwnedCollector } from '../collector/runtime.js';
 import type { Context } from '../context.js';
 import { IngestLoop } from '../ingest/loop.js';
+import { snapshotEvery } from '../store/snapshot.js';
 import { configuredSender } from '../webhooks/sender.js';
 
 export interface RunningServer {
@@ -23,6 +24,8 @@ export interface ServeOptions {
   logger: boolean;
   /** Run the ingest loop in this process (design §1: `--no-ingest` turns it off). */
   ingest: boolean;
+  /** Rewrite an analysts' snapshot this often (design §3: `--snapshot-every`). */
+  snapshot?: { path: string; everyMs: number };
 }
 
 export async function startServer(context: Context, options: ServeOptions): Promise<RunningServer> {
@@ -40,6 +43,9 @@ export async function startServer(context: Context, options: ServeOptions): Prom
   loop?.start({ watch: false });
   if (loop) collector.writer.onSealed = () => loop.tick();
   sender?.start();
+  const snapshots = options.snapshot
+    ? snapshotEvery(context.store, options.snapshot.path, options.snapshot.everyMs)
+    : null;
   let closing: Promise<void> | undefined;
   return {
     app,
@@ -55,6 +61,7 @@ export async function startServer(context: Context, options: ServeOptions): Prom
         await collector.close();
         await loop?.stop();
         await sender?.stop();
+        await snapshots?.stop();
         await context.store.close();
       })();
       return closing;

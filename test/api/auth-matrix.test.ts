@@ -226,6 +226,13 @@ const ROUTES: RouteCase[] = [
     expected: [401, 401, W, W, W, W, W],
   },
   {
+    route: 'write a snapshot',
+    method: 'POST',
+    url: '/v1/operator/snapshots',
+    body: { path: '/tmp/never-written.duckdb' },
+    expected: [401, 401, W, W, W, W, W],
+  },
+  {
     route: 'retry webhooks',
     method: 'POST',
     url: '/v1/operator/webhooks/retry',

@@ -1,5 +1,6 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type ChildServer, runCli, runJson, startCli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/context.js';
@@ -494,6 +495,58 @@ describe('cds CLI', () => {
       const usage = await remote('erase', '-t', 'acme', '-w', 'eu');
       expect(usage.code).toBe(1);
       expect(usage.stderr).toContain('give exactly one of --profile-id, --email, --phone');
+    });
+  });
+
+  describe('snapshot', () => {
+    const tablesOf = async (path: string) => {
+      const instance = await DuckDBInstance.create(path, { access_mode: 'READ_ONLY' });
+      const connection = await instance.connect();
+      const reader = await connection.runAndReadAll(
+        'SELECT table_name FROM duckdb_tables() ORDER BY table_name',
+      );
+      const names = reader.getRowObjectsJson().map((row) => row.table_name);
+      connection.closeSync();
+      instance.closeSync();
+      return names;
+    };
+
+    it("writes the analysts' tables to a new file, refuses to overwrite without --replace", async () => {
+      await cds('tenants', 'create', 'acme', '-w', 'eu');
+      const out = join(dir, 'analysts.duckdb');
+      const written = await cds('snapshot', out);
+      expect(written.code, written.stderr).toBe(0);
+      expect(written.stdout).toBe(
+        `Wrote ${out}: profiles 0, profile_metrics 0, segment_members 0, segment_history 0, events 0, segments 0\n`,
+      );
+      expect(await tablesOf(out)).toEqual([
+        'events',
+        'profile_metrics',
+        'profiles',
+        'segment_history',
+        'segment_members',
+        'segments',
+      ]);
+      const again = await cds('snapshot', out);
+      expect(again.code).toBe(1);
+      expect(again.stderr).toBe(`cds: path: ${out} already exists\n`);
+      expect((await cds('snapshot', out, '--replace')).code).toBe(0);
+    });
+
+    it('serve --snapshot-every keeps a snapshot in the data dir', async () => {
+      await cds('tenants', 'create', 'acme', '-w', 'eu');
+      const server = await startCli(
+        ['--data-dir', dir, 'serve', '--port', '0', '--quiet', '--snapshot-every', '0.5'],
+        LISTENING,
+      );
+      servers.push(server);
+      const path = join(dir, 'snapshot.duckdb');
+      for (let waited = 0; !existsSync(path) && waited < 10_000; waited += 100) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(await server.stop()).toBe(0);
+      servers = [];
+      expect(await tablesOf(path)).toContain('profiles');
     });
   });
 

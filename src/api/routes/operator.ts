@@ -4,12 +4,14 @@ import { z } from 'zod';
 import type { Context } from '../../context.js';
 import { idSchema } from '../../ids.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../store/cursor.js';
+import { writeSnapshot } from '../../store/snapshot.js';
 import { createTenant, issueTenantToken, listTenants } from '../../tenancy/tenants.js';
 import { listWebhooks, retryFailedWebhooks } from '../../webhooks/outbox.js';
 import { issuedTokenResponse, optionalBody, tenantParams, webhookResponse } from '../schemas.js';
 
 /**
- * Operator-only routes behind the CLI's `cds tenants`, `cds tokens issue-tenant` and `cds webhooks`.
+ * Operator-only routes behind the CLI's `cds tenants`, `cds tokens issue-tenant`, `cds webhooks`
+ * and `cds snapshot`.
  * Tenant tokens are issued by the operator, never by a tenant, and the webhook receiver is set per
  * environment: these routes take only the operator credential.
  */
@@ -100,5 +102,23 @@ export function operatorRoutes(app: FastifyInstance, context: Context): void {
     async (request) => ({
       requeued: await retryFailedWebhooks(context, request.body.webhook_id ?? null),
     }),
+  );
+  api.post(
+    '/v1/operator/snapshots',
+    {
+      config: { access: 'operator' },
+      schema: {
+        body: z.object({ path: z.string().min(1), replace: z.boolean().default(false) }),
+        response: {
+          201: z.object({ path: z.string(), rows: z.record(z.string(), z.number()) }),
+        },
+      },
+    },
+    async (request, reply) =>
+      reply
+        .code(201)
+        .send(
+          await writeSnapshot(context.store, request.body.path, { replace: request.body.replace }),
+        ),
   );
 }

@@ -1,4 +1,5 @@
-import { Command, Option } from 'commander';
+import { join, resolve } from 'node:path';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import type { GlobalOptions } from '../admin-client.js';
 import { openContext } from '../open-context.js';
 import { closeOnSignals, startServer } from '../serve.js';
@@ -8,6 +9,15 @@ interface ServeFlags {
   host?: string;
   quiet?: boolean;
   ingest: boolean;
+  snapshotEvery?: number;
+  snapshotPath?: string;
+}
+
+function positiveNumber(value: string): number {
+  const number = Number(value);
+  if (!Number.isFinite(number) || number <= 0)
+    throw new InvalidArgumentError('must be a positive number');
+  return number;
 }
 
 export function serveCommand(): Command {
@@ -17,6 +27,15 @@ export function serveCommand(): Command {
     .addOption(new Option('--host <host>', 'address to listen on').env('CDS_HOST'))
     .option('--quiet', 'no request log')
     .option('--no-ingest', 'do not ingest landing files in this process')
+    .option(
+      '--snapshot-every <seconds>',
+      "rewrite an analysts' snapshot this often",
+      positiveNumber,
+    )
+    .option(
+      '--snapshot-path <file>',
+      'where --snapshot-every writes (default <data-dir>/snapshot.duckdb)',
+    )
     .action(async (options: ServeFlags, command: Command) => {
       const globals = command.optsWithGlobals<GlobalOptions>();
       const context = await openContext({
@@ -24,7 +43,20 @@ export function serveCommand(): Command {
         port: options.port,
         host: options.host,
       });
-      const server = await startServer(context, { logger: !options.quiet, ingest: options.ingest });
+      const server = await startServer(context, {
+        logger: !options.quiet,
+        ingest: options.ingest,
+        ...(options.snapshotEvery === undefined
+          ? {}
+          : {
+              snapshot: {
+                path: resolve(
+                  options.snapshotPath ?? join(context.dataDir.root, 'snapshot.duckdb'),
+                ),
+                everyMs: options.snapshotEvery * 1000,
+              },
+            }),
+      });
       // Signals are handled before readiness is announced: a supervisor may stop us at once.
       const closed = closeOnSignals(server);
       process.stdout.write(`cds listening on ${server.url} (data: ${context.dataDir.root})\n`);

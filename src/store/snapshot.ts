@@ -1,0 +1,84 @@
+import { existsSync } from 'node:fs';
+import { rename, rm } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { ValidationError } from '../errors.js';
+import type { Store } from './database.js';
+
+/**
+ * What analysts get (design §3): profiles, their metric values, segment definitions, members and
+ * history, and stored events (identifier keys only, never values). Tokens, identifier ciphertext
+ * and the ingest bookkeeping stay behind.
+ */
+export const SNAPSHOT_TABLES = [
+  'profiles',
+  'profile_metrics',
+  'segments',
+  'segment_members',
+  'segment_history',
+  'events',
+] as const;
+
+export type SnapshotCounts = Record<(typeof SNAPSHOT_TABLES)[number], number>;
+
+const sqlString = (text: string) => `'${text.replaceAll("'", "''")}'`;
+
+/**
+ * Writes a consistent copy of the analysts' tables to a new DuckDB file. Nothing runs meanwhile,
+ * so the copy is one moment of the database; it is written beside `out` and renamed into place,
+ * so a reader never opens a half-written snapshot.
+ */
+export async function writeSnapshot(
+  store: Store,
+  out: string,
+  options: { replace: boolean },
+): Promise<{ path: string; rows: SnapshotCounts }> {
+  const path = resolve(out);
+  if (path === resolve(store.path)) {
+    throw ValidationError.field('path', 'is the live database file');
+  }
+  if (existsSync(path) && !options.replace) {
+    throw ValidationError.field('path', `${path} already exists`);
+  }
+  const partial = `${path}.partial`;
+  await Promise.all([rm(partial, { force: true }), rm(`${partial}.wal`, { force: true })]);
+  const rows = await store.exclusive(async (session) => {
+    await session.runText(`ATTACH ${sqlString(partial)} AS cds_snapshot`);
+    try {
+      for (const table of SNAPSHOT_TABLES) {
+        await session.runText(
+          `CREATE TABLE cds_snapshot.${table} AS SELECT * FROM cds.main.${table}`,
+        );
+      }
+      return (await session.one<SnapshotCounts>('snapshot_row_counts')) as SnapshotCounts;
+    } finally {
+      await session.run('snapshot_detach');
+    }
+  });
+  await rename(partial, path);
+  await rm(`${partial}.wal`, { force: true });
+  return { path, rows };
+}
+
+/** Rewrites the snapshot at `path` every `everyMs` (`cds serve --snapshot-every`). */
+export function snapshotEvery(
+  store: Store,
+  path: string,
+  everyMs: number,
+): { stop(): Promise<void> } {
+  let running: Promise<unknown> | null = null;
+  const timer = setInterval(() => {
+    running ??= writeSnapshot(store, path, { replace: true })
+      .catch((error: unknown) => {
+        process.stderr.write(`snapshot failed: ${(error as Error).message}\n`);
+      })
+      .finally(() => {
+        running = null;
+      });
+  }, everyMs);
+  return {
+    async stop() {
+      clearInterval(timer);
+      await running;
+    },
+  };
+}
