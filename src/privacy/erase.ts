@@ -1,7 +1,10 @@
+import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { type Context, nowIso } from '../context.js';
 import { NotFoundError } from '../errors.js';
 import type { Session, Store } from '../store/database.js';
+import { copySnapshot, DATA_DIR_SNAPSHOT } from '../store/snapshot.js';
 import { requireWorkspace } from '../tenancy/workspaces.js';
 
 export interface ErasedCounts {
@@ -100,7 +103,7 @@ export async function eraseProfile(
   };
   if (request.dryRun) return context.store.read(work);
   const result = await context.store.write(work);
-  scheduleRewrite(context.store);
+  scheduleRewrite(context.store, join(context.dataDir.root, DATA_DIR_SNAPSHOT));
   return result;
 }
 
@@ -109,15 +112,16 @@ const queuedRewrites = new WeakMap<Store, Promise<void>>();
 /**
  * The answer goes out once the erasure is committed; the file rewrite follows in the write queue,
  * so whatever comes next (a write, a checkpoint, closing the store) waits for it. Erasures that
- * arrive while one rewrite is still queued share it.
+ * arrive while one rewrite is still queued share it. A snapshot kept in the data directory is
+ * written again after it.
  */
-function scheduleRewrite(store: Store): void {
+function scheduleRewrite(store: Store, dataDirSnapshot: string): void {
   if (queuedRewrites.has(store)) return;
-  const rewrite = rewriteDatabaseFile(store, () => queuedRewrites.delete(store)).catch(
-    (error: unknown) => {
-      process.stderr.write(`rewriting the database file failed: ${(error as Error).message}\n`);
-    },
-  );
+  const rewrite = rewriteDatabaseFile(store, dataDirSnapshot, () =>
+    queuedRewrites.delete(store),
+  ).catch((error: unknown) => {
+    process.stderr.write(`rewriting the database file failed: ${(error as Error).message}\n`);
+  });
   queuedRewrites.set(store, rewrite);
 }
 
@@ -150,10 +154,14 @@ async function scrubFreeBlocks(session: Session): Promise<void> {
  * freed blocks; the blocks left free are filled with random rows. Afterwards no erased byte is in
  * the database file (design §15), and the side file is deleted.
  */
-async function rewriteDatabaseFile(store: Store, onStart?: () => void): Promise<void> {
+async function rewriteDatabaseFile(
+  store: Store,
+  dataDirSnapshot: string,
+  onStart: () => void,
+): Promise<void> {
   const side = `${store.path}.rewrite`;
   await store.exclusive(async (session) => {
-    onStart?.();
+    onStart();
     await Promise.all([rm(side, { force: true }), rm(`${side}.wal`, { force: true })]);
     await session.runText('FORCE CHECKPOINT');
     await session.runText(`ATTACH '${side.replaceAll("'", "''")}' AS cds_rewrite`);
@@ -170,6 +178,8 @@ async function rewriteDatabaseFile(store: Store, onStart?: () => void): Promise<
     }
     await session.runText('FORCE CHECKPOINT');
     await scrubFreeBlocks(session);
+    // A snapshot in the data directory would keep the erased rows: it is written again.
+    if (existsSync(dataDirSnapshot)) await copySnapshot(session, dataDirSnapshot);
   });
   await Promise.all([rm(side, { force: true }), rm(`${side}.wal`, { force: true })]);
 }

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { ValidationError } from '../errors.js';
-import type { Store } from './database.js';
+import type { Session, Store } from './database.js';
 
 /**
  * What analysts get (design §3): profiles, their metric values, segment definitions, members and
@@ -18,14 +18,16 @@ export const SNAPSHOT_TABLES = [
   'events',
 ] as const;
 
+/** Where `cds serve --snapshot-every` writes, in the data directory, unless told otherwise. */
+export const DATA_DIR_SNAPSHOT = 'snapshot.duckdb';
+
 export type SnapshotCounts = Record<(typeof SNAPSHOT_TABLES)[number], number>;
 
 const sqlString = (text: string) => `'${text.replaceAll("'", "''")}'`;
 
 /**
  * Writes a consistent copy of the analysts' tables to a new DuckDB file. Nothing runs meanwhile,
- * so the copy is one moment of the database; it is written beside `out` and renamed into place,
- * so a reader never opens a half-written snapshot.
+ * so the copy is one moment of the database.
  */
 export async function writeSnapshot(
   store: Store,
@@ -39,24 +41,32 @@ export async function writeSnapshot(
   if (existsSync(path) && !options.replace) {
     throw ValidationError.field('path', `${path} already exists`);
   }
+  const rows = await store.exclusive((session) => copySnapshot(session, path));
+  return { path, rows };
+}
+
+/**
+ * The copy itself, on a session that nothing else uses meanwhile (inside `Store.exclusive`). It is
+ * written beside `path` and renamed into place, so a reader never opens a half-written snapshot.
+ */
+export async function copySnapshot(session: Session, path: string): Promise<SnapshotCounts> {
   const partial = `${path}.partial`;
   await Promise.all([rm(partial, { force: true }), rm(`${partial}.wal`, { force: true })]);
-  const rows = await store.exclusive(async (session) => {
-    await session.runText(`ATTACH ${sqlString(partial)} AS cds_snapshot`);
-    try {
-      for (const table of SNAPSHOT_TABLES) {
-        await session.runText(
-          `CREATE TABLE cds_snapshot.${table} AS SELECT * FROM cds.main.${table}`,
-        );
-      }
-      return (await session.one<SnapshotCounts>('snapshot_row_counts')) as SnapshotCounts;
-    } finally {
-      await session.run('snapshot_detach');
+  await session.runText(`ATTACH ${sqlString(partial)} AS cds_snapshot`);
+  let rows: SnapshotCounts;
+  try {
+    for (const table of SNAPSHOT_TABLES) {
+      await session.runText(
+        `CREATE TABLE cds_snapshot.${table} AS SELECT * FROM cds.main.${table}`,
+      );
     }
-  });
+    rows = (await session.one<SnapshotCounts>('snapshot_row_counts')) as SnapshotCounts;
+  } finally {
+    await session.run('snapshot_detach');
+  }
   await rename(partial, path);
   await rm(`${partial}.wal`, { force: true });
-  return { path, rows };
+  return rows;
 }
 
 /** Rewrites the snapshot at `path` every `everyMs` (`cds serve --snapshot-every`). */

@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { DATA_DIR_SNAPSHOT, writeSnapshot } from '../../src/store/snapshot.js';
 import { openTestEnv, type TestEnv } from '../helpers/context.js';
 import { type EventSpec, envelope, registerEventTypes, sendServer } from '../helpers/events.js';
 import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
@@ -222,6 +223,8 @@ describe('erasure', () => {
         ),
       );
     const constraintsBefore = await constraints();
+    // A snapshot kept in the data directory (serve --snapshot-every) is written again too.
+    await writeSnapshot(env.context.store, join(env.dir, DATA_DIR_SNAPSHOT), { replace: false });
 
     expect((await erase(ann)).statusCode).toBe(200);
     // The answer comes before the file rewrite; the next checkpoint waits for it.

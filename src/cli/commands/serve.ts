@@ -1,5 +1,6 @@
 import { join, resolve } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { DATA_DIR_SNAPSHOT } from '../../store/snapshot.js';
 import type { GlobalOptions } from '../admin-client.js';
 import { openContext } from '../open-context.js';
 import { closeOnSignals, startServer } from '../serve.js';
@@ -51,7 +52,7 @@ export function serveCommand(): Command {
           : {
               snapshot: {
                 path: resolve(
-                  options.snapshotPath ?? join(context.dataDir.root, 'snapshot.duckdb'),
+                  options.snapshotPath ?? join(context.dataDir.root, DATA_DIR_SNAPSHOT),
                 ),
                 everyMs: options.snapshotEvery * 1000,
               },
