@@ -6,6 +6,8 @@ const GIVE_UP_AFTER_MS = 24 * 60 * 60 * 1000;
 const LONGEST_PAUSE_MS = 60 * 60 * 1000;
 const ATTEMPT_TIMEOUT_MS = 10_000;
 const BATCH = 1000;
+/** Requests in flight at once, so a round of a thousand rows does not open a thousand sockets. */
+const PARALLEL_ATTEMPTS = 32;
 
 interface DueWebhook {
   webhook_id: string;
@@ -92,11 +94,25 @@ export class WebhookSender {
         }),
       );
       if (due.length === 0) return sent;
-      const outcomes = await Promise.all(due.map((webhook) => this.attempt(webhook)));
+      const outcomes = await this.attemptAll(due);
       await this.record(due, outcomes);
       sent += due.length;
       if (due.length < BATCH) return sent;
     }
+  }
+
+  /** Attempts every row, at most `PARALLEL_ATTEMPTS` at a time; the errors in row order. */
+  private async attemptAll(due: DueWebhook[]): Promise<(string | null)[]> {
+    const errors: (string | null)[] = new Array(due.length).fill(null);
+    let next = 0;
+    const worker = async () => {
+      while (next < due.length) {
+        const index = next++;
+        errors[index] = await this.attempt(due[index] as DueWebhook);
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(PARALLEL_ATTEMPTS, due.length) }, worker));
+    return errors;
   }
 
   private async attempt(webhook: DueWebhook): Promise<string | null> {
