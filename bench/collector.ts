@@ -1,38 +1,18 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { generateEvents } from '../src/demo/generator.js';
-import { CDS_BIN, prepareDataDir, rate, TENANT, WORKSPACES } from './setup.js';
+import {
+  CDS_BIN,
+  prepareDataDir,
+  rate,
+  startChild,
+  stopChild,
+  TENANT,
+  WORKSPACES,
+} from './setup.js';
 
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = 32;
-
-function startChild(
-  command: string[],
-  ready: RegExp,
-  env: NodeJS.ProcessEnv = {},
-): Promise<{ child: ChildProcess; url: string }> {
-  const [program, ...args] = command;
-  const child = spawn(program as string, args, {
-    env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  return new Promise((resolve, reject) => {
-    let output = '';
-    child.stdout?.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = ready.exec(output);
-      if (match) resolve({ child, url: match[1] as string });
-    });
-    child.once('exit', (code) => reject(new Error(`${command.join(' ')} exited ${code}`)));
-  });
-}
-
-async function stopChild(child: ChildProcess): Promise<void> {
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  child.kill('SIGTERM');
-  await exited;
-}
 
 async function load(options: autocannon.Options): Promise<autocannon.Result> {
   return autocannon({ connections: CONNECTIONS, duration: SECONDS, ...options });

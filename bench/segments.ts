@@ -1,4 +1,3 @@
-import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -15,7 +14,7 @@ import { previewSegment } from '../src/segments/preview.js';
 import { openDataDir } from '../src/store/data-dir.js';
 import { Store } from '../src/store/database.js';
 import { issueToken } from '../src/tenancy/tokens.js';
-import { CDS_BIN, prepareDataDir, TENANT, WORKSPACES } from './setup.js';
+import { CDS_BIN, prepareDataDir, startChild, stopChild, TENANT, WORKSPACES } from './setup.js';
 
 const WORKSPACE = WORKSPACES[0];
 const CATEGORIES = ['shoes', 'bags', 'hats', 'belts', 'socks', 'coats', 'shirts', 'watches'];
@@ -204,29 +203,6 @@ async function benchFullEvaluation(context: Context, profiles: number): Promise<
   console.log(`    memberships: ${members[0]?.n.toLocaleString('en')}`);
 }
 
-function startServe(
-  dir: string,
-  env: NodeJS.ProcessEnv,
-): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(
-    process.execPath,
-    [CDS_BIN, '--data-dir', dir, 'serve', '--port', '0', '--quiet'],
-    {
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    },
-  );
-  return new Promise((resolve, reject) => {
-    let output = '';
-    child.stdout?.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-      const match = /cds listening on (http:\/\/\S+)/.exec(output);
-      if (match) resolve({ child, url: match[1] as string });
-    });
-    child.once('exit', (code) => reject(new Error(`cds serve exited ${code}`)));
-  });
-}
-
 /**
  * `cds serve` takes 5,000 events/s for `seconds`: page views of known customers and, in one event
  * of ten, the first order of a new customer, who enters a segment. Latency runs from the
@@ -267,11 +243,15 @@ async function benchWebhookLatency(seconds: number, landingMaxAgeMs: number): Pr
   });
   await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
   const { port } = receiver.address() as AddressInfo;
-  const server = await startServe(dir, {
-    CDS_WEBHOOK_URL: `http://127.0.0.1:${port}/hooks`,
-    CDS_WEBHOOK_SECRET: secret,
-    CDS_LANDING_MAX_AGE_MS: String(landingMaxAgeMs),
-  });
+  const server = await startChild(
+    [process.execPath, CDS_BIN, '--data-dir', dir, 'serve', '--port', '0', '--quiet'],
+    /cds listening on (http:\/\/\S+)/,
+    {
+      CDS_WEBHOOK_URL: `http://127.0.0.1:${port}/hooks`,
+      CDS_WEBHOOK_SECRET: secret,
+      CDS_LANDING_MAX_AGE_MS: String(landingMaxAgeMs),
+    },
+  );
 
   const perSecond = 5000;
   const tickMs = 20;
@@ -312,9 +292,7 @@ async function benchWebhookLatency(seconds: number, landingMaxAgeMs: number): Pr
   for (let waited = 0; arrivals.size < newCustomers && waited < 30_000; waited += 250) {
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
-  const exited = new Promise((resolve) => server.child.once('exit', resolve));
-  server.child.kill('SIGTERM');
-  await exited;
+  await stopChild(server.child);
   receiver.close();
 
   const store = await Store.open(openDataDir(dir).databasePath);

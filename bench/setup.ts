@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -72,4 +72,32 @@ export function timeCds(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Ti
 
 export function rate(count: number, seconds: number): string {
   return `${Math.round(count / seconds).toLocaleString('en')}/s`;
+}
+
+/** Starts a server process and resolves with its URL once `ready` matches its output. */
+export function startChild(
+  command: string[],
+  ready: RegExp,
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ child: ChildProcess; url: string }> {
+  const [program, ...args] = command;
+  const child = spawn(program as string, args, {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  return new Promise((resolve, reject) => {
+    let output = '';
+    child.stdout?.on('data', (chunk: Buffer) => {
+      output += chunk.toString();
+      const match = ready.exec(output);
+      if (match) resolve({ child, url: match[1] as string });
+    });
+    child.once('exit', (code) => reject(new Error(`${command.join(' ')} exited ${code}`)));
+  });
+}
+
+export async function stopChild(child: ChildProcess): Promise<void> {
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill('SIGTERM');
+  await exited;
 }
