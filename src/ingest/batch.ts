@@ -38,7 +38,8 @@ interface SetRow {
   tenant_id: string;
   workspace_id: string;
   source: EventSource;
-  key_ids: number[];
+  /** Comma-separated key ids. */
+  key_ids: string;
   first_event_id: string;
   first_at: string;
 }
@@ -143,7 +144,9 @@ async function resolveAndApply(session: Session, keyRing: KeyRing, now: string) 
     const identitySets: IdentitySet[] = scopeSets.map((row) => ({
       setId: row.set_id,
       source: row.source,
-      keys: row.key_ids.map((keyId) => (keyed[keyId] as KeyedIdentifier).identifier_key),
+      keys: row.key_ids
+        .split(',')
+        .map((keyId) => (keyed[Number(keyId)] as KeyedIdentifier).identifier_key),
       firstEventId: row.first_event_id,
       firstAt: row.first_at,
     }));
