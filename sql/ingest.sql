@@ -139,19 +139,23 @@ JOIN ingest_sets s USING (tenant_id, workspace_id, source, key_ids);
 SELECT set_id, tenant_id, workspace_id, source, array_to_string(key_ids, ',') AS key_ids, first_event_id, first_at
 FROM ingest_sets ORDER BY set_id;
 
-/* @name ingest_known_identifiers */
-SELECT i.tenant_id, i.workspace_id, i.identifier_key, i.profile_id, p.created_at
+/* @name ingest_find_known */
+-- The stored identifiers this batch names, found in one pass over profile_identifiers.
+CREATE TEMP TABLE ingest_known AS
+SELECT i.tenant_id, i.workspace_id, i.identifier_key, i.profile_id
 FROM profile_identifiers i
-JOIN ingest_id_map m ON m.tenant_id = i.tenant_id AND m.identifier_key = i.identifier_key
-JOIN profiles p ON p.tenant_id = i.tenant_id AND p.workspace_id = i.workspace_id AND p.profile_id = i.profile_id;
+JOIN ingest_id_map m ON m.tenant_id = i.tenant_id AND m.identifier_key = i.identifier_key;
+
+/* @name ingest_known_identifiers */
+SELECT k.tenant_id, k.workspace_id, k.identifier_key, k.profile_id, p.created_at
+FROM ingest_known k
+JOIN profiles p ON p.tenant_id = k.tenant_id AND p.workspace_id = k.workspace_id AND p.profile_id = k.profile_id;
 
 /* @name ingest_profile_type_counts */
 SELECT i.tenant_id, i.workspace_id, i.profile_id, i.identifier_type, count(*) AS n
 FROM profile_identifiers i
-WHERE (i.tenant_id, i.workspace_id, i.profile_id) IN (
-  SELECT p.tenant_id, p.workspace_id, p.profile_id FROM profile_identifiers p
-  JOIN ingest_id_map m ON m.tenant_id = p.tenant_id AND m.identifier_key = p.identifier_key
-)
+SEMI JOIN (SELECT DISTINCT tenant_id, workspace_id, profile_id FROM ingest_known) k
+  USING (tenant_id, workspace_id, profile_id)
 GROUP BY ALL;
 
 /* @name ingest_create_outcome_tables */
@@ -284,6 +288,7 @@ DROP TABLE IF EXISTS ingest_raw; DROP TABLE IF EXISTS ingest_checked; DROP TABLE
 DROP TABLE IF EXISTS ingest_identifiers; DROP TABLE IF EXISTS ingest_id_map; DROP TABLE IF EXISTS ingest_event_keys;
 DROP TABLE IF EXISTS ingest_sets; DROP TABLE IF EXISTS ingest_event_sets; DROP TABLE IF EXISTS ingest_resolution; DROP TABLE IF EXISTS ingest_new_profiles; DROP TABLE IF EXISTS ingest_new_identifiers;
 DROP TABLE IF EXISTS ingest_merges; DROP TABLE IF EXISTS ingest_conflicts; DROP TABLE IF EXISTS ingest_erased;
+DROP TABLE IF EXISTS ingest_known;
 
 /* @name ingest_stats */
 SELECT batches, files, events_ingested, duplicates, rejected, unparsable_lines, dropped_identifiers, last_batch_at, last_received_at

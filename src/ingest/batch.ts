@@ -119,6 +119,7 @@ async function resolveAndApply(session: Session, keyRing: KeyRing, now: string) 
 
   const sets = await session.all<SetRow>('ingest_identity_sets');
   const typeOfKey = new Map(keyed.map((row) => [row.identifier_key, row.identifier_type]));
+  await session.run('ingest_find_known');
   const known = groupByScope(await session.all<KnownRow>('ingest_known_identifiers'));
   const counts = groupByScope(await session.all<CountRow>('ingest_profile_type_counts'));
 
