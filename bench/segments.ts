@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { DEMO_METRICS } from '../src/cli/demo-setup.js';
 import { systemClock } from '../src/clock.js';
 import { loadConfig } from '../src/config.js';
 import type { Context } from '../src/context.js';
@@ -19,36 +20,12 @@ import { CDS_BIN, prepareDataDir, startChild, stopChild, TENANT, WORKSPACES } fr
 const WORKSPACE = WORKSPACES[0];
 const CATEGORIES = ['shoes', 'bags', 'hats', 'belts', 'socks', 'coats', 'shirts', 'watches'];
 
-const METRICS = [
-  { metric_name: 'orders', event_name: 'order_completed', value_kind: 'count' },
-  {
-    metric_name: 'revenue',
-    event_name: 'order_completed',
-    value_kind: 'property_number',
-    value_path: 'properties.total',
-  },
-  {
-    metric_name: 'page_views_30d',
-    event_name: 'page_viewed',
-    value_kind: 'count',
-    window_days: 30,
-  },
-  {
-    metric_name: 'last_category',
-    event_name: 'product_viewed',
-    value_kind: 'property_string',
-    value_path: 'properties.category',
-    aggregation: 'latest',
-  },
-  {
-    metric_name: 'recent_categories',
-    event_name: 'product_viewed',
-    value_kind: 'property_string',
-    value_path: 'properties.category',
-    aggregation: 'recent',
-    keep: 3,
-  },
-];
+/** Five of the demo store's metrics, one of them windowed. */
+const METRICS = DEMO_METRICS.filter((metric) =>
+  ['orders', 'revenue', 'page_views_7d', 'last_category', 'recent_categories'].includes(
+    metric.metric_name,
+  ),
+);
 
 function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -91,7 +68,7 @@ function segmentPredicates(): unknown[] {
       default:
         predicates.push({
           any: [
-            { metric: 'page_views_30d', op: 'gte', value: 55 + (i % 5) },
+            { metric: 'page_views_7d', op: 'gte', value: 55 + (i % 5) },
             {
               all: [
                 { not: { metric: 'last_category', op: 'in', value: [category, 'bags'] } },
@@ -137,12 +114,12 @@ async function seedProfiles(context: Context, profiles: number): Promise<void> {
       `INSERT INTO profile_metrics
        SELECT $tenant, $workspace, 'p_' || lpad(to_hex(i), 24, '0'), m.name,
          CASE m.name WHEN 'orders' THEN hash(i, 1) % 8 WHEN 'revenue' THEN (hash(i, 2) % 100000) / 100.0
-                     WHEN 'page_views_30d' THEN hash(i, 3) % 60 END,
+                     WHEN 'page_views_7d' THEN hash(i, 3) % 60 END,
          CASE WHEN m.name = 'last_category' THEN c.list[1 + (hash(i, 4) % 8)::BIGINT] END,
          CASE WHEN m.name = 'recent_categories'
            THEN [c.list[1 + (hash(i, 5) % 8)::BIGINT], c.list[1 + (hash(i, 6) % 8)::BIGINT]] END,
          TIMESTAMP '2026-03-01'
-       FROM range($n) t(i), (VALUES ('orders'), ('revenue'), ('page_views_30d'), ('last_category'), ('recent_categories')) m(name),
+       FROM range($n) t(i), (VALUES ('orders'), ('revenue'), ('page_views_7d'), ('last_category'), ('recent_categories')) m(name),
          (SELECT CAST($categories AS JSON)::VARCHAR[] AS list) c`,
       {
         tenant: TENANT,

@@ -22,7 +22,8 @@ const EVENT_TYPES: [string, { dedupEntity: string; dedupKeyPaths: string[] } | n
   ['order_completed', { dedupEntity: 'order', dedupKeyPaths: ['properties.order_id'] }],
 ];
 
-const METRICS = [
+/** A store's metrics; the segments benchmark uses them too. */
+export const DEMO_METRICS = [
   {
     metric_name: 'orders',
     event_name: 'order_completed',
@@ -87,7 +88,7 @@ const SEGMENTS = [
 export async function setUpDemo(context: Context): Promise<DemoTokens> {
   const tenant = await createTenant(context, DEMO_TENANT, [...DEMO_WORKSPACES]);
   for (const [name, dedup] of EVENT_TYPES) await putEventType(context, DEMO_TENANT, name, dedup);
-  for (const metric of METRICS) {
+  for (const metric of DEMO_METRICS) {
     await createMetricDefinition(context, DEMO_TENANT, metricDefinitionInputSchema.parse(metric));
   }
   for (const workspaceId of DEMO_WORKSPACES) {
