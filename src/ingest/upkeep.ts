@@ -9,16 +9,16 @@ import {
   needsDecay,
 } from '../metrics/materialize.js';
 import {
+  type EvaluationOptions,
   evaluateAwaitingSegments,
   evaluateTouchedProfiles,
   hasAwaitingSegments,
 } from '../segments/evaluate.js';
 import type { Session } from '../store/database.js';
 
-export interface UpkeepResult {
-  backfilled: boolean;
-  decayed: boolean;
-  segmentsEvaluated: number;
+/** Changes go to the webhook outbox only where a webhook URL is configured. */
+function evaluationOptions(context: Context, time: MetricTime): EvaluationOptions {
+  return { now: time.now, announce: context.config.webhook_url !== undefined };
 }
 
 /** Segment membership follows every metric step, in the step's transaction. */
@@ -27,10 +27,7 @@ export async function evaluateAfterMetricStep(
   session: Session,
   time: MetricTime,
 ): Promise<void> {
-  await evaluateTouchedProfiles(session, {
-    now: time.now,
-    announce: context.config.webhook_url !== undefined,
-  });
+  await evaluateTouchedProfiles(session, evaluationOptions(context, time));
   await endMetricStep(session);
 }
 
@@ -39,7 +36,7 @@ export async function evaluateAfterMetricStep(
  * metric definitions, let windowed values decay when a day begins, and evaluate segments created
  * or activated since the last pass.
  */
-export async function runUpkeep(context: Context): Promise<UpkeepResult> {
+export async function runUpkeep(context: Context): Promise<void> {
   const time = metricTime(nowIso(context));
   const due = await context.store.read(async (session) => ({
     backfill: await hasPendingBackfill(session),
@@ -58,13 +55,9 @@ export async function runUpkeep(context: Context): Promise<UpkeepResult> {
       await evaluateAfterMetricStep(context, session, time);
     });
   }
-  const segmentsEvaluated = due.segments
-    ? await context.store.write((session) =>
-        evaluateAwaitingSegments(session, {
-          now: time.now,
-          announce: context.config.webhook_url !== undefined,
-        }),
-      )
-    : 0;
-  return { backfilled: due.backfill, decayed: due.decay, segmentsEvaluated };
+  if (due.segments) {
+    await context.store.write((session) =>
+      evaluateAwaitingSegments(session, evaluationOptions(context, time)),
+    );
+  }
 }

@@ -87,11 +87,14 @@ async function evaluateWorkspace(
   const first = segments[0] as StoredSegment;
   const where = { tenant_id: first.tenant_id, workspace_id: first.workspace_id };
   const evaluated = await compilable(session, segments);
-  await session.run('segments_mark_evaluated', {
-    ...where,
-    now: options.now,
-    segment_ids: JSON.stringify(segments.map((segment) => segment.segment_id)),
-  });
+  if (scope === 'workspace') {
+    // Marked even when left out, so a segment that does not compile is not retried every pass.
+    await session.run('segments_mark_evaluated', {
+      ...where,
+      now: options.now,
+      segment_ids: JSON.stringify(segments.map((segment) => segment.segment_id)),
+    });
+  }
   if (evaluated.length === 0) return;
   const compiled = compileSegmentSet(evaluated);
   await session.run('segments_create_evaluation_tables');
@@ -138,10 +141,9 @@ export async function hasAwaitingSegments(session: Session): Promise<boolean> {
 export async function evaluateAwaitingSegments(
   session: Session,
   options: EvaluationOptions,
-): Promise<number> {
+): Promise<void> {
   const segments = await session.all<StoredSegment>('segments_awaiting_evaluation');
   for (const group of byWorkspace(segments)) {
     await evaluateWorkspace(session, group, 'workspace', options);
   }
-  return segments.length;
 }

@@ -140,14 +140,3 @@ export function parsePredicate(
   if (!predicate) throw new ValidationError(parser.issues);
   return predicate;
 }
-
-export function metricsOf(predicate: Predicate): string[] {
-  const names = new Set<string>();
-  const visit = (node: Predicate): void => {
-    if (node.kind === 'cmp') names.add(node.metric);
-    else if (node.kind === 'not') visit(node.of);
-    else node.of.forEach(visit);
-  };
-  visit(predicate);
-  return [...names];
-}

@@ -9,7 +9,7 @@ import type { Session, Store } from './database.js';
  * history, and stored events (identifier keys only, never values). Tokens, identifier ciphertext
  * and the ingest bookkeeping stay behind.
  */
-export const SNAPSHOT_TABLES = [
+const SNAPSHOT_TABLES = [
   'profiles',
   'profile_metrics',
   'segments',

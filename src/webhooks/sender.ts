@@ -30,7 +30,7 @@ export interface SenderOptions {
 }
 
 /** The body carries ids only (interface "Outbound events" 1), built the same for every attempt. */
-export function webhookBody(webhook: DueWebhook): string {
+function webhookBody(webhook: DueWebhook): string {
   return JSON.stringify({
     type: webhook.type,
     timestamp: webhook.created_at,
