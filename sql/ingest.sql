@@ -137,7 +137,7 @@ JOIN ingest_sets s USING (tenant_id, workspace_id, source, key_ids);
 /* @name ingest_identity_sets */
 -- key_ids travel as text ("3,17,42"): converting a list column to JS arrays row by row costs more.
 SELECT set_id, tenant_id, workspace_id, source, array_to_string(key_ids, ',') AS key_ids, first_event_id, first_at
-FROM ingest_sets ORDER BY set_id;
+FROM ingest_sets ANTI JOIN ingest_settled USING (set_id) ORDER BY set_id;
 
 /* @name ingest_find_known */
 -- The stored identifiers this batch names, found in one pass over profile_identifiers.
@@ -146,17 +146,48 @@ SELECT i.tenant_id, i.workspace_id, i.identifier_key, i.profile_id
 FROM profile_identifiers i
 JOIN ingest_id_map m ON m.tenant_id = i.tenant_id AND m.identifier_key = i.identifier_key;
 
-/* @name ingest_known_identifiers */
-SELECT k.tenant_id, k.workspace_id, k.identifier_key, k.profile_id, p.created_at
+/* @name ingest_settle_sets */
+-- A set whose keys are all stored, with one profile, goes to that profile and changes nothing:
+-- in a stream of returning customers most sets are such, and only the rest is resolved in JS.
+CREATE TEMP TABLE ingest_set_keys AS
+SELECT s.set_id, s.tenant_id, s.workspace_id, m.identifier_key
+FROM (SELECT set_id, tenant_id, workspace_id, unnest(key_ids) AS key_id FROM ingest_sets) s
+JOIN ingest_id_map m ON m.key_id = s.key_id;
+CREATE TEMP TABLE ingest_settled AS
+SELECT s.set_id, any_value(s.tenant_id) AS tenant_id, any_value(s.workspace_id) AS workspace_id,
+  min(k.profile_id) AS profile_id
+FROM ingest_set_keys s
+LEFT JOIN ingest_known k USING (tenant_id, workspace_id, identifier_key)
+GROUP BY s.set_id
+HAVING count(k.profile_id) = count(*) AND min(k.profile_id) = max(k.profile_id);
+CREATE TEMP TABLE ingest_open_known AS
+SELECT DISTINCT k.tenant_id, k.workspace_id, k.identifier_key, k.profile_id
 FROM ingest_known k
+SEMI JOIN (
+  SELECT tenant_id, workspace_id, identifier_key FROM ingest_set_keys
+  ANTI JOIN ingest_settled USING (set_id)
+) o USING (tenant_id, workspace_id, identifier_key);
+
+/* @name ingest_known_identifiers */
+-- What the sets left to resolve need: the stored owners of their keys.
+SELECT k.tenant_id, k.workspace_id, k.identifier_key, k.profile_id, p.created_at
+FROM ingest_open_known k
 JOIN profiles p ON p.tenant_id = k.tenant_id AND p.workspace_id = k.workspace_id AND p.profile_id = k.profile_id;
 
 /* @name ingest_profile_type_counts */
 SELECT i.tenant_id, i.workspace_id, i.profile_id, i.identifier_type, count(*) AS n
 FROM profile_identifiers i
-SEMI JOIN (SELECT DISTINCT tenant_id, workspace_id, profile_id FROM ingest_known) k
+SEMI JOIN (SELECT DISTINCT tenant_id, workspace_id, profile_id FROM ingest_open_known) k
   USING (tenant_id, workspace_id, profile_id)
 GROUP BY ALL;
+
+/* @name ingest_resolve_settled */
+-- A settled set's profile may have been merged by a set resolved after it: its events follow.
+INSERT INTO ingest_resolution
+SELECT s.set_id, coalesce(m.survivor_profile_id, s.profile_id)
+FROM ingest_settled s
+LEFT JOIN ingest_merges m
+  ON m.tenant_id = s.tenant_id AND m.workspace_id = s.workspace_id AND m.merged_profile_id = s.profile_id;
 
 /* @name ingest_create_outcome_tables */
 -- Filled by the appender from the identity resolution in src/identity/resolve.ts.
@@ -288,7 +319,8 @@ DROP TABLE IF EXISTS ingest_raw; DROP TABLE IF EXISTS ingest_checked; DROP TABLE
 DROP TABLE IF EXISTS ingest_identifiers; DROP TABLE IF EXISTS ingest_id_map; DROP TABLE IF EXISTS ingest_event_keys;
 DROP TABLE IF EXISTS ingest_sets; DROP TABLE IF EXISTS ingest_event_sets; DROP TABLE IF EXISTS ingest_resolution; DROP TABLE IF EXISTS ingest_new_profiles; DROP TABLE IF EXISTS ingest_new_identifiers;
 DROP TABLE IF EXISTS ingest_merges; DROP TABLE IF EXISTS ingest_conflicts; DROP TABLE IF EXISTS ingest_erased;
-DROP TABLE IF EXISTS ingest_known;
+DROP TABLE IF EXISTS ingest_known; DROP TABLE IF EXISTS ingest_set_keys; DROP TABLE IF EXISTS ingest_settled;
+DROP TABLE IF EXISTS ingest_open_known;
 
 /* @name ingest_stats */
 SELECT batches, files, events_ingested, duplicates, rejected, unparsable_lines, dropped_identifiers, last_batch_at, last_received_at

@@ -117,9 +117,10 @@ async function resolveAndApply(session: Session, keyRing: KeyRing, now: string) 
   await session.run('ingest_drop_erased');
   await session.run('ingest_group_sets');
 
+  await session.run('ingest_find_known');
+  await session.run('ingest_settle_sets');
   const sets = await session.all<SetRow>('ingest_identity_sets');
   const typeOfKey = new Map(keyed.map((row) => [row.identifier_key, row.identifier_type]));
-  await session.run('ingest_find_known');
   const known = groupByScope(await session.all<KnownRow>('ingest_known_identifiers'));
   const counts = groupByScope(await session.all<CountRow>('ingest_profile_type_counts'));
 
@@ -208,6 +209,7 @@ async function resolveAndApply(session: Session, keyRing: KeyRing, now: string) 
   await session.appendTemporary('ingest_new_identifiers', identifierRows);
   await session.appendTemporary('ingest_merges', mergeRows);
   await session.appendTemporary('ingest_conflicts', conflictRows);
+  await session.run('ingest_resolve_settled');
   await session.run('ingest_insert_profiles');
   await session.run('ingest_insert_identifiers');
   if (mergeRows.length > 0) {

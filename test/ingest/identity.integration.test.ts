@@ -109,6 +109,31 @@ describe('events to profiles', () => {
     ]);
   });
 
+  it('sends a returning visitor’s events to the survivor when a later event of the same batch merges their profile', async () => {
+    await server({ identifiers: { email: 'ann@shop.test' }, at: '2026-01-01T00:00:00Z' });
+    await browser({ anon: 'visitor-9', at: '2026-02-01T00:00:00Z' });
+    await env.ingest();
+    const visitorProfile = await env.context.store.read(async (session) =>
+      session.allText<{ profile_id: string }>(
+        "SELECT profile_id FROM events WHERE event_name = 'page_viewed'",
+      ),
+    );
+    const annProfile = (await lookup('email=ann@shop.test')) as string;
+    expect(visitorProfile[0]?.profile_id).not.toBe(annProfile);
+
+    // One batch: a page view of the known cookie alone, then the sign-up that links it to Ann.
+    await browser({ anon: 'visitor-9', at: '2026-03-01T00:00:00Z' });
+    await server({
+      name: 'signed_up',
+      identifiers: { cookie: 'visitor-9', email: 'ann@shop.test' },
+      at: '2026-03-01T00:01:00Z',
+    });
+    await env.ingest();
+    expect(await liveProfiles()).toBe(1);
+    expect(await count('events', `profile_id <> '${annProfile}'`)).toBe(0);
+    expect(await count('events')).toBe(4);
+  });
+
   it('normalises phone to E.164 (Indian by default) and email to trimmed lowercase', async () => {
     await server({ identifiers: { email: ' Foo@Bar.COM ', phone: '98765 43210' } });
     await env.ingest();
