@@ -37,7 +37,8 @@ async function seed(context: Context, events: number): Promise<void> {
          'p_' || lpad(to_hex(i % $profiles), 24, '0'), 'server',
          TIMESTAMP '2026-01-01' + INTERVAL (i % 5000000) SECOND, TIMESTAMP '2026-03-01',
          json_object('order_id', 'o' || i, 'total', i % 500, 'category', 'shoes'),
-         [md5('key' || (i % $profiles))], TIMESTAMP '2026-03-01'
+         [md5('key' || (i % $profiles))], TIMESTAMP '2026-03-01',
+         md5_number($tenant || '/' || $workspace || '/order_completed/id:' || i)
        FROM range($events) t(i)`,
       params,
     );

@@ -36,7 +36,7 @@ SELECT DISTINCT $tenant_id, $workspace_id, identifier_key, $now::TIMESTAMP FROM 
 );
 
 /* @name erasure_blank_events */
-UPDATE events SET event_id = '', dedup_key = '', properties = NULL, identifier_keys = [], profile_id = ''
+UPDATE events SET event_id = '', dedup_key = '', dedup_hash = 0, properties = NULL, identifier_keys = [], profile_id = ''
 WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster);
 
 /* @name erasure_drop_events */

@@ -4,61 +4,73 @@
 /* @name ingest_already_done */
 SELECT path FROM ingested_files WHERE list_contains(CAST($paths AS JSON)::VARCHAR[], path);
 
+/* @name ingest_catalog */
+-- What the stage checks lines against, bound into it as constants.
+SELECT
+  (SELECT coalesce(list(tenant_id || '/' || workspace_id), []) FROM workspaces)::JSON::VARCHAR AS workspaces,
+  (SELECT coalesce(json_group_object(tenant_id || '/' || event_name, json_object(
+     'entity', dedup_entity, 'paths', list_transform(dedup_key_paths, path -> '$.' || path[12:]))), '{}')
+   FROM event_types)::VARCHAR AS event_types;
+
 /* @name ingest_stage */
--- Insertion order is kept: rowid follows the files in the order given, then their lines.
-CREATE TEMP TABLE ingest_raw AS
-SELECT * FROM read_json(CAST($paths AS JSON)::VARCHAR[],
-  format = 'newline_delimited', filename = true, ignore_errors = true,
-  columns = {
-    received_at: 'VARCHAR', source: 'VARCHAR', collector_id: 'VARCHAR',
-    event: 'STRUCT(envelop_version VARCHAR, id VARCHAR, name VARCHAR, tenant_id VARCHAR, workspace_id VARCHAR, anon_id VARCHAR, occured_at VARCHAR, properties JSON)'
-  });
-
-/* @name ingest_check */
+-- Every line parsed, checked and given its dedup key in one pass over the files. It is a plain
+-- projection of read_json, so rowid follows the files in the order given, then their lines (a
+-- join would reorder them): workspaces and event types come in as constants ($workspaces as
+-- "tenant/workspace", $event_types by "tenant/event_name").
+-- utc_timestamp: a string ending in Z takes the plain cast, four times cheaper than the
+-- time-zone-aware one, which only explicit offsets need (a plain cast would drop them).
+CREATE OR REPLACE TEMP MACRO utc_timestamp(text) AS CASE
+  WHEN ends_with(text, 'Z') THEN try_cast(text AS TIMESTAMP)
+  ELSE try_cast(text AS TIMESTAMPTZ)::TIMESTAMP
+END;
 CREATE TEMP TABLE ingest_checked AS
-WITH parsed AS (
-  SELECT r.rowid AS seq, r.filename AS file,
-    try_cast(r.received_at AS TIMESTAMPTZ)::TIMESTAMP AS received_at, r.source,
-    r.event.envelop_version AS envelop_version, r.event.id AS event_id, r.event.name AS event_name,
-    r.event.tenant_id AS tenant_id, r.event.workspace_id AS workspace_id, r.event.anon_id AS anon_id,
-    try_cast(r.event.occured_at AS TIMESTAMPTZ)::TIMESTAMP AS occured_at, r.event.properties AS properties
-  FROM ingest_raw r
-)
-SELECT p.*,
+SELECT file, received_at, source, event_id, event_name, tenant_id, workspace_id, anon_id, occured_at, properties,
   CASE
-    WHEN p.event_id IS NULL OR p.received_at IS NULL OR p.source NOT IN ('browser', 'server') THEN 'unparsable_line'
-    WHEN p.envelop_version IS DISTINCT FROM '1.0' THEN 'unsupported_envelop_version'
-    WHEN w.workspace_id IS NULL THEN 'unknown_workspace'
-    WHEN t.event_name IS NULL THEN 'unknown_event_type'
-    WHEN p.occured_at IS NULL THEN 'invalid_occured_at'
-    WHEN p.source = 'browser' AND (p.anon_id IS NULL OR NOT starts_with(p.anon_id, 'cookie:')) THEN 'missing_anon_id'
+    WHEN event_id IS NULL OR received_at IS NULL OR source NOT IN ('browser', 'server') THEN 'unparsable_line'
+    WHEN envelop_version IS DISTINCT FROM '1.0' THEN 'unsupported_envelop_version'
+    WHEN NOT known_workspace THEN 'unknown_workspace'
+    WHEN event_type IS NULL THEN 'unknown_event_type'
+    WHEN occured_at IS NULL THEN 'invalid_occured_at'
+    WHEN source = 'browser' AND (anon_id IS NULL OR NOT starts_with(anon_id, 'cookie:')) THEN 'missing_anon_id'
   END AS reject_reason,
-  CASE
-    WHEN t.dedup_key_paths IS NULL THEN 'id:' || p.event_id
-    ELSE t.dedup_entity || ':' || array_to_string(
-      list_transform(t.dedup_key_paths, path -> coalesce(json_extract_string(p.properties, '$.' || path[12:]), '')), '|')
-  END AS dedup_key
-FROM parsed p
-LEFT JOIN workspaces w ON w.tenant_id = p.tenant_id AND w.workspace_id = p.workspace_id
-LEFT JOIN event_types t ON t.tenant_id = p.tenant_id AND t.event_name = p.event_name;
-
-/* @name ingest_release_raw */
--- ingest_checked holds all of it now; the raw copy only costs memory.
-DROP TABLE ingest_raw;
+  dedup_key,
+  md5_number(tenant_id || '/' || workspace_id || '/' || event_name || '/' || dedup_key) AS dedup_hash
+FROM (
+  SELECT *,
+    CASE
+      WHEN event_type.paths IS NULL THEN 'id:' || event_id
+      ELSE event_type.entity || ':' || array_to_string(
+        list_transform(event_type.paths, path -> coalesce(json_extract_string(properties, path), '')), '|')
+    END AS dedup_key
+  FROM (
+    SELECT r.filename AS file, utc_timestamp(r.received_at) AS received_at, r.source,
+      r.event.envelop_version AS envelop_version, r.event.id AS event_id, r.event.name AS event_name,
+      r.event.tenant_id AS tenant_id, r.event.workspace_id AS workspace_id, r.event.anon_id AS anon_id,
+      utc_timestamp(r.event.occured_at) AS occured_at, r.event.properties AS properties,
+      coalesce(list_contains(CAST($workspaces AS JSON)::VARCHAR[], r.event.tenant_id || '/' || r.event.workspace_id), false)
+        AS known_workspace,
+      (CAST($event_types AS JSON)::MAP(VARCHAR, STRUCT(entity VARCHAR, paths VARCHAR[])))[r.event.tenant_id || '/' || r.event.name]
+        AS event_type
+    FROM read_json(CAST($paths AS JSON)::VARCHAR[],
+      format = 'newline_delimited', filename = true, ignore_errors = true,
+      columns = {
+        received_at: 'VARCHAR', source: 'VARCHAR', collector_id: 'VARCHAR',
+        event: 'STRUCT(envelop_version VARCHAR, id VARCHAR, name VARCHAR, tenant_id VARCHAR, workspace_id VARCHAR, anon_id VARCHAR, occured_at VARCHAR, properties JSON)'
+      }) r
+  )
+);
 
 /* @name ingest_mark_duplicates */
--- First seen wins: within the batch by order, across batches against stored events.
+-- First seen wins: within the batch by order, across batches against stored events' hashes.
 CREATE TEMP TABLE ingest_accepted AS
-SELECT c.* FROM (
-  SELECT *, row_number() OVER (PARTITION BY tenant_id, workspace_id, event_name, dedup_key ORDER BY seq) AS nth
-  FROM ingest_checked WHERE reject_reason IS NULL
-) c
-WHERE c.nth = 1
-  AND NOT EXISTS (
-    SELECT 1 FROM events e
-    WHERE e.tenant_id = c.tenant_id AND e.workspace_id = c.workspace_id
-      AND e.event_name = c.event_name AND e.dedup_key = c.dedup_key
-  );
+SELECT c.rowid AS seq, c.* EXCLUDE (reject_reason)
+FROM ingest_checked c
+SEMI JOIN (
+  SELECT min(n.rowid) AS seq
+  FROM ingest_checked n ANTI JOIN events e ON e.dedup_hash = n.dedup_hash
+  WHERE n.reject_reason IS NULL
+  GROUP BY n.dedup_hash
+) f ON f.seq = c.rowid;
 
 /* @name ingest_extract_identifiers */
 -- anon_id first, then properties.identifiers in the order written; only declared types, and on
@@ -83,21 +95,58 @@ JOIN identifier_types t ON t.tenant_id = c.tenant_id AND t.identifier_type = c.i
 WHERE c.raw_value IS NOT NULL
   AND (c.source = 'server' OR c.identifier_type IN ('cookie', 'device_id'));
 
-/* @name ingest_distinct_identifier_values */
-SELECT DISTINCT tenant_id, identifier_type, raw_value FROM ingest_identifiers;
+/* @name ingest_create_lookup_pads */
+-- Filled by the appender with each tenant's HMAC pads (TenantKeys.lookupPads), for this batch only.
+CREATE TEMP TABLE ingest_lookup_pads (tenant_id VARCHAR, inner_pad BLOB, outer_pad BLOB);
+CREATE TEMP TABLE ingest_js_normalized (tenant_id VARCHAR, identifier_type VARCHAR, raw_value VARCHAR, normalized VARCHAR);
 
-/* @name ingest_create_id_map */
--- Filled by the appender: key_id numbers the distinct keys of this batch.
-CREATE TEMP TABLE ingest_id_map (
-  tenant_id VARCHAR, identifier_type VARCHAR, raw_value VARCHAR, key_id INTEGER, identifier_key VARCHAR
+/* @name ingest_distinct_values */
+-- Each distinct value once (design §10). Printable ASCII values of types other than phone are
+-- normalised here, where trim and lower give what JavaScript's do; phones (libphonenumber) and
+-- any other value are normalised in JS (src/identity/normalize.ts).
+CREATE TEMP TABLE ingest_values AS
+SELECT tenant_id, identifier_type, raw_value, in_js,
+  CASE WHEN NOT in_js THEN nullif(CASE WHEN identifier_type = 'email' THEN lower(trim(raw_value)) ELSE trim(raw_value) END, '') END
+    AS normalized
+FROM (
+  SELECT tenant_id, identifier_type, raw_value, identifier_type = 'phone' OR NOT regexp_full_match(raw_value, '[ -~]*') AS in_js
+  FROM (SELECT DISTINCT tenant_id, identifier_type, raw_value FROM ingest_identifiers)
 );
+
+/* @name ingest_batch_tenants */
+SELECT DISTINCT tenant_id FROM ingest_values;
+
+/* @name ingest_values_for_js */
+SELECT tenant_id, identifier_type, raw_value FROM ingest_values WHERE in_js;
+
+/* @name ingest_key_values */
+-- Placeholders are dropped ($placeholders by "tenant/type", compared lowercased, as stored; JS
+-- did that for its own values), the rest keyed as TenantKeys.identifierKey does:
+-- base64url(HMAC-SHA256(tenant lookup key, type ":" normalised)). key_id numbers the keys of the batch.
+CREATE TEMP TABLE ingest_id_map AS
+SELECT v.tenant_id, v.identifier_type, v.raw_value, v.normalized, row_number() OVER ()::INTEGER AS key_id,
+  translate(rtrim(to_base64(unhex(sha256(p.outer_pad || unhex(sha256(
+    p.inner_pad || encode(v.identifier_type || ':' || v.normalized)))))), '='), '+/', '-_') AS identifier_key
+FROM (
+  SELECT v.tenant_id, v.identifier_type, v.raw_value, coalesce(v.normalized, j.normalized) AS normalized, v.in_js
+  FROM ingest_values v
+  LEFT JOIN ingest_js_normalized j USING (tenant_id, identifier_type, raw_value)
+) v
+JOIN ingest_lookup_pads p USING (tenant_id)
+WHERE v.normalized IS NOT NULL
+  AND (v.in_js OR NOT (
+    list_contains(coalesce((CAST($placeholders AS JSON)::MAP(VARCHAR, VARCHAR[]))[v.tenant_id || '/' || v.identifier_type], []), lower(v.normalized))
+    OR list_contains(coalesce((CAST($placeholders AS JSON)::MAP(VARCHAR, VARCHAR[]))[v.tenant_id || '/' || v.identifier_type], []), lower(trim(v.raw_value)))));
+
+/* @name ingest_dropped_values */
+SELECT (SELECT count(*) FROM ingest_values) - (SELECT count(*) FROM ingest_id_map) AS dropped;
 
 /* @name ingest_group_event_keys */
 -- One row per event: its keys in the order given, as strings to store and as numbers to group by.
 -- list_sort on {ord, …} orders them: an ordered aggregate, list(… ORDER BY ord), is far slower.
 CREATE TEMP TABLE ingest_event_keys AS
 WITH entries AS (
-  SELECT i.seq, list_sort(list({'ord': i.ord, 'key_id': m.key_id, 'key': m.identifier_key})) AS entries
+  SELECT i.seq, list_sort(list({'ord': i.ord, 'key_id': m.key_id, 'key': m.identifier_key, 'type': m.identifier_type})) AS entries
   FROM ingest_identifiers i
   JOIN ingest_id_map m
     ON m.raw_value = i.raw_value AND m.tenant_id = i.tenant_id AND m.identifier_type = i.identifier_type
@@ -105,7 +154,8 @@ WITH entries AS (
 )
 SELECT a.seq, a.tenant_id, a.workspace_id, a.source,
   list_transform(e.entries, entry -> entry.key_id) AS key_ids,
-  list_transform(e.entries, entry -> entry.key) AS keys
+  list_transform(e.entries, entry -> entry.key) AS keys,
+  list_transform(e.entries, entry -> entry.type) AS types
 FROM ingest_accepted a JOIN entries e USING (seq);
 
 /* @name ingest_drop_erased */
@@ -125,7 +175,7 @@ DELETE FROM ingest_accepted WHERE seq IN (SELECT seq FROM ingest_erased);
 -- order of first use.
 CREATE TEMP TABLE ingest_sets AS
 SELECT row_number() OVER (ORDER BY min(k.seq)) AS set_id, k.tenant_id, k.workspace_id, k.source, k.key_ids,
-  min(k.seq) AS first_seq, arg_min(a.event_id, a.seq) AS first_event_id, arg_min(a.occured_at, a.seq) AS first_at
+  any_value(k.keys) AS keys, any_value(k.types) AS types, min(k.seq) AS first_seq, arg_min(a.event_id, a.seq) AS first_event_id, arg_min(a.occured_at, a.seq) AS first_at
 FROM ingest_event_keys k JOIN ingest_accepted a USING (seq)
 GROUP BY k.tenant_id, k.workspace_id, k.source, k.key_ids;
 
@@ -135,8 +185,10 @@ FROM ingest_event_keys k
 JOIN ingest_sets s USING (tenant_id, workspace_id, source, key_ids);
 
 /* @name ingest_identity_sets */
--- key_ids travel as text ("3,17,42"): converting a list column to JS arrays row by row costs more.
-SELECT set_id, tenant_id, workspace_id, source, array_to_string(key_ids, ',') AS key_ids, first_event_id, first_at
+-- Keys and their types travel as text ("k1,k2"): converting list columns to JS arrays costs more.
+-- Neither base64url keys nor type names hold a comma.
+SELECT set_id, tenant_id, workspace_id, source, array_to_string(keys, ',') AS keys, array_to_string(types, ',') AS types,
+  first_event_id, first_at
 FROM ingest_sets ANTI JOIN ingest_settled USING (set_id) ORDER BY set_id;
 
 /* @name ingest_find_known */
@@ -195,8 +247,9 @@ CREATE TEMP TABLE ingest_resolution (set_id INTEGER, profile_id VARCHAR);
 CREATE TEMP TABLE ingest_new_profiles (tenant_id VARCHAR, workspace_id VARCHAR, profile_id VARCHAR, created_at VARCHAR);
 CREATE TEMP TABLE ingest_new_identifiers (
   tenant_id VARCHAR, workspace_id VARCHAR, identifier_key VARCHAR, identifier_type VARCHAR, profile_id VARCHAR,
-  ciphertext BLOB, masked_value VARCHAR, first_seen_at VARCHAR
+  first_seen_at VARCHAR
 );
+CREATE TEMP TABLE ingest_sealed (tenant_id VARCHAR, identifier_key VARCHAR, ciphertext BLOB, masked_value VARCHAR);
 CREATE TEMP TABLE ingest_merges (
   tenant_id VARCHAR, workspace_id VARCHAR, merged_profile_id VARCHAR, survivor_profile_id VARCHAR, event_id VARCHAR
 );
@@ -209,10 +262,16 @@ CREATE TEMP TABLE ingest_conflicts (
 INSERT INTO profiles (tenant_id, workspace_id, profile_id, created_at, last_seen_at, merged_into)
 SELECT tenant_id, workspace_id, profile_id, created_at::TIMESTAMP, created_at::TIMESTAMP, NULL FROM ingest_new_profiles;
 
+/* @name ingest_values_to_seal */
+-- The normalised value of each new identifier, to encrypt and mask in JS; only the new ones cross.
+SELECT DISTINCT n.tenant_id, n.identifier_key, n.identifier_type, m.normalized
+FROM ingest_new_identifiers n JOIN ingest_id_map m USING (tenant_id, identifier_key);
+
 /* @name ingest_insert_identifiers */
 INSERT INTO profile_identifiers (tenant_id, workspace_id, identifier_key, identifier_type, profile_id, ciphertext, masked_value, first_seen_at)
-SELECT tenant_id, workspace_id, identifier_key, identifier_type, profile_id, ciphertext, masked_value, first_seen_at::TIMESTAMP
-FROM ingest_new_identifiers;
+SELECT n.tenant_id, n.workspace_id, n.identifier_key, n.identifier_type, n.profile_id, s.ciphertext, s.masked_value,
+  n.first_seen_at::TIMESTAMP
+FROM ingest_new_identifiers n JOIN ingest_sealed s USING (tenant_id, identifier_key);
 
 /* @name ingest_record_merges */
 INSERT INTO profile_merges
@@ -255,26 +314,29 @@ INSERT INTO identity_conflicts
 SELECT tenant_id, workspace_id, profile_id, other_profile_id, identifier_type, reason, event_id, $now::TIMESTAMP
 FROM ingest_conflicts;
 
+/* @name ingest_assign_profiles */
+-- The profile each event goes to, with its keys: what every step after resolution reads.
+CREATE TEMP TABLE ingest_event_profiles AS
+SELECT k.seq, k.keys, r.profile_id
+FROM ingest_event_keys k JOIN ingest_event_sets USING (seq) JOIN ingest_resolution r USING (set_id);
+
 /* @name ingest_insert_events */
 -- properties.identifiers is replaced by the keys: no identifier value is stored with an event.
-INSERT INTO events
-SELECT a.tenant_id, a.workspace_id, a.event_id, a.event_name, a.dedup_key, r.profile_id, a.source, a.occured_at,
-  a.received_at,
+INSERT INTO events (tenant_id, workspace_id, event_id, event_name, dedup_key, dedup_hash, profile_id, source,
+  occured_at, received_at, properties, identifier_keys, ingested_at)
+SELECT a.tenant_id, a.workspace_id, a.event_id, a.event_name, a.dedup_key, a.dedup_hash, p.profile_id, a.source,
+  a.occured_at, a.received_at,
   CASE WHEN a.properties IS NULL THEN '{}'::JSON
        WHEN json_exists(a.properties, '$.identifiers') THEN json_merge_patch(a.properties, '{"identifiers":null}')
        ELSE a.properties END,
-  k.keys, $now::TIMESTAMP
-FROM ingest_accepted a
-JOIN ingest_event_keys k USING (seq)
-JOIN ingest_event_sets USING (seq)
-JOIN ingest_resolution r USING (set_id);
+  p.keys, $now::TIMESTAMP
+FROM ingest_accepted a JOIN ingest_event_profiles p USING (seq);
 
 /* @name ingest_touch_profiles */
 UPDATE profiles p SET last_seen_at = greatest(p.last_seen_at, x.last_at)
 FROM (
-  SELECT k.tenant_id, k.workspace_id, r.profile_id, max(a.occured_at) AS last_at
-  FROM ingest_accepted a JOIN ingest_event_keys k USING (seq)
-  JOIN ingest_event_sets USING (seq) JOIN ingest_resolution r USING (set_id)
+  SELECT a.tenant_id, a.workspace_id, e.profile_id, max(a.occured_at) AS last_at
+  FROM ingest_accepted a JOIN ingest_event_profiles e USING (seq)
   GROUP BY ALL
 ) x
 WHERE p.tenant_id = x.tenant_id AND p.workspace_id = x.workspace_id AND p.profile_id = x.profile_id;
@@ -293,7 +355,7 @@ SELECT
   (SELECT count(*) FROM ingest_checked WHERE reject_reason IS NULL) AS valid,
   (SELECT count(*) FROM ingest_accepted) AS first_seen,
   (SELECT count(*) FROM ingest_erased) AS erased,
-  (SELECT count(*) FROM ingest_accepted a WHERE EXISTS (SELECT 1 FROM ingest_event_keys k WHERE k.seq = a.seq)) AS stored,
+  (SELECT count(*) FROM ingest_event_profiles) AS stored,
   (SELECT count(*) FROM ingest_checked WHERE reject_reason IS NOT NULL) AS rejected,
   (SELECT count(*) FROM ingest_checked WHERE reject_reason = 'unparsable_line') AS unparsable,
   (SELECT max(received_at) FROM ingest_checked) AS last_received_at;
@@ -315,8 +377,9 @@ UPDATE ingest_stats SET
 WHERE id = 1;
 
 /* @name ingest_drop_temporaries */
-DROP TABLE IF EXISTS ingest_raw; DROP TABLE IF EXISTS ingest_checked; DROP TABLE IF EXISTS ingest_accepted;
-DROP TABLE IF EXISTS ingest_identifiers; DROP TABLE IF EXISTS ingest_id_map; DROP TABLE IF EXISTS ingest_event_keys;
+DROP TABLE IF EXISTS ingest_checked; DROP TABLE IF EXISTS ingest_event_profiles; DROP TABLE IF EXISTS ingest_accepted;
+DROP TABLE IF EXISTS ingest_identifiers; DROP TABLE IF EXISTS ingest_id_map; DROP TABLE IF EXISTS ingest_values;
+DROP TABLE IF EXISTS ingest_lookup_pads; DROP TABLE IF EXISTS ingest_js_normalized; DROP TABLE IF EXISTS ingest_sealed; DROP TABLE IF EXISTS ingest_event_keys;
 DROP TABLE IF EXISTS ingest_sets; DROP TABLE IF EXISTS ingest_event_sets; DROP TABLE IF EXISTS ingest_resolution; DROP TABLE IF EXISTS ingest_new_profiles; DROP TABLE IF EXISTS ingest_new_identifiers;
 DROP TABLE IF EXISTS ingest_merges; DROP TABLE IF EXISTS ingest_conflicts; DROP TABLE IF EXISTS ingest_erased;
 DROP TABLE IF EXISTS ingest_known; DROP TABLE IF EXISTS ingest_set_keys; DROP TABLE IF EXISTS ingest_settled;

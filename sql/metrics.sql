@@ -93,11 +93,11 @@ FROM metric_definitions WHERE backfilled_at IS NULL;
 -- Every profile the batch stored an event for is touched (its segments are evaluated again); only
 -- the events some definition reads are copied, with the profile they now belong to.
 INSERT INTO metric_touched
-SELECT DISTINCT a.tenant_id, a.workspace_id, r.profile_id
-FROM ingest_accepted a JOIN ingest_event_sets USING (seq) JOIN ingest_resolution r USING (set_id);
+SELECT DISTINCT a.tenant_id, a.workspace_id, p.profile_id
+FROM ingest_accepted a JOIN ingest_event_profiles p USING (seq);
 CREATE TEMP TABLE metric_sources AS
-SELECT a.tenant_id, a.workspace_id, r.profile_id, a.event_name, a.occured_at, a.properties
-FROM ingest_accepted a JOIN ingest_event_sets USING (seq) JOIN ingest_resolution r USING (set_id)
+SELECT a.tenant_id, a.workspace_id, p.profile_id, a.event_name, a.occured_at, a.properties
+FROM ingest_accepted a JOIN ingest_event_profiles p USING (seq)
 WHERE EXISTS (
   SELECT 1 FROM metric_applying d
   WHERE d.tenant_id = a.tenant_id AND d.event_name = a.event_name AND d.workspace_scope IN ('*', a.workspace_id)

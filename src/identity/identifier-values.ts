@@ -9,10 +9,6 @@ export interface RawIdentifier {
   raw_value: string;
 }
 
-export interface KeyedIdentifier extends RawIdentifier {
-  identifier_key: string;
-}
-
 /** A usable identifier value, kept in memory only for the batch, to encrypt it if it is new. */
 export interface IdentifierValue {
   tenantId: string;
@@ -26,53 +22,39 @@ export class PlaceholderRules {
 
   add(tenantId: string, type: string, values: readonly string[]): void {
     const builtIn = [...(BUILT_IN_PLACEHOLDERS['*'] ?? []), ...(BUILT_IN_PLACEHOLDERS[type] ?? [])];
-    this.byTenantType.set(`${tenantId}\0${type}`, new Set([...builtIn, ...values]));
+    this.byTenantType.set(`${tenantId}/${type}`, new Set([...builtIn, ...values]));
   }
 
   /** Compared after normalisation, and lowercased, as the lists are stored. */
   isPlaceholder(tenantId: string, type: string, raw: string, normalized: string): boolean {
-    const values = this.byTenantType.get(`${tenantId}\0${type}`);
+    const values = this.byTenantType.get(`${tenantId}/${type}`);
     if (!values) return false;
     return values.has(normalized.toLowerCase()) || values.has(raw.trim().toLowerCase());
   }
-}
 
-export interface KeyedIdentifiers {
-  keyed: KeyedIdentifier[];
-  values: Map<string, IdentifierValue>;
-  dropped: number;
+  /** The lists by `tenant/type`, as ingest binds them into SQL. */
+  toJson(): string {
+    return JSON.stringify(
+      Object.fromEntries([...this.byTenantType].map(([scope, values]) => [scope, [...values]])),
+    );
+  }
 }
 
 /**
- * Normalises each distinct raw value once (design §10), drops placeholders and values that cannot
- * be normalised, and keys the rest with the tenant's HMAC.
+ * Normalises the values SQL leaves to JavaScript (design §10), with null for a value that cannot
+ * be normalised (an invalid phone) or is a placeholder.
  */
-export function keyIdentifiers(
+export function normalizeInJs(
   raws: RawIdentifier[],
   placeholders: PlaceholderRules,
-  keyRing: KeyRing,
-): KeyedIdentifiers {
-  const keyed: KeyedIdentifier[] = [];
-  const values = new Map<string, IdentifierValue>();
-  let dropped = 0;
-  for (const raw of raws) {
+): [string, string, string, string | null][] {
+  return raws.map((raw) => {
     const normalized = normalizeIdentifier(raw.identifier_type, raw.raw_value);
-    if (
-      normalized === null ||
-      placeholders.isPlaceholder(raw.tenant_id, raw.identifier_type, raw.raw_value, normalized)
-    ) {
-      dropped += 1;
-      continue;
-    }
-    const key = keyRing.forTenant(raw.tenant_id).identifierKey(raw.identifier_type, normalized);
-    keyed.push({ ...raw, identifier_key: key });
-    values.set(`${raw.tenant_id}\0${key}`, {
-      tenantId: raw.tenant_id,
-      type: raw.identifier_type,
-      normalized,
-    });
-  }
-  return { keyed, values, dropped };
+    const usable =
+      normalized !== null &&
+      !placeholders.isPlaceholder(raw.tenant_id, raw.identifier_type, raw.raw_value, normalized);
+    return [raw.tenant_id, raw.identifier_type, raw.raw_value, usable ? normalized : null];
+  });
 }
 
 export function sealIdentifier(

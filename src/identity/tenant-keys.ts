@@ -3,6 +3,8 @@ import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } f
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 const IVS_PER_DRAW = 4096;
+/** SHA-256's block size: a 32-byte key is zero-padded to it. */
+const HMAC_BLOCK_BYTES = 64;
 
 /**
  * Random IVs drawn from the system CSPRNG in bulk: one draw per IV cost more than AES-GCM itself
@@ -51,6 +53,19 @@ export class TenantKeys {
   /** `HMAC-SHA256(tenant key, type ":" normalised)`, base64url: the opaque identifier key. */
   identifierKey(type: string, normalized: string): string {
     return createHmac('sha256', this.lookupKey).update(`${type}:${normalized}`).digest('base64url');
+  }
+
+  /**
+   * The HMAC pads of the look-up key (RFC 2104), for ingest to key a batch's identifiers in SQL
+   * exactly as `identifierKey` does.
+   */
+  lookupPads(): { inner: Buffer; outer: Buffer } {
+    const block = Buffer.alloc(HMAC_BLOCK_BYTES);
+    this.lookupKey.copy(block);
+    return {
+      inner: Buffer.from(block.map((byte) => byte ^ 0x36)),
+      outer: Buffer.from(block.map((byte) => byte ^ 0x5c)),
+    };
   }
 
   /** `iv || tag || ciphertext`. */

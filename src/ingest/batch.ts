@@ -2,9 +2,7 @@ import { unlink } from 'node:fs/promises';
 import type { EventSource } from '../collector/envelope.js';
 import { type Context, nowIso } from '../context.js';
 import {
-  type IdentifierValue,
-  type KeyedIdentifier,
-  keyIdentifiers,
+  normalizeInJs,
   PlaceholderRules,
   type RawIdentifier,
   sealIdentifier,
@@ -38,8 +36,9 @@ interface SetRow {
   tenant_id: string;
   workspace_id: string;
   source: EventSource;
-  /** Comma-separated key ids. */
-  key_ids: string;
+  /** Comma-separated identifier keys, and their types in the same order. */
+  keys: string;
+  types: string;
   first_event_id: string;
   first_at: string;
 }
@@ -62,7 +61,12 @@ interface CountRow {
 
 const scopeOf = (tenantId: string, workspaceId: string) => `${tenantId}\0${workspaceId}`;
 
-async function loadRules(session: Session, tenants: string[]) {
+interface TenantRules {
+  placeholders: PlaceholderRules;
+  maxPerProfile: Map<string, Map<string, number>>;
+}
+
+async function loadRules(session: Session, tenants: string[]): Promise<TenantRules> {
   const rows = await session.all<{
     tenant_id: string;
     identifier_type: string;
@@ -95,24 +99,61 @@ function groupByScope<T extends { tenant_id: string; workspace_id: string }>(
 }
 
 /**
+ * Keys each distinct identifier value of the batch (design §10): SQL normalises what it can, JS
+ * the rest, placeholders are dropped, and SQL computes the HMAC keys (`ingest_id_map`).
+ */
+async function keyValues(
+  session: Session,
+  keyRing: KeyRing,
+): Promise<{ rules: TenantRules; dropped: number }> {
+  await session.run('ingest_extract_identifiers');
+  await session.run('ingest_distinct_values');
+  const tenants = (await session.all<{ tenant_id: string }>('ingest_batch_tenants')).map(
+    (row) => row.tenant_id,
+  );
+  const rules = await loadRules(session, tenants);
+  await session.run('ingest_create_lookup_pads');
+  await session.appendTemporary(
+    'ingest_lookup_pads',
+    tenants.map((tenantId) => {
+      const pads = keyRing.forTenant(tenantId).lookupPads();
+      return [tenantId, pads.inner, pads.outer];
+    }),
+  );
+  const inJs = await session.all<RawIdentifier>('ingest_values_for_js');
+  await session.appendTemporary('ingest_js_normalized', normalizeInJs(inJs, rules.placeholders));
+  await session.run('ingest_key_values', { placeholders: rules.placeholders.toJson() });
+  const dropped = (await session.one<{ dropped: number }>('ingest_dropped_values'))?.dropped ?? 0;
+  return { rules, dropped };
+}
+
+/** Encrypts and masks the batch's new identifiers: only their values come to JS. */
+async function sealNewIdentifiers(session: Session, keyRing: KeyRing): Promise<void> {
+  const values = await session.all<{
+    tenant_id: string;
+    identifier_key: string;
+    identifier_type: string;
+    normalized: string;
+  }>('ingest_values_to_seal');
+  await session.appendTemporary(
+    'ingest_sealed',
+    values.map((row) => {
+      const sealed = sealIdentifier(keyRing, {
+        tenantId: row.tenant_id,
+        type: row.identifier_type,
+        normalized: row.normalized,
+      });
+      return [row.tenant_id, row.identifier_key, sealed.ciphertext, sealed.masked];
+    }),
+  );
+}
+
+/**
  * Resolves every workspace's identity sets against what the store knows and writes the outcome:
  * new profiles and identifiers, merges, conflicts, and which profile each set's events go to.
  */
 async function resolveAndApply(session: Session, keyRing: KeyRing, now: string) {
-  const raws = await session.all<RawIdentifier>('ingest_distinct_identifier_values');
-  const rules = await loadRules(session, [...new Set(raws.map((raw) => raw.tenant_id))]);
-  const { keyed, values, dropped } = keyIdentifiers(raws, rules.placeholders, keyRing);
-  await session.run('ingest_create_id_map');
-  await session.appendTemporary(
-    'ingest_id_map',
-    keyed.map((row, keyId) => [
-      row.tenant_id,
-      row.identifier_type,
-      row.raw_value,
-      keyId,
-      row.identifier_key,
-    ]),
-  );
+  const { rules, dropped } = await keyValues(session, keyRing);
   await session.run('ingest_group_event_keys');
   await session.run('ingest_drop_erased');
   await session.run('ingest_group_sets');
@@ -120,7 +161,6 @@ async function resolveAndApply(session: Session, keyRing: KeyRing, now: string) 
   await session.run('ingest_find_known');
   await session.run('ingest_settle_sets');
   const sets = await session.all<SetRow>('ingest_identity_sets');
-  const typeOfKey = new Map(keyed.map((row) => [row.identifier_key, row.identifier_type]));
   const known = groupByScope(await session.all<KnownRow>('ingest_known_identifiers'));
   const counts = groupByScope(await session.all<CountRow>('ingest_profile_type_counts'));
 
@@ -143,15 +183,19 @@ async function resolveAndApply(session: Session, keyRing: KeyRing, now: string) 
     for (const row of counts.get(scope) ?? []) {
       profiles.get(row.profile_id)?.typeCounts.set(row.identifier_type, row.n);
     }
-    const identitySets: IdentitySet[] = scopeSets.map((row) => ({
-      setId: row.set_id,
-      source: row.source,
-      keys: row.key_ids
-        .split(',')
-        .map((keyId) => (keyed[Number(keyId)] as KeyedIdentifier).identifier_key),
-      firstEventId: row.first_event_id,
-      firstAt: row.first_at,
-    }));
+    const typeOfKey = new Map<string, string>();
+    const identitySets: IdentitySet[] = scopeSets.map((row) => {
+      const keys = row.keys.split(',');
+      const types = row.types.split(',');
+      for (const [index, key] of keys.entries()) typeOfKey.set(key, types[index] as string);
+      return {
+        setId: row.set_id,
+        source: row.source,
+        keys,
+        firstEventId: row.first_event_id,
+        firstAt: row.first_at,
+      };
+    });
     const resolution: Resolution = resolveIdentities({
       tenantId,
       workspaceId,
@@ -168,16 +212,12 @@ async function resolveAndApply(session: Session, keyRing: KeyRing, now: string) 
       profileRows.push([tenantId, workspaceId, profile.profileId, profile.createdAt]);
     }
     for (const identifier of resolution.newIdentifiers) {
-      const value = values.get(`${tenantId}\0${identifier.key}`) as IdentifierValue;
-      const sealed = sealIdentifier(keyRing, value);
       identifierRows.push([
         tenantId,
         workspaceId,
         identifier.key,
-        value.type,
+        typeOfKey.get(identifier.key) as string,
         identifier.profileId,
-        sealed.ciphertext,
-        sealed.masked,
         identifier.firstSeenAt,
       ]);
     }
@@ -209,6 +249,7 @@ async function resolveAndApply(session: Session, keyRing: KeyRing, now: string) 
   await session.appendTemporary('ingest_new_identifiers', identifierRows);
   await session.appendTemporary('ingest_merges', mergeRows);
   await session.appendTemporary('ingest_conflicts', conflictRows);
+  await sealNewIdentifiers(session, keyRing);
   await session.run('ingest_resolve_settled');
   await session.run('ingest_insert_profiles');
   await session.run('ingest_insert_identifiers');
@@ -271,12 +312,13 @@ export async function ingestBatch(context: Context, paths: string[]): Promise<Ba
   const hashing = digestFiles(pending);
   const result = await context.store.write(async (session) => {
     const now = nowIso(context);
-    await session.run('ingest_stage', { paths: files });
-    await session.run('ingest_check');
-    await session.run('ingest_release_raw');
+    const catalog = (await session.one<{ workspaces: string; event_types: string }>(
+      'ingest_catalog',
+    )) as { workspaces: string; event_types: string };
+    await session.run('ingest_stage', { paths: files, ...catalog });
     await session.run('ingest_mark_duplicates');
-    await session.run('ingest_extract_identifiers');
     const identity = await resolveAndApply(session, context.keyRing, now);
+    await session.run('ingest_assign_profiles');
     await session.run('ingest_insert_events', { now });
     await session.run('ingest_touch_profiles');
     const time = metricTime(now);

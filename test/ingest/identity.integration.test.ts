@@ -115,7 +115,7 @@ describe('events to profiles', () => {
     await env.ingest();
     const visitorProfile = await env.context.store.read(async (session) =>
       session.allText<{ profile_id: string }>(
-        "SELECT profile_id FROM events WHERE event_name = 'page_viewed'",
+        "SELECT profile_id FROM events WHERE event_name = 'page_viewed' AND source = 'browser'",
       ),
     );
     const annProfile = (await lookup('email=ann@shop.test')) as string;
@@ -150,6 +150,25 @@ describe('events to profiles', () => {
       value: '+919876543210',
       masked_value: '+91******3210',
     });
+  });
+
+  it('keys values normalised in SQL and in JS alike, as the lookup computes them', async () => {
+    // Printable ASCII is normalised in SQL; tabs, newlines and non-ASCII letters in JS.
+    await server(
+      { identifiers: { email: ' Back\\Slash@Shop.TEST ' } },
+      { identifiers: { email: '\tBob@Shop.Test\n' } },
+      { identifiers: { email: ' Zoë@Example.COM ' } },
+      { identifiers: { email: 'null' } },
+    );
+    await env.ingest();
+    const profiles = await Promise.all(
+      ['back%5Cslash@shop.test', 'bob@shop.test', encodeURIComponent('zoë@example.com')].map(
+        (email) => lookup(`email=${email}`),
+      ),
+    );
+    expect(profiles.every((id) => typeof id === 'string')).toBe(true);
+    expect(new Set(profiles).size).toBe(3);
+    expect(await count('profile_identifiers')).toBe(3);
   });
 
   it('never links on a placeholder value, built-in or the tenant’s own', async () => {
