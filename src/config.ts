@@ -38,6 +38,14 @@ const configSchema = z.object({
   /** Collector requests a tenant may send per second before 429. */
   collector_rate_limit: z.coerce.number().int().positive().default(1000),
   master_key: z.string().optional(),
+  /**
+   * DuckDB's buffer pool limit (`384MB`, `2GB`); unset, DuckDB takes 80% of RAM. The database never
+   * spills to disk, so an operation needing more fails and rolls back.
+   */
+  memory_limit: z
+    .string()
+    .regex(/^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i, 'must be a size such as 384MB or 2GB')
+    .optional(),
 });
 
 export type Config = z.infer<typeof configSchema>;

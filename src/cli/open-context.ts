@@ -9,6 +9,6 @@ import { Store } from '../store/database.js';
 export async function openContext(flags: ConfigInput): Promise<Context> {
   const config = loadConfig(flags);
   const dataDir = openDataDir(config.data_dir, config.master_key);
-  const store = await Store.open(dataDir.databasePath);
+  const store = await Store.open(dataDir.databasePath, { memoryLimit: config.memory_limit });
   return { store, config, dataDir, clock: systemClock, keyRing: new KeyRing(dataDir.masterKey) };
 }

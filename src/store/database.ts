@@ -118,10 +118,19 @@ export class Store {
     this.idleReaders.push(...readers);
   }
 
-  static async open(path: string): Promise<Store> {
+  /**
+   * Opens the file with spilling turned off: ingest's temporary tables hold identifier values
+   * until they are keyed, and a spill would write them to disk beside the database. A query that
+   * needs more than `memoryLimit` (DuckDB's buffer pool; default 80% of RAM) then fails instead,
+   * and its transaction rolls back.
+   */
+  static async open(path: string, options: { memoryLimit?: string } = {}): Promise<Store> {
     let instance: DuckDBInstance;
     try {
-      instance = await DuckDBInstance.fromCache(path);
+      instance = await DuckDBInstance.fromCache(path, {
+        temp_directory: '',
+        ...(options.memoryLimit ? { memory_limit: options.memoryLimit } : {}),
+      });
     } catch (error) {
       throw lockError(path, error);
     }

@@ -64,6 +64,17 @@ describe('Store', () => {
     expect(await store.read((session) => session.all('list_tenants'))).toHaveLength(1);
   });
 
+  it('never spills to disk, and holds DuckDB to the memory limit it is given', async () => {
+    const store = await Store.open(join(tempDir(), 'cds.duckdb'), { memoryLimit: '384MB' });
+    opened.push(store);
+    const [settings] = await store.read((session) =>
+      session.allText<{ memory_limit: string; temp_directory: string }>(
+        "SELECT current_setting('memory_limit') AS memory_limit, current_setting('temp_directory') AS temp_directory",
+      ),
+    );
+    expect(settings).toEqual({ memory_limit: '366.2 MiB', temp_directory: '' });
+  });
+
   it('serialises concurrent writes', async () => {
     const store = await Store.open(join(tempDir(), 'cds.duckdb'));
     opened.push(store);
@@ -116,6 +127,9 @@ describe('configuration', () => {
     );
     expect(() => loadConfig({ data_dir: tempDir() }, { CDS_WEBHOOK_SECRET: 'secret' })).toThrow(
       /config\.webhook_secret/,
+    );
+    expect(() => loadConfig({ data_dir: tempDir() }, { CDS_MEMORY_LIMIT: 'lots' })).toThrow(
+      /config\.memory_limit: must be a size such as 384MB or 2GB/,
     );
   });
 });
