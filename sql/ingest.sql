@@ -95,8 +95,9 @@ JOIN identifier_types t ON t.tenant_id = c.tenant_id AND t.identifier_type = c.i
 WHERE c.raw_value IS NOT NULL
   AND (c.source = 'server' OR c.identifier_type IN ('cookie', 'device_id'));
 
-/* @name ingest_create_lookup_pads */
--- Filled by the appender with each tenant's HMAC pads (TenantKeys.lookupPads), for this batch only.
+/* @name ingest_create_keying_tables */
+-- Filled by the appender, for this batch only: each tenant's HMAC pads (TenantKeys.lookupPads),
+-- and the values JS normalised.
 CREATE TEMP TABLE ingest_lookup_pads (tenant_id VARCHAR, inner_pad BLOB, outer_pad BLOB);
 CREATE TEMP TABLE ingest_js_normalized (tenant_id VARCHAR, identifier_type VARCHAR, raw_value VARCHAR, normalized VARCHAR);
 

@@ -112,7 +112,7 @@ async function keyValues(
     (row) => row.tenant_id,
   );
   const rules = await loadRules(session, tenants);
-  await session.run('ingest_create_lookup_pads');
+  await session.run('ingest_create_keying_tables');
   await session.appendTemporary(
     'ingest_lookup_pads',
     tenants.map((tenantId) => {
