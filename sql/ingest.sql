@@ -129,15 +129,16 @@ SELECT v.tenant_id, v.identifier_type, v.raw_value, v.normalized, row_number() O
   translate(rtrim(to_base64(unhex(sha256(p.outer_pad || unhex(sha256(
     p.inner_pad || encode(v.identifier_type || ':' || v.normalized)))))), '='), '+/', '-_') AS identifier_key
 FROM (
-  SELECT v.tenant_id, v.identifier_type, v.raw_value, coalesce(v.normalized, j.normalized) AS normalized, v.in_js
+  SELECT v.tenant_id, v.identifier_type, v.raw_value, coalesce(v.normalized, j.normalized) AS normalized, v.in_js,
+    coalesce((CAST($placeholders AS JSON)::MAP(VARCHAR, VARCHAR[]))[v.tenant_id || '/' || v.identifier_type], [])
+      AS placeholders
   FROM ingest_values v
   LEFT JOIN ingest_js_normalized j USING (tenant_id, identifier_type, raw_value)
 ) v
 JOIN ingest_lookup_pads p USING (tenant_id)
 WHERE v.normalized IS NOT NULL
-  AND (v.in_js OR NOT (
-    list_contains(coalesce((CAST($placeholders AS JSON)::MAP(VARCHAR, VARCHAR[]))[v.tenant_id || '/' || v.identifier_type], []), lower(v.normalized))
-    OR list_contains(coalesce((CAST($placeholders AS JSON)::MAP(VARCHAR, VARCHAR[]))[v.tenant_id || '/' || v.identifier_type], []), lower(trim(v.raw_value)))));
+  AND (v.in_js OR NOT (list_contains(v.placeholders, lower(v.normalized))
+                       OR list_contains(v.placeholders, lower(trim(v.raw_value)))));
 
 /* @name ingest_dropped_values */
 SELECT (SELECT count(*) FROM ingest_values) - (SELECT count(*) FROM ingest_id_map) AS dropped;
