@@ -2,6 +2,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Fastify from 'fastify';
+import { encodeLines } from '../src/collector/landing-writer.js';
 import { landingWriter } from '../src/collector/runtime.js';
 import { loadConfig } from '../src/config.js';
 
@@ -15,7 +16,9 @@ const app = Fastify({ bodyLimit: 1024 * 1024 });
 app.post('/v1/events', async (request, reply) => {
   const receivedAt = new Date().toISOString();
   const text = `{"received_at":"${receivedAt}","source":"browser","collector_id":"${writer.collectorId}","event":${JSON.stringify(request.body)}}\n`;
-  await writer.append([{ tenantId: 'bench', workspaceId: 'store-a', receivedAt, text }]);
+  await writer.append(
+    encodeLines([{ tenantId: 'bench', workspaceId: 'store-a', receivedAt, text }]),
+  );
   return reply.code(202).send({ accepted: 1 });
 });
 const address = await app.listen({ port: 0, host: '127.0.0.1' });

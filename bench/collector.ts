@@ -62,15 +62,37 @@ export async function benchCollector(): Promise<void> {
     /bare listening on (http:\/\/\S+)/,
   );
   try {
+    // The single-event runs come first, before the batch run leaves hundreds of MiB to write
+    // back, and in the order cds, bare, bare, cds, so that drift in disk latency falls on both.
+    const single = JSON.stringify(browserEvents(1)[0]);
+    const headers = {
+      'content-type': 'application/json',
+      'x-tenant-id': TENANT,
+      'x-workspace-id': WORKSPACES[0],
+    };
+    const singleRun = (url: string) =>
+      load({ url: `${url}/v1/events`, method: 'POST', headers, body: single });
+    const cdsFirst = await singleRun(cds.url);
+    const bareFirst = await singleRun(bare.url);
+    const bareSecond = await singleRun(bare.url);
+    const cdsSecond = await singleRun(cds.url);
+    const cdsAcknowledged = cdsFirst['2xx'] + cdsSecond['2xx'];
+    const bareAcknowledged = bareFirst['2xx'] + bareSecond['2xx'];
+    console.log(
+      `single-event endpoint: cds ${rate(cdsAcknowledged, 2 * SECONDS)} (p99 ${Math.max(cdsFirst.latency.p99, cdsSecond.latency.p99)} ms, non-2xx ${cdsFirst.non2xx + cdsSecond.non2xx})`,
+    );
+    console.log(
+      `bare Fastify route with the same append: ${rate(bareAcknowledged, 2 * SECONDS)} (p99 ${Math.max(bareFirst.latency.p99, bareSecond.latency.p99)} ms)`,
+    );
+    console.log(
+      `ratio cds / bare: ${(cdsAcknowledged / bareAcknowledged).toFixed(2)} (target >= 0.7)`,
+    );
+
     const batch = JSON.stringify({ events: browserEvents(500) });
     const batchRun = await load({
       url: `${cds.url}/v1/events/batch`,
       method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'x-tenant-id': TENANT,
-        'x-workspace-id': WORKSPACES[0],
-      },
+      headers,
       body: batch,
       connections: 8,
     });
@@ -78,34 +100,6 @@ export async function benchCollector(): Promise<void> {
     console.log(
       `batch endpoint (500 events a request): ${rate(batchEvents, SECONDS)} events acknowledged durably, p99 ${batchRun.latency.p99} ms, non-2xx ${batchRun.non2xx} (target >= 150,000/s)`,
     );
-
-    const single = JSON.stringify(browserEvents(1)[0]);
-    const headers = {
-      'content-type': 'application/json',
-      'x-tenant-id': TENANT,
-      'x-workspace-id': WORKSPACES[0],
-    };
-    const cdsSingle = await load({
-      url: `${cds.url}/v1/events`,
-      method: 'POST',
-      headers,
-      body: single,
-    });
-    const bareSingle = await load({
-      url: `${bare.url}/v1/events`,
-      method: 'POST',
-      headers,
-      body: single,
-    });
-    const cdsRate = cdsSingle['2xx'] / SECONDS;
-    const bareRate = bareSingle['2xx'] / SECONDS;
-    console.log(
-      `single-event endpoint: cds ${rate(cdsSingle['2xx'], SECONDS)} (p99 ${cdsSingle.latency.p99} ms, non-2xx ${cdsSingle.non2xx})`,
-    );
-    console.log(
-      `bare Fastify route with the same append: ${rate(bareSingle['2xx'], SECONDS)} (p99 ${bareSingle.latency.p99} ms)`,
-    );
-    console.log(`ratio cds / bare: ${(cdsRate / bareRate).toFixed(2)} (target >= 0.7)`);
   } finally {
     await stopChild(cds.child);
     await stopChild(bare.child);

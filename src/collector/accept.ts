@@ -7,7 +7,6 @@ import {
   MAX_EVENT_BYTES,
 } from './envelope.js';
 import type { LandingLine } from './landing-writer.js';
-import type { Registry } from './registry.js';
 
 export interface Rejection {
   index: number;
@@ -23,6 +22,12 @@ export interface IntakeScope {
   workspaceId: string | null;
 }
 
+/** The registry look-ups an event needs: its workspace and its event type must exist. */
+export interface EventCatalog {
+  hasWorkspace(tenantId: string, workspaceId: string): boolean;
+  hasEventType(tenantId: string, eventName: string): boolean;
+}
+
 /** Why one event was refused: a snake_case code and the field at fault. */
 interface Fault {
   code: string;
@@ -30,8 +35,13 @@ interface Fault {
   reason: string;
 }
 
+/** A UTF-16 code unit takes at most 3 bytes in UTF-8, so most lines need no byte count. */
+function exceedsEventBytes(text: string): boolean {
+  return text.length * 3 > MAX_EVENT_BYTES && Buffer.byteLength(text) > MAX_EVENT_BYTES;
+}
+
 function check(
-  registry: Registry,
+  registry: EventCatalog,
   raw: unknown,
   scope: IntakeScope,
   receivedAt: string,
@@ -74,7 +84,7 @@ function check(
     };
   }
   const text = landingLineText(receivedAt, scope.source, collectorId, event);
-  if (Buffer.byteLength(text) > MAX_EVENT_BYTES) {
+  if (exceedsEventBytes(text)) {
     return {
       code: 'event_too_large',
       path: 'event',
@@ -91,7 +101,7 @@ export interface IntakeWithFaults {
 }
 
 export function intake(
-  registry: Registry,
+  registry: EventCatalog,
   raws: unknown[],
   scope: IntakeScope,
   receivedAt: string,

@@ -22,6 +22,14 @@ export interface LandingLine {
   text: string;
 }
 
+/** Lines of one partition, already encoded: what the writer appends. */
+export interface LandingChunk {
+  tenantId: string;
+  workspaceId: string;
+  receivedAt: string;
+  data: Uint8Array;
+}
+
 interface OpenFile {
   handle: FileHandle;
   openPath: string;
@@ -30,7 +38,7 @@ interface OpenFile {
 }
 
 interface Pending {
-  lines: LandingLine[];
+  chunks: LandingChunk[];
   resolve: () => void;
   reject: (error: unknown) => void;
 }
@@ -40,15 +48,42 @@ export function newCollectorId(): string {
   return `c${process.pid}x${randomBytes(3).toString('hex')}`;
 }
 
-function partitionOf(line: LandingLine): string {
-  const date = line.receivedAt.slice(0, 10);
-  const hour = line.receivedAt.slice(11, 13);
-  return join(
-    `tenant=${line.tenantId}`,
-    `workspace=${line.workspaceId}`,
-    `date=${date}`,
-    `hour=${hour}`,
-  );
+/** Tenant and workspace ids are validated slugs, so the path needs no normalising. */
+function partitionOf(chunk: LandingChunk): string {
+  const date = chunk.receivedAt.slice(0, 10);
+  const hour = chunk.receivedAt.slice(11, 13);
+  return `tenant=${chunk.tenantId}/workspace=${chunk.workspaceId}/date=${date}/hour=${hour}`;
+}
+
+/**
+ * Encodes lines straight into one buffer sized for the worst case (3 bytes a UTF-16 unit):
+ * several times faster than joining the strings and encoding the join. The result is copied to
+ * its exact size, as a chunk made on a worker thread is copied whole, spare bytes and all.
+ */
+function utf8Concat(texts: string[]): Uint8Array {
+  let units = 0;
+  for (const text of texts) units += text.length;
+  const buffer = Buffer.allocUnsafe(units * 3);
+  let bytes = 0;
+  for (const text of texts) bytes += buffer.write(text, bytes);
+  return new Uint8Array(buffer.subarray(0, bytes));
+}
+
+/** One chunk per tenant, workspace and receipt time, in the order the lines came. */
+export function encodeLines(lines: LandingLine[]): LandingChunk[] {
+  const byPartition = new Map<string, { first: LandingLine; texts: string[] }>();
+  for (const line of lines) {
+    const key = `${line.tenantId}/${line.workspaceId}/${line.receivedAt}`;
+    const group = byPartition.get(key);
+    if (group) group.texts.push(line.text);
+    else byPartition.set(key, { first: line, texts: [line.text] });
+  }
+  return [...byPartition.values()].map(({ first, texts }) => ({
+    tenantId: first.tenantId,
+    workspaceId: first.workspaceId,
+    receivedAt: first.receivedAt,
+    data: utf8Concat(texts),
+  }));
 }
 
 function processIsAlive(pid: number): boolean {
@@ -89,11 +124,11 @@ export class LandingWriter {
     this.sealTimer.unref();
   }
 
-  append(lines: LandingLine[]): Promise<void> {
+  append(chunks: LandingChunk[]): Promise<void> {
     if (this.closed) return Promise.reject(new Error('landing writer is closed'));
-    if (lines.length === 0) return Promise.resolve();
+    if (chunks.length === 0) return Promise.resolve();
     return new Promise((resolve, reject) => {
-      this.pending.push({ lines, resolve, reject });
+      this.pending.push({ chunks, resolve, reject });
       this.flushing ??= this.flushLoop();
     });
   }
@@ -134,21 +169,20 @@ export class LandingWriter {
   }
 
   private async writeGroup(group: Pending[]): Promise<void> {
-    const byPartition = new Map<string, string[]>();
+    const byPartition = new Map<string, Uint8Array[]>();
     for (const request of group) {
-      for (const line of request.lines) {
-        const partition = partitionOf(line);
-        const texts = byPartition.get(partition);
-        if (texts) texts.push(line.text);
-        else byPartition.set(partition, [line.text]);
+      for (const chunk of request.chunks) {
+        const partition = partitionOf(chunk);
+        const buffers = byPartition.get(partition);
+        if (buffers) buffers.push(chunk.data);
+        else byPartition.set(partition, [chunk.data]);
       }
     }
     await Promise.all(
-      [...byPartition].map(async ([partition, texts]) => {
+      [...byPartition].map(async ([partition, buffers]) => {
         const file = await this.fileFor(partition);
-        const data = Buffer.from(texts.join(''));
-        await file.handle.write(data);
-        file.bytes += data.length;
+        const { bytesWritten } = await file.handle.writev(buffers);
+        file.bytes += bytesWritten;
         await file.handle.datasync();
       }),
     );

@@ -71,6 +71,7 @@ export class Registry {
   private workspaces = new Map<string, Set<string>>();
   private eventTypes = new Map<string, Set<string>>();
   private tokensByLookup = new Map<string, (CollectorTokenEntry & { tenant_id: string })[]>();
+  private snapshot: RegistrySnapshot = { generated_at: '', tenants: {} };
 
   constructor(snapshot: RegistrySnapshot) {
     this.replace(snapshot);
@@ -93,6 +94,24 @@ export class Registry {
     this.workspaces = workspaces;
     this.eventTypes = eventTypes;
     this.tokensByLookup = tokens;
+    this.snapshot = snapshot;
+  }
+
+  /** The workspaces and event types of one tenant, without its tokens: what checking events takes. */
+  eventCatalogOf(tenantId: string): RegistrySnapshot {
+    const tenant = this.snapshot.tenants[tenantId];
+    return {
+      generated_at: this.snapshot.generated_at,
+      tenants: tenant
+        ? {
+            [tenantId]: {
+              workspaces: tenant.workspaces,
+              event_types: tenant.event_types,
+              collector_tokens: [],
+            },
+          }
+        : {},
+    };
   }
 
   hasWorkspace(tenantId: string, workspaceId: string): boolean {

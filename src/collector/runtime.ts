@@ -3,6 +3,7 @@ import { type Clock, systemClock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Context } from '../context.js';
 import type { DataDir } from '../store/data-dir.js';
+import { IntakePool } from './intake-pool.js';
 import { LandingWriter, sealOrphans } from './landing-writer.js';
 import { Registry, readRegistryFile, readRegistrySnapshot, writeRegistryFile } from './registry.js';
 
@@ -27,6 +28,8 @@ const REGISTRY_POLL_MS = 1000;
 export interface CollectorRuntime {
   registry: Registry;
   writer: LandingWriter;
+  /** Checks large batches off the request thread. */
+  intakePool: IntakePool;
   corsOrigins: Record<string, string[]>;
   rateLimitPerSecond: number;
   /** Stamps `received_at` on every line. */
@@ -48,9 +51,11 @@ export async function openOwnedCollector(context: Context): Promise<CollectorRun
   await sealOrphans(context.dataDir.landingDir);
   const writer = landingWriter(context.dataDir.landingDir, context.config);
   writer.start();
+  const intakePool = new IntakePool();
   return {
     registry,
     writer,
+    intakePool,
     corsOrigins: context.config.cors_origins,
     rateLimitPerSecond: context.config.collector_rate_limit,
     clock: context.clock,
@@ -59,7 +64,10 @@ export async function openOwnedCollector(context: Context): Promise<CollectorRun
       registry.replace(next);
       await writeRegistryFile(context.dataDir.registryPath, next);
     },
-    close: () => writer.close(),
+    async close() {
+      await writer.close();
+      await intakePool.close();
+    },
   };
 }
 
@@ -82,9 +90,11 @@ export async function openFileCollector(
     );
   };
   watchFile(dataDir.registryPath, { interval: REGISTRY_POLL_MS }, reload);
+  const intakePool = new IntakePool();
   return {
     registry,
     writer,
+    intakePool,
     corsOrigins: config.cors_origins,
     rateLimitPerSecond: config.collector_rate_limit,
     clock: systemClock,
@@ -92,6 +102,7 @@ export async function openFileCollector(
     async close() {
       unwatchFile(dataDir.registryPath, reload);
       await writer.close();
+      await intakePool.close();
     },
   };
 }

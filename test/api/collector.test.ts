@@ -131,6 +131,103 @@ describe('collector endpoints', () => {
       expect((await sendBrowser(env, big)).statusCode).toBe(413);
     });
 
+    it('answers a large batch (checked on worker threads) as it answers a small one', async () => {
+      const padding = { note: 'p'.repeat(400) };
+      const mixed = (n: number) =>
+        Array.from({ length: n }, (_, i) =>
+          i % 50 === 7
+            ? envelope({ anon: `v${i}`, name: 'nope', properties: padding })
+            : i % 50 === 9
+              ? envelope({ anon: `v${i}`, workspace: 'us', properties: padding })
+              : envelope({ anon: `v${i}`, properties: { ...padding, i } }),
+        );
+      const small = mixed(40);
+      const large = mixed(400);
+      expect(JSON.stringify({ events: small }).length).toBeLessThan(64 * 1024);
+      expect(JSON.stringify({ events: large }).length).toBeGreaterThan(64 * 1024);
+
+      const smallAnswer = (await sendBrowser(env, small)).json();
+      const largeResponse = await sendBrowser(env, large);
+      expect(largeResponse.statusCode).toBe(202);
+      const largeAnswer = largeResponse.json();
+      expect(largeAnswer.accepted).toBe(384);
+      expect(largeAnswer.rejected).toHaveLength(16);
+      expect(largeAnswer.rejected.slice(0, 2)).toEqual([
+        {
+          index: 7,
+          code: 'unknown_event_type',
+          message: 'name: event type nope is not registered',
+        },
+        {
+          index: 9,
+          code: 'workspace_mismatch',
+          message: 'workspace_id: us is not the workspace of this request',
+        },
+      ]);
+      expect(smallAnswer.rejected).toEqual(largeAnswer.rejected.slice(0, 2));
+
+      await env.ingest();
+      const stored = await env.context.store.read((s) =>
+        s.allText<{ n: number; first: number; last: number }>(
+          `SELECT count(*) AS n, min((properties->>'i')::INTEGER) AS first, max((properties->>'i')::INTEGER) AS last
+           FROM events`,
+        ),
+      );
+      expect(stored[0]).toEqual({ n: 38 + 384, first: 0, last: 399 });
+    });
+
+    it.each([
+      ['a small', 10],
+      ['a large', 2000],
+    ])('answers %s body that is not JSON with 400, and an empty one too', async (_size, n) => {
+      const response = await env.app.inject({
+        method: 'POST',
+        url: '/v1/events/batch',
+        headers: {
+          'x-tenant-id': 'acme',
+          'x-workspace-id': 'eu',
+          'content-type': 'application/json',
+        },
+        payload: `{"events": [${'{"a": 1},'.repeat(n)}`,
+      });
+      expect(response.statusCode).toBe(400);
+      expect(response.json().error.message).toMatch(/^the body is not valid JSON: /);
+      const empty = await env.app.inject({
+        method: 'POST',
+        url: '/v1/events/batch',
+        headers: {
+          'x-tenant-id': 'acme',
+          'x-workspace-id': 'eu',
+          'content-type': 'application/json',
+        },
+        payload: '',
+      });
+      expect(empty.statusCode).toBe(400);
+      expect(empty.json().error.message).toBe('the JSON body is empty');
+    });
+
+    it('refuses a large body whose events are not an array (422), and prototype keys (400)', async () => {
+      const notArray = await env.app.inject({
+        method: 'POST',
+        url: '/v1/events/batch',
+        headers: { 'x-tenant-id': 'acme', 'x-workspace-id': 'eu' },
+        payload: { events: { many: 'x'.repeat(70_000) } },
+      });
+      expect(notArray.statusCode).toBe(422);
+      expect(notArray.json().error.message).toBe('events: must be an array of events');
+      const poisoned = await env.app.inject({
+        method: 'POST',
+        url: '/v1/events/batch',
+        headers: {
+          'x-tenant-id': 'acme',
+          'x-workspace-id': 'eu',
+          'content-type': 'application/json',
+        },
+        payload: `{"events": [], "__proto__": {"x": "${'y'.repeat(70_000)}"}}`,
+      });
+      expect(poisoned.statusCode).toBe(400);
+    });
+
     it('refuses a body without an events array (422)', async () => {
       const response = await env.app.inject({
         method: 'POST',

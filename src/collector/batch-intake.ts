@@ -1,0 +1,66 @@
+import secureJson from 'secure-json-parse';
+import { z } from 'zod';
+import { BadRequestError, PayloadTooLargeError, ValidationError } from '../errors.js';
+import {
+  asRejection,
+  type EventCatalog,
+  type IntakeScope,
+  intake,
+  type Rejection,
+} from './accept.js';
+import { MAX_BATCH_EVENTS } from './envelope.js';
+import { encodeLines, type LandingChunk } from './landing-writer.js';
+
+const batchBody = z.object({
+  events: z.array(z.unknown(), { error: 'must be an array of events' }),
+});
+
+/** One batch request as it arrived: the raw body and what it is checked against. */
+export interface BatchRequest {
+  body: string;
+  scope: IntakeScope;
+  receivedAt: string;
+  collectorId: string;
+}
+
+/** The accepted events, encoded for the landing files, and the refused ones by index. */
+export interface BatchOutcome {
+  accepted: number;
+  rejected: Rejection[];
+  chunks: LandingChunk[];
+}
+
+/**
+ * Parses and checks a batch body (design §8): JSON (prototype keys refused, as everywhere in the
+ * API), an `events` array of at most 1,000, then every event on its own.
+ */
+export function checkBatch(request: BatchRequest, catalog: EventCatalog): BatchOutcome {
+  if (request.body === '') throw new BadRequestError('the JSON body is empty');
+  let parsed: unknown;
+  try {
+    parsed = secureJson.parse(request.body);
+  } catch (error) {
+    throw new BadRequestError(`the body is not valid JSON: ${(error as Error).message}`);
+  }
+  const shape = batchBody.safeParse(parsed);
+  if (!shape.success) {
+    throw new ValidationError(
+      shape.error.issues.map((issue) => ({
+        path: issue.path.join('.') || 'body',
+        message: issue.message,
+      })),
+    );
+  }
+  const { events } = shape.data;
+  if (events.length > MAX_BATCH_EVENTS) {
+    throw new PayloadTooLargeError(`a batch holds at most ${MAX_BATCH_EVENTS} events`);
+  }
+  const { lines, faults } = intake(
+    catalog,
+    events,
+    request.scope,
+    request.receivedAt,
+    request.collectorId,
+  );
+  return { accepted: lines.length, rejected: faults.map(asRejection), chunks: encodeLines(lines) };
+}
