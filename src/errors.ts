@@ -90,6 +90,20 @@ export class UnavailableError extends AppError {
   }
 }
 
+/**
+ * DuckDB needed more memory than `memory_limit` allows (it never spills, see Store.open); the
+ * operation's transaction was rolled back.
+ */
+export class OutOfMemoryError extends AppError {
+  constructor(usage: string) {
+    super(
+      503,
+      'out_of_memory',
+      `the database ran out of memory (${usage}); the operation was rolled back and nothing of it was stored. Raise memory_limit (CDS_MEMORY_LIMIT): an ingest batch takes whole landing files, about 1.7 KiB of memory an event`,
+    );
+  }
+}
+
 /** The database file is held by another process (design §1: one owner process). */
 export class StoreLockedError extends AppError {
   constructor(

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { type DuckDBConnection, DuckDBInstance, type DuckDBValue } from '@duckdb/node-api';
-import { StoreLockedError } from '../errors.js';
+import { OutOfMemoryError, StoreLockedError } from '../errors.js';
 import { type Migration, migrations, sql } from './sql-files.js';
 
 export type Params = Record<string, DuckDBValue>;
@@ -13,6 +13,13 @@ function plain(value: unknown): unknown {
   if (value instanceof Date) return value.toISOString();
   if (Array.isArray(value)) return value.map(plain);
   return value;
+}
+
+/** DuckDB's out-of-memory failure as ours; any other error passes unchanged. */
+function translated(error: unknown): unknown {
+  const message = error instanceof Error ? error.message : '';
+  if (!message.startsWith('Out of Memory Error')) return error;
+  return new OutOfMemoryError(/\(([^)]*used)\)/.exec(message)?.[1] ?? 'over memory_limit');
 }
 
 function plainRow(row: Record<string, unknown>): Row {
@@ -44,13 +51,21 @@ export class Session {
 
   /** For statements assembled by a compiler from fixed fragments (values are still bound). */
   async allText<T = Row>(text: string, params?: Params): Promise<T[]> {
-    const reader = await this.connection.runAndReadAll(text, params);
-    return reader.getRowObjectsJS().map((row) => plainRow(row) as T);
+    try {
+      const reader = await this.connection.runAndReadAll(text, params);
+      return reader.getRowObjectsJS().map((row) => plainRow(row) as T);
+    } catch (error) {
+      throw translated(error);
+    }
   }
 
   async runText(text: string, params?: Params): Promise<number> {
-    const result = await this.connection.run(text, params);
-    return result.rowsChanged;
+    try {
+      const result = await this.connection.run(text, params);
+      return result.rowsChanged;
+    } catch (error) {
+      throw translated(error);
+    }
   }
 
   /**

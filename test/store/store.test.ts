@@ -2,6 +2,7 @@ import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
+import { OutOfMemoryError } from '../../src/errors.js';
 import { openDataDir } from '../../src/store/data-dir.js';
 import { Store } from '../../src/store/database.js';
 import { migrations } from '../../src/store/sql-files.js';
@@ -73,6 +74,30 @@ describe('Store', () => {
       ),
     );
     expect(settings).toEqual({ memory_limit: '366.2 MiB', temp_directory: '' });
+  });
+
+  it('fails a write that needs more than the memory limit with out_of_memory, storing none of it', async () => {
+    const store = await Store.open(join(tempDir(), 'cds.duckdb'), { memoryLimit: '64MB' });
+    opened.push(store);
+    const failed = store.write(async (session) => {
+      await session.run('insert_tenant', { tenant_id: 'doomed', now: '2026-01-01T00:00:00Z' });
+      await session.runText(
+        "CREATE TEMP TABLE big AS SELECT range, repeat('x', 200) || range AS filler FROM range(2000000)",
+      );
+    });
+    await expect(failed).rejects.toBeInstanceOf(OutOfMemoryError);
+    await expect(failed).rejects.toMatchObject({
+      status: 503,
+      code: 'out_of_memory',
+      message: expect.stringMatching(/^the database ran out of memory \(.* used\); .*memory_limit/),
+    });
+    await store.write((session) =>
+      session.run('insert_tenant', { tenant_id: 'fine', now: '2026-01-01T00:00:00Z' }),
+    );
+    const tenants = await store.read((session) =>
+      session.all<{ tenant_id: string }>('list_tenants'),
+    );
+    expect(tenants.map((tenant) => tenant.tenant_id)).toEqual(['fine']);
   });
 
   it('serialises concurrent writes', async () => {
