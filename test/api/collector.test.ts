@@ -27,6 +27,19 @@ describe('collector endpoints', () => {
       payload: body as object,
     });
 
+  /** A batch body sent as written, JSON or not. */
+  const rawBatch = (payload: string) =>
+    env.app.inject({
+      method: 'POST',
+      url: '/v1/events/batch',
+      headers: {
+        'x-tenant-id': 'acme',
+        'x-workspace-id': 'eu',
+        'content-type': 'application/json',
+      },
+      payload,
+    });
+
   describe('POST /v1/events', () => {
     it('accepts a browser event (202) once it is on disk', async () => {
       const response = await browserSingle(envelope({ anon: 'v1' }));
@@ -180,61 +193,26 @@ describe('collector endpoints', () => {
       ['a small', 10],
       ['a large', 2000],
     ])('answers %s body that is not JSON with 400, and an empty one too', async (_size, n) => {
-      const response = await env.app.inject({
-        method: 'POST',
-        url: '/v1/events/batch',
-        headers: {
-          'x-tenant-id': 'acme',
-          'x-workspace-id': 'eu',
-          'content-type': 'application/json',
-        },
-        payload: `{"events": [${'{"a": 1},'.repeat(n)}`,
-      });
+      const response = await rawBatch(`{"events": [${'{"a": 1},'.repeat(n)}`);
       expect(response.statusCode).toBe(400);
       expect(response.json().error.message).toMatch(/^the body is not valid JSON: /);
-      const empty = await env.app.inject({
-        method: 'POST',
-        url: '/v1/events/batch',
-        headers: {
-          'x-tenant-id': 'acme',
-          'x-workspace-id': 'eu',
-          'content-type': 'application/json',
-        },
-        payload: '',
-      });
+      const empty = await rawBatch('');
       expect(empty.statusCode).toBe(400);
       expect(empty.json().error.message).toBe('the JSON body is empty');
     });
 
     it('refuses a large body whose events are not an array (422), and prototype keys (400)', async () => {
-      const notArray = await env.app.inject({
-        method: 'POST',
-        url: '/v1/events/batch',
-        headers: { 'x-tenant-id': 'acme', 'x-workspace-id': 'eu' },
-        payload: { events: { many: 'x'.repeat(70_000) } },
-      });
+      const notArray = await rawBatch(JSON.stringify({ events: { many: 'x'.repeat(70_000) } }));
       expect(notArray.statusCode).toBe(422);
       expect(notArray.json().error.message).toBe('events: must be an array of events');
-      const poisoned = await env.app.inject({
-        method: 'POST',
-        url: '/v1/events/batch',
-        headers: {
-          'x-tenant-id': 'acme',
-          'x-workspace-id': 'eu',
-          'content-type': 'application/json',
-        },
-        payload: `{"events": [], "__proto__": {"x": "${'y'.repeat(70_000)}"}}`,
-      });
+      const poisoned = await rawBatch(
+        `{"events": [], "__proto__": {"x": "${'y'.repeat(70_000)}"}}`,
+      );
       expect(poisoned.statusCode).toBe(400);
     });
 
     it('refuses a body without an events array (422)', async () => {
-      const response = await env.app.inject({
-        method: 'POST',
-        url: '/v1/events/batch',
-        headers: { 'x-tenant-id': 'acme', 'x-workspace-id': 'eu' },
-        payload: { event: [] },
-      });
+      const response = await rawBatch(JSON.stringify({ event: [] }));
       expect(response.statusCode).toBe(422);
       expect(response.json().error.message).toMatch(/^events:/);
     });
