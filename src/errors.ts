@@ -18,6 +18,15 @@ export class BadRequestError extends AppError {
   constructor(message: string, details?: unknown) {
     super(400, 'bad_request', message, details);
   }
+
+  /** A body that does not parse, whichever parser read it. */
+  static invalidJson(reason: string): BadRequestError {
+    return new BadRequestError(`the body is not valid JSON: ${reason}`);
+  }
+
+  static emptyJson(): BadRequestError {
+    return new BadRequestError('the JSON body is empty');
+  }
 }
 
 export class UnauthorizedError extends AppError {

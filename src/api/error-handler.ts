@@ -24,11 +24,9 @@ function fromFastify(error: FastifyError): AppError | null {
   }
   switch (error.statusCode) {
     case 400:
-      return new BadRequestError(
-        error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY'
-          ? 'the JSON body is empty'
-          : `the body is not valid JSON: ${error.message}`,
-      );
+      return error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY'
+        ? BadRequestError.emptyJson()
+        : BadRequestError.invalidJson(error.message);
     case 404:
       return new NotFoundError(error.message);
     case 413:

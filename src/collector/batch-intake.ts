@@ -35,12 +35,12 @@ export interface BatchOutcome {
  * API), an `events` array of at most 1,000, then every event on its own.
  */
 export function checkBatch(request: BatchRequest, catalog: EventCatalog): BatchOutcome {
-  if (request.body === '') throw new BadRequestError('the JSON body is empty');
+  if (request.body === '') throw BadRequestError.emptyJson();
   let parsed: unknown;
   try {
     parsed = secureJson.parse(request.body);
   } catch (error) {
-    throw new BadRequestError(`the body is not valid JSON: ${(error as Error).message}`);
+    throw BadRequestError.invalidJson((error as Error).message);
   }
   const shape = batchBody.safeParse(parsed);
   if (!shape.success) {

@@ -11,16 +11,9 @@ import {
   ValidationError,
 } from '../errors.js';
 import { faultError, type IntakeScope, intake } from './accept.js';
-import { checkBatch } from './batch-intake.js';
 import type { EventSource } from './envelope.js';
 import { encodeLines } from './landing-writer.js';
 import type { CollectorRuntime } from './runtime.js';
-
-/**
- * Batch bodies up to this many characters are checked on the request thread; larger ones on the
- * worker threads, where the hand-over (about 0.2 ms) is small next to the checking itself.
- */
-const INLINE_BATCH_CHARS = 64 * 1024;
 
 const accepted = z.object({ accepted: z.number() });
 const batchAnswer = z.object({
@@ -107,10 +100,7 @@ export async function collectorRoutes(
       receivedAt: runtime.clock.now().toISOString(),
       collectorId: runtime.writer.collectorId,
     };
-    const outcome =
-      body.length <= INLINE_BATCH_CHARS
-        ? checkBatch(request, runtime.registry)
-        : await runtime.intakePool.check(request, runtime.registry);
+    const outcome = await runtime.intakePool.check(request, runtime.registry);
     await runtime.writer.append(outcome.chunks);
     return { accepted: outcome.accepted, rejected: outcome.rejected };
   };
@@ -127,7 +117,7 @@ export async function collectorRoutes(
       async (request, reply) =>
         reply.code(202).send(await receiveOne(scopeOf(request), request.body)),
     );
-    // A batch body stays text until `checkBatch` parses it, on a worker thread when it is large.
+    // A batch body stays text until the intake pool parses it, on a worker thread when it is large.
     await api.register(async (batch) => {
       batch.removeContentTypeParser('application/json');
       batch.addContentTypeParser(

@@ -28,7 +28,7 @@ const REGISTRY_POLL_MS = 1000;
 export interface CollectorRuntime {
   registry: Registry;
   writer: LandingWriter;
-  /** Checks large batches off the request thread. */
+  /** Checks batches, the large ones off the request thread. */
   intakePool: IntakePool;
   corsOrigins: Record<string, string[]>;
   rateLimitPerSecond: number;
