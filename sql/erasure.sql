@@ -1,7 +1,6 @@
 -- Erasing a profile and its merged cluster (design §15), in the order src/privacy/erase.ts runs
--- them, in one transaction. Columns that held personal data are overwritten before their rows are
--- deleted: the overwrite makes the next checkpoint rewrite those column segments, and the old
--- blocks are then scrubbed (see erasure_free_space).
+-- them, in one transaction. The database file is then replaced by a copy of its live data
+-- (Store.replaceWithCopy), which leaves the deleted rows behind.
 
 /* @name erasure_cluster */
 -- The survivor and every profile merged into it.
@@ -35,35 +34,21 @@ SELECT DISTINCT $tenant_id, $workspace_id, identifier_key, $now::TIMESTAMP FROM 
   WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster)
 );
 
-/* @name erasure_blank_events */
-UPDATE events SET event_id = '', dedup_key = '', dedup_hash = 0, properties = NULL, identifier_keys = [], profile_id = ''
-WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster);
-
 /* @name erasure_drop_events */
-DELETE FROM events WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id = '';
-
-/* @name erasure_blank_identifiers */
-UPDATE profile_identifiers SET ciphertext = ''::BLOB, masked_value = ''
+DELETE FROM events
 WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster);
 
 /* @name erasure_drop_identifiers */
 DELETE FROM profile_identifiers
 WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster);
 
-/* @name erasure_blank_metric_values */
-UPDATE profile_metrics SET number_value = NULL, string_value = NULL, list_value = NULL
-WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster);
-
 /* @name erasure_drop_metric_values */
 DELETE FROM profile_metrics
 WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster);
 
-/* @name erasure_blank_metric_inputs */
-UPDATE metric_strings SET value = '', profile_id = ''
-WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster);
-
 /* @name erasure_drop_metric_inputs */
-DELETE FROM metric_strings WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id = '';
+DELETE FROM metric_strings
+WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster);
 
 /* @name erasure_drop_vectors */
 DELETE FROM profile_metric_vectors
@@ -82,20 +67,14 @@ WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN 
 DELETE FROM segment_history
 WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster);
 
-/* @name erasure_blank_merges */
-UPDATE profile_merges SET event_id = '', merged_profile_id = '', survivor_profile_id = ''
+/* @name erasure_drop_merges */
+DELETE FROM profile_merges
 WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND survivor_profile_id IN (SELECT profile_id FROM erasure_cluster);
 
-/* @name erasure_drop_merges */
-DELETE FROM profile_merges WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND survivor_profile_id = '';
-
-/* @name erasure_blank_conflicts */
-UPDATE identity_conflicts SET event_id = '', profile_id = '', other_profile_id = NULL
+/* @name erasure_drop_conflicts */
+DELETE FROM identity_conflicts
 WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id
   AND (profile_id IN (SELECT profile_id FROM erasure_cluster) OR other_profile_id IN (SELECT profile_id FROM erasure_cluster));
-
-/* @name erasure_drop_conflicts */
-DELETE FROM identity_conflicts WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id = '';
 
 /* @name erasure_drop_webhooks */
 -- Pending deliveries are cancelled; delivered ones go too, as they name the profile.
@@ -114,33 +93,6 @@ INSERT INTO erasure_audit VALUES (
 
 /* @name erasure_drop_cluster */
 DROP TABLE IF EXISTS erasure_cluster;
-
-/* @name erasure_copy_out */
--- The database file is rewritten after an erasure (src/privacy/erase.ts): every table is copied
--- out, dropped, and copied back into the blocks it freed. `cds` is the database of cds.duckdb.
-COPY FROM DATABASE cds TO cds_rewrite;
-
-/* @name erasure_tables */
-SELECT table_name FROM duckdb_tables() WHERE database_name = 'cds' AND NOT temporary ORDER BY table_name;
-
-/* @name erasure_copy_back */
-COPY FROM DATABASE cds_rewrite TO cds;
-
-/* @name erasure_detach */
-DETACH cds_rewrite;
-
-/* @name erasure_free_space */
--- Blocks a checkpoint freed still hold what was written in them until they are reused.
-SELECT free_blocks::BIGINT * block_size::BIGINT AS free_bytes FROM pragma_database_size();
-
-/* @name erasure_fill_free_space */
--- Random rows, too random to compress, take every free block; dropped again afterwards.
-CREATE TABLE erasure_scrub AS
-SELECT (md5(random()::VARCHAR) || md5(random()::VARCHAR) || md5(random()::VARCHAR) || md5(random()::VARCHAR))::BLOB AS filler
-FROM range($rows);
-
-/* @name erasure_drop_scrub */
-DROP TABLE erasure_scrub;
 
 /* @name erasure_audit_log */
 SELECT erasure_id, tenant_id, workspace_id, profile_id, actor, erased_at, profiles, identifiers, metrics,

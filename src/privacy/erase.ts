@@ -1,5 +1,4 @@
 import { existsSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type Context, nowIso } from '../context.js';
 import { NotFoundError } from '../errors.js';
@@ -31,23 +30,17 @@ export interface ErasureRequest {
   dryRun: boolean;
 }
 
-/** Blank-then-delete pairs and plain deletes, in an order that keeps the cluster findable. */
+/** The deletes, in an order that keeps the cluster findable. */
 const ERASURE_STEPS = [
-  'erasure_blank_events',
   'erasure_drop_events',
-  'erasure_blank_identifiers',
   'erasure_drop_identifiers',
-  'erasure_blank_metric_values',
   'erasure_drop_metric_values',
   'erasure_drop_vectors',
-  'erasure_blank_metric_inputs',
   'erasure_drop_metric_inputs',
   'erasure_drop_contributions',
   'erasure_drop_memberships',
   'erasure_drop_segment_history',
-  'erasure_blank_merges',
   'erasure_drop_merges',
-  'erasure_blank_conflicts',
   'erasure_drop_conflicts',
   'erasure_drop_webhooks',
   'erasure_drop_profiles',
@@ -110,76 +103,24 @@ export async function eraseProfile(
 const queuedRewrites = new WeakMap<Store, Promise<void>>();
 
 /**
- * The answer goes out once the erasure is committed; the file rewrite follows in the write queue,
- * so whatever comes next (a write, a checkpoint, closing the store) waits for it. Erasures that
- * arrive while one rewrite is still queued share it. A snapshot kept in the data directory is
- * written again after it.
+ * The answer goes out once the erasure is committed; the file is then replaced by a copy of its
+ * live data (`Store.replaceWithCopy`), in the write queue, so whatever writes next waits for it.
+ * Erasures that arrive while one rewrite is still queued share it. A snapshot kept in the data
+ * directory is written again right after, before any other write.
  */
 function scheduleRewrite(store: Store, dataDirSnapshot: string): void {
   if (queuedRewrites.has(store)) return;
-  const rewrite = rewriteDatabaseFile(store, dataDirSnapshot, () =>
-    queuedRewrites.delete(store),
-  ).catch((error: unknown) => {
-    process.stderr.write(`rewriting the database file failed: ${(error as Error).message}\n`);
-  });
-  queuedRewrites.set(store, rewrite);
-}
-
-const SCRUB_ROUNDS = 4;
-/** Bytes one filler row takes once stored, at the least. */
-const FILLER_ROW_BYTES = 64;
-
-/** Fills every free block with random rows and drops them again. */
-async function scrubFreeBlocks(session: Session): Promise<void> {
-  // A round that left free blocks over is repeated with twice the filler.
-  for (let round = 0; round < SCRUB_ROUNDS; round++) {
-    const free = await session.one<{ free_bytes: number }>('erasure_free_space');
-    const freeBytes = free?.free_bytes ?? 0;
-    if (freeBytes === 0) return;
-    await session.run('erasure_fill_free_space', {
-      rows: Math.ceil((freeBytes * 2 ** round) / FILLER_ROW_BYTES) + 4096,
-    });
-    await session.runText('FORCE CHECKPOINT');
-    const left = await session.one<{ free_bytes: number }>('erasure_free_space');
-    await session.run('erasure_drop_scrub');
-    await session.runText('FORCE CHECKPOINT');
-    if ((left?.free_bytes ?? 0) === 0) return;
-  }
-}
-
-/**
- * Deleted rows stay in their blocks, and DuckDB packs small segments of many tables into shared
- * blocks, so neither a checkpoint nor rewriting one table clears erased bytes. The whole file is
- * rewritten instead: every table is copied to a side file, dropped, and copied back into the
- * freed blocks; the blocks left free are filled with random rows. Afterwards no erased byte is in
- * the database file (design §15), and the side file is deleted.
- */
-async function rewriteDatabaseFile(
-  store: Store,
-  dataDirSnapshot: string,
-  onStart: () => void,
-): Promise<void> {
-  const side = `${store.path}.rewrite`;
-  await store.exclusive(async (session) => {
-    onStart();
-    await Promise.all([rm(side, { force: true }), rm(`${side}.wal`, { force: true })]);
-    await session.runText('FORCE CHECKPOINT');
-    await session.runText(`ATTACH '${side.replaceAll("'", "''")}' AS cds_rewrite`);
-    try {
-      await session.run('erasure_copy_out');
-      const tables = await session.all<{ table_name: string }>('erasure_tables');
-      for (const { table_name } of tables) {
-        await session.runText(`DROP TABLE cds.main."${table_name.replaceAll('"', '""')}"`);
-      }
-      await session.runText('FORCE CHECKPOINT');
-      await session.run('erasure_copy_back');
-    } finally {
-      await session.run('erasure_detach');
-    }
-    await session.runText('FORCE CHECKPOINT');
-    await scrubFreeBlocks(session);
-    // A snapshot in the data directory would keep the erased rows: it is written again.
-    if (existsSync(dataDirSnapshot)) await copySnapshot(session, dataDirSnapshot);
-  });
-  await Promise.all([rm(side, { force: true }), rm(`${side}.wal`, { force: true })]);
+  const replaced = store.replaceWithCopy(() => queuedRewrites.delete(store));
+  const rewritten = existsSync(dataDirSnapshot)
+    ? store.exclusive(async (session) => {
+        await replaced;
+        await copySnapshot(session, dataDirSnapshot);
+      })
+    : replaced;
+  queuedRewrites.set(
+    store,
+    rewritten.catch((error: unknown) => {
+      process.stderr.write(`rewriting the database file failed: ${(error as Error).message}\n`);
+    }),
+  );
 }

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { rename, rm } from 'node:fs/promises';
 import { type DuckDBConnection, DuckDBInstance, type DuckDBValue } from '@duckdb/node-api';
 import { OutOfMemoryError, StoreLockedError } from '../errors.js';
 import { type Migration, migrations, sql } from './sql-files.js';
@@ -113,6 +114,39 @@ function lockError(path: string, error: unknown): Error {
 
 const READERS = 4;
 
+export interface StoreOptions {
+  memoryLimit?: string;
+}
+
+const sqlString = (text: string) => `'${text.replaceAll("'", "''")}'`;
+
+const rewriteCopyPath = (path: string) => `${path}.rewrite`;
+
+async function removeDatabaseFile(path: string): Promise<void> {
+  await Promise.all([rm(path, { force: true }), rm(`${path}.wal`, { force: true })]);
+}
+
+/**
+ * Opens the file with spilling turned off: ingest's temporary tables hold identifier values
+ * until they are keyed, and a spill would write them to disk beside the database. A query that
+ * needs more than `memoryLimit` (DuckDB's buffer pool; default 80% of RAM) then fails instead,
+ * and its transaction rolls back.
+ */
+async function connectTo(path: string, options: StoreOptions) {
+  let instance: DuckDBInstance;
+  try {
+    instance = await DuckDBInstance.fromCache(path, {
+      temp_directory: '',
+      ...(options.memoryLimit ? { memory_limit: options.memoryLimit } : {}),
+    });
+  } catch (error) {
+    throw lockError(path, error);
+  }
+  const writer = await instance.connect();
+  const readers = await Promise.all(Array.from({ length: READERS }, () => instance.connect()));
+  return { instance, writer, readers };
+}
+
 /**
  * The one DuckDB database of a process (design §1). Writes are serialised through a queue on a
  * single connection, each in its own transaction, because DuckDB connections must never run two
@@ -126,32 +160,19 @@ export class Store {
 
   private constructor(
     readonly path: string,
-    private readonly instance: DuckDBInstance,
-    private readonly writer: DuckDBConnection,
+    private readonly options: StoreOptions,
+    private instance: DuckDBInstance,
+    private writer: DuckDBConnection,
     readers: DuckDBConnection[],
   ) {
     this.idleReaders.push(...readers);
   }
 
-  /**
-   * Opens the file with spilling turned off: ingest's temporary tables hold identifier values
-   * until they are keyed, and a spill would write them to disk beside the database. A query that
-   * needs more than `memoryLimit` (DuckDB's buffer pool; default 80% of RAM) then fails instead,
-   * and its transaction rolls back.
-   */
-  static async open(path: string, options: { memoryLimit?: string } = {}): Promise<Store> {
-    let instance: DuckDBInstance;
-    try {
-      instance = await DuckDBInstance.fromCache(path, {
-        temp_directory: '',
-        ...(options.memoryLimit ? { memory_limit: options.memoryLimit } : {}),
-      });
-    } catch (error) {
-      throw lockError(path, error);
-    }
-    const writer = await instance.connect();
-    const readers = await Promise.all(Array.from({ length: READERS }, () => instance.connect()));
-    const store = new Store(path, instance, writer, readers);
+  static async open(path: string, options: StoreOptions = {}): Promise<Store> {
+    // A copy left by a rewrite that was cut off before its swap (`replaceWithCopy`).
+    await removeDatabaseFile(rewriteCopyPath(path));
+    const { instance, writer, readers } = await connectTo(path, options);
+    const store = new Store(path, options, instance, writer, readers);
     await store.migrate();
     return store;
   }
@@ -204,6 +225,47 @@ export class Store {
     return result;
   }
 
+  /**
+   * Replaces the database file with a fresh copy of its live data, so that no block of the file
+   * keeps what was deleted (design §15): DuckDB leaves deleted rows in their blocks and packs small
+   * segments of many tables into shared blocks, so no checkpoint clears them. Writes wait for the
+   * copy; reads go on until the swap itself, which waits for them. The copy is renamed over the
+   * file once complete, so a crash leaves either the old file or the new one, never half of one.
+   */
+  replaceWithCopy(onStart: () => void = () => undefined): Promise<void> {
+    const run = async (): Promise<void> => {
+      onStart();
+      const copy = rewriteCopyPath(this.path);
+      await removeDatabaseFile(copy);
+      const session = new Session(this.writer);
+      await session.runText('FORCE CHECKPOINT');
+      await session.runText(`ATTACH ${sqlString(copy)} AS cds_rewrite`);
+      try {
+        await session.run('store_copy_to_rewrite');
+      } catch (error) {
+        await session.run('store_detach_rewrite');
+        await removeDatabaseFile(copy);
+        throw error;
+      }
+      await session.run('store_detach_rewrite');
+      await rm(`${copy}.wal`, { force: true });
+      const readers = await Promise.all(
+        Array.from({ length: READERS }, () => this.acquireReader()),
+      );
+      this.disconnect(readers);
+      // Nothing was written since the checkpoint, so the WAL holds nothing the copy lacks.
+      await rm(`${this.path}.wal`, { force: true });
+      await rename(copy, this.path);
+      const reopened = await connectTo(this.path, this.options);
+      this.instance = reopened.instance;
+      this.writer = reopened.writer;
+      for (const reader of reopened.readers) this.releaseReader(reader);
+    };
+    const result = this.writeTail.then(run, run);
+    this.writeTail = result.catch(() => undefined);
+    return result;
+  }
+
   async checkpoint(): Promise<void> {
     await this.exclusive((session) => session.runText('FORCE CHECKPOINT'));
   }
@@ -212,8 +274,12 @@ export class Store {
     if (this.closed) return;
     this.closed = true;
     await this.writeTail;
+    this.disconnect(this.idleReaders.splice(0));
+  }
+
+  private disconnect(readers: DuckDBConnection[]): void {
     this.writer.closeSync();
-    for (const reader of this.idleReaders) reader.closeSync();
+    for (const reader of readers) reader.closeSync();
     this.instance.closeSync();
   }
 

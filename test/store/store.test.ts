@@ -1,4 +1,4 @@
-import { statSync, writeFileSync } from 'node:fs';
+import { existsSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
@@ -98,6 +98,69 @@ describe('Store', () => {
       session.all<{ tenant_id: string }>('list_tenants'),
     );
     expect(tenants.map((tenant) => tenant.tenant_id)).toEqual(['fine']);
+  });
+
+  it('replaces the file with a copy of its live rows, keeping indexes and settings, and goes on working', async () => {
+    const path = join(tempDir(), 'cds.duckdb');
+    const store = await Store.open(path, { memoryLimit: '384MB' });
+    opened.push(store);
+    await store.write(async (session) => {
+      for (const tenant of ['keep', 'gone']) {
+        await session.run('insert_tenant', { tenant_id: tenant, now: '2026-01-01T00:00:00Z' });
+      }
+      await session.runText(
+        "CREATE TABLE filler AS SELECT range AS n, 'deleted-row-' || range AS marker FROM range(50000)",
+      );
+      await session.runText('DELETE FROM filler WHERE n % 2 = 1');
+      await session.runText("DELETE FROM tenants WHERE tenant_id = 'gone'");
+    });
+    await store.checkpoint();
+    const indexes = () =>
+      store.read((session) =>
+        session.allText('SELECT table_name, index_name, sql FROM duckdb_indexes() ORDER BY ALL'),
+      );
+    const indexesBefore = await indexes();
+    expect(indexesBefore.length).toBeGreaterThan(0);
+
+    const replaced = store.replaceWithCopy();
+    // Queued behind the copy: it lands in the new file.
+    const written = store.write((session) =>
+      session.run('insert_tenant', { tenant_id: 'after', now: '2026-01-01T00:00:00Z' }),
+    );
+    await Promise.all([replaced, written]);
+
+    expect(existsSync(`${path}.rewrite`)).toBe(false);
+    const tenants = await store.read((session) =>
+      session.all<{ tenant_id: string }>('list_tenants'),
+    );
+    expect(tenants.map((tenant) => tenant.tenant_id).sort()).toEqual(['after', 'keep']);
+    const [filler] = await store.read((session) =>
+      session.allText<{ rows: number; odd: number }>(
+        'SELECT count(*) AS rows, count(*) FILTER (WHERE n % 2 = 1) AS odd FROM filler',
+      ),
+    );
+    expect(filler).toEqual({ rows: 25000, odd: 0 });
+    expect(await indexes()).toEqual(indexesBefore);
+    const [setting] = await store.read((session) =>
+      session.allText<{ memory_limit: string }>(
+        "SELECT current_setting('memory_limit') AS memory_limit",
+      ),
+    );
+    expect(setting?.memory_limit).toBe('366.2 MiB');
+    await expect(
+      store.write((session) =>
+        session.run('insert_tenant', { tenant_id: 'keep', now: '2026-01-01T00:00:00Z' }),
+      ),
+    ).rejects.toThrow(/Duplicate key .* violates primary key constraint/);
+  });
+
+  it('removes a copy left by a rewrite that was cut off before its swap', async () => {
+    const path = join(tempDir(), 'cds.duckdb');
+    writeFileSync(`${path}.rewrite`, 'half a copy');
+    writeFileSync(`${path}.rewrite.wal`, 'its log');
+    opened.push(await Store.open(path));
+    expect(existsSync(`${path}.rewrite`)).toBe(false);
+    expect(existsSync(`${path}.rewrite.wal`)).toBe(false);
   });
 
   it('serialises concurrent writes', async () => {
