@@ -18,13 +18,14 @@ SELECT
 -- join would reorder them): workspaces and event types come in as constants ($workspaces as
 -- "tenant/workspace", $event_types by "tenant/event_name").
 -- utc_timestamp: a string ending in Z takes the plain cast, four times cheaper than the
--- time-zone-aware one, which only explicit offsets need (a plain cast would drop them).
+-- time-zone-aware one, which only explicit offsets need (a plain cast would drop them). A line
+-- keeps its file as a position in $paths, not the path: it is held for every line of the batch.
 CREATE OR REPLACE TEMP MACRO utc_timestamp(text) AS CASE
   WHEN ends_with(text, 'Z') THEN try_cast(text AS TIMESTAMP)
   ELSE try_cast(text AS TIMESTAMPTZ)::TIMESTAMP
 END;
 CREATE TEMP TABLE ingest_checked AS
-SELECT file, received_at, source, event_id, event_name, tenant_id, workspace_id, anon_id, occured_at, properties,
+SELECT file_index, received_at, source, event_id, event_name, tenant_id, workspace_id, anon_id, occured_at, properties,
   CASE
     WHEN event_id IS NULL OR received_at IS NULL OR source NOT IN ('browser', 'server') THEN 'unparsable_line'
     WHEN envelop_version IS DISTINCT FROM '1.0' THEN 'unsupported_envelop_version'
@@ -43,7 +44,7 @@ FROM (
         list_transform(event_type.paths, path -> coalesce(json_extract_string(properties, path), '')), '|')
     END AS dedup_key
   FROM (
-    SELECT r.filename AS file, utc_timestamp(r.received_at) AS received_at, r.source,
+    SELECT list_position(CAST($paths AS JSON)::VARCHAR[], r.filename)::UINTEGER AS file_index, utc_timestamp(r.received_at) AS received_at, r.source,
       r.event.envelop_version AS envelop_version, r.event.id AS event_id, r.event.name AS event_name,
       r.event.tenant_id AS tenant_id, r.event.workspace_id AS workspace_id, r.event.anon_id AS anon_id,
       utc_timestamp(r.event.occured_at) AS occured_at, r.event.properties AS properties,
@@ -62,15 +63,16 @@ FROM (
 
 /* @name ingest_mark_duplicates */
 -- First seen wins: within the batch by order, across batches against stored events' hashes.
-CREATE TEMP TABLE ingest_accepted AS
+-- Only the line numbers are kept; ingest_accepted shows those lines of ingest_checked, so the
+-- batch's lines are held in memory once.
+CREATE TEMP TABLE ingest_first_seen AS
+SELECT min(n.rowid) AS seq
+FROM ingest_checked n ANTI JOIN events e ON e.dedup_hash = n.dedup_hash
+WHERE n.reject_reason IS NULL
+GROUP BY n.dedup_hash;
+CREATE TEMP VIEW ingest_accepted AS
 SELECT c.rowid AS seq, c.* EXCLUDE (reject_reason)
-FROM ingest_checked c
-SEMI JOIN (
-  SELECT min(n.rowid) AS seq
-  FROM ingest_checked n ANTI JOIN events e ON e.dedup_hash = n.dedup_hash
-  WHERE n.reject_reason IS NULL
-  GROUP BY n.dedup_hash
-) f ON f.seq = c.rowid;
+FROM ingest_checked c SEMI JOIN ingest_first_seen f ON f.seq = c.rowid;
 
 /* @name ingest_extract_identifiers */
 -- anon_id first, then properties.identifiers in the order written; only declared types, and on
@@ -170,7 +172,7 @@ JOIN identifier_tombstones t USING (tenant_id, workspace_id, identifier_key)
 JOIN ingest_accepted a ON a.seq = k.seq
 WHERE a.received_at <= t.erased_at;
 DELETE FROM ingest_event_keys WHERE seq IN (SELECT seq FROM ingest_erased);
-DELETE FROM ingest_accepted WHERE seq IN (SELECT seq FROM ingest_erased);
+DELETE FROM ingest_first_seen WHERE seq IN (SELECT seq FROM ingest_erased);
 
 /* @name ingest_group_sets */
 -- Events with the same identifier keys resolve alike: each set is resolved once, numbered in
@@ -317,10 +319,10 @@ SELECT tenant_id, workspace_id, profile_id, other_profile_id, identifier_type, r
 FROM ingest_conflicts;
 
 /* @name ingest_assign_profiles */
--- The profile each event goes to, with its keys: what every step after resolution reads.
+-- The profile each event goes to: what every step after resolution reads.
 CREATE TEMP TABLE ingest_event_profiles AS
-SELECT k.seq, k.keys, r.profile_id
-FROM ingest_event_keys k JOIN ingest_event_sets USING (seq) JOIN ingest_resolution r USING (set_id);
+SELECT s.seq, r.profile_id
+FROM ingest_event_sets s JOIN ingest_resolution r USING (set_id);
 
 /* @name ingest_insert_events */
 -- properties.identifiers is replaced by the keys: no identifier value is stored with an event.
@@ -331,8 +333,8 @@ SELECT a.tenant_id, a.workspace_id, a.event_id, a.event_name, a.dedup_key, a.ded
   CASE WHEN a.properties IS NULL THEN '{}'::JSON
        WHEN json_exists(a.properties, '$.identifiers') THEN json_merge_patch(a.properties, '{"identifiers":null}')
        ELSE a.properties END,
-  p.keys, $now::TIMESTAMP
-FROM ingest_accepted a JOIN ingest_event_profiles p USING (seq);
+  k.keys, $now::TIMESTAMP
+FROM ingest_accepted a JOIN ingest_event_profiles p USING (seq) JOIN ingest_event_keys k USING (seq);
 
 /* @name ingest_touch_profiles */
 UPDATE profiles p SET last_seen_at = greatest(p.last_seen_at, x.last_at)
@@ -345,11 +347,15 @@ WHERE p.tenant_id = x.tenant_id AND p.workspace_id = x.workspace_id AND p.profil
 
 /* @name ingest_record_rejections */
 INSERT INTO rejected_events
-SELECT tenant_id, workspace_id, event_id, event_name, reject_reason, file, received_at, $now::TIMESTAMP
-FROM ingest_checked WHERE reject_reason IS NOT NULL
-UNION ALL
-SELECT tenant_id, workspace_id, event_id, event_name, 'no_identifiers', file, received_at, $now::TIMESTAMP
-FROM ingest_accepted a WHERE NOT EXISTS (SELECT 1 FROM ingest_event_keys k WHERE k.seq = a.seq);
+SELECT tenant_id, workspace_id, event_id, event_name, reason, (CAST($paths AS JSON)::VARCHAR[])[file_index], received_at,
+  $now::TIMESTAMP
+FROM (
+  SELECT tenant_id, workspace_id, event_id, event_name, reject_reason AS reason, file_index, received_at
+  FROM ingest_checked WHERE reject_reason IS NOT NULL
+  UNION ALL
+  SELECT tenant_id, workspace_id, event_id, event_name, 'no_identifiers', file_index, received_at
+  FROM ingest_accepted a WHERE NOT EXISTS (SELECT 1 FROM ingest_event_keys k WHERE k.seq = a.seq)
+);
 
 /* @name ingest_batch_counts */
 SELECT
@@ -368,7 +374,7 @@ SELECT path, size, sha256, lines, $now::TIMESTAMP
 FROM (SELECT unnest(CAST($rows AS JSON)::STRUCT(path VARCHAR, size BIGINT, sha256 VARCHAR, lines INTEGER)[], recursive := true));
 
 /* @name ingest_file_line_counts */
-SELECT file AS path, count(*) AS lines FROM ingest_checked GROUP BY file;
+SELECT (CAST($paths AS JSON)::VARCHAR[])[file_index] AS path, count(*) AS lines FROM ingest_checked GROUP BY file_index;
 
 /* @name ingest_update_stats */
 UPDATE ingest_stats SET
@@ -379,7 +385,8 @@ UPDATE ingest_stats SET
 WHERE id = 1;
 
 /* @name ingest_drop_temporaries */
-DROP TABLE IF EXISTS ingest_checked; DROP TABLE IF EXISTS ingest_event_profiles; DROP TABLE IF EXISTS ingest_accepted;
+DROP VIEW IF EXISTS ingest_accepted; DROP TABLE IF EXISTS ingest_checked; DROP TABLE IF EXISTS ingest_event_profiles;
+DROP TABLE IF EXISTS ingest_first_seen;
 DROP TABLE IF EXISTS ingest_identifiers; DROP TABLE IF EXISTS ingest_id_map; DROP TABLE IF EXISTS ingest_values;
 DROP TABLE IF EXISTS ingest_lookup_pads; DROP TABLE IF EXISTS ingest_js_normalized; DROP TABLE IF EXISTS ingest_sealed; DROP TABLE IF EXISTS ingest_event_keys;
 DROP TABLE IF EXISTS ingest_sets; DROP TABLE IF EXISTS ingest_event_sets; DROP TABLE IF EXISTS ingest_resolution; DROP TABLE IF EXISTS ingest_new_profiles; DROP TABLE IF EXISTS ingest_new_identifiers;

@@ -324,13 +324,14 @@ export async function ingestBatch(context: Context, paths: string[]): Promise<Ba
     const time = metricTime(now);
     await applyBatchToMetrics(session, time, { merged: identity.merges > 0 });
     await evaluateAfterMetricStep(context, session, time);
-    await session.run('ingest_record_rejections', { now });
+    await session.run('ingest_record_rejections', { paths: files, now });
     const counts = (await session.one<Counts>('ingest_batch_counts')) as Counts;
     const lineCounts = new Map(
-      (await session.all<{ path: string; lines: number }>('ingest_file_line_counts')).map((row) => [
-        row.path,
-        row.lines,
-      ]),
+      (
+        await session.all<{ path: string; lines: number }>('ingest_file_line_counts', {
+          paths: files,
+        })
+      ).map((row) => [row.path, row.lines]),
     );
     await session.run('ingest_record_files', {
       rows: JSON.stringify(

@@ -281,11 +281,23 @@ describe('events to profiles', () => {
     await call(env.app, tokens.tenant, 'DELETE', '/v1/tenants/acme/event-types/coupon_used');
     await env.ingest();
     const rejected = await env.context.store.read((s) =>
-      s.allText('SELECT event_id, event_name, reason FROM rejected_events'),
+      s.allText<{ event_id: string; event_name: string; reason: string; file: string }>(
+        'SELECT event_id, event_name, reason, file FROM rejected_events',
+      ),
+    );
+    const files = await env.context.store.read((s) =>
+      s.allText<{ path: string }>('SELECT path FROM ingested_files'),
     );
     expect(rejected).toEqual([
-      { event_id: 'c1', event_name: 'coupon_used', reason: 'unknown_event_type' },
+      {
+        event_id: 'c1',
+        event_name: 'coupon_used',
+        reason: 'unknown_event_type',
+        file: expect.stringMatching(/\.ndjson$/),
+      },
     ]);
+    // The landing file the line came from, as recorded for the batch.
+    expect(files.map((row) => row.path)).toContain(rejected[0]?.file);
     expect(await count('events')).toBe(0);
   });
 
