@@ -34,7 +34,7 @@ const configSchema = z.object({
   ingest_interval_ms: z.coerce.number().int().positive().default(1000),
   /** A landing file is sealed, and so ingested, this long after it was opened at the latest. */
   landing_max_age_ms: z.coerce.number().int().positive().default(2000),
-  max_batch_events: z.coerce.number().int().positive().default(200_000),
+  max_batch_events: z.coerce.number().int().positive().default(250_000),
   /** Collector requests a tenant may send per second before 429. */
   collector_rate_limit: z.coerce.number().int().positive().default(1000),
   master_key: z.string().optional(),

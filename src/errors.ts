@@ -108,7 +108,7 @@ export class OutOfMemoryError extends AppError {
     super(
       503,
       'out_of_memory',
-      `the database ran out of memory (${usage}); the operation was rolled back and nothing of it was stored. Raise memory_limit (CDS_MEMORY_LIMIT): an ingest batch takes whole landing files, about 1.7 KiB of memory an event`,
+      `the database ran out of memory (${usage}); the operation was rolled back and nothing of it was stored. Raise memory_limit (CDS_MEMORY_LIMIT) or lower max_batch_events (CDS_MAX_BATCH_EVENTS): an ingest batch needs about 1.3 KiB of memory an event`,
     );
   }
 }

@@ -310,60 +310,63 @@ export async function ingestBatch(context: Context, paths: string[]): Promise<Ba
   const files = JSON.stringify(pending);
   // Hashing runs on this thread while DuckDB reads the same files on its own.
   const hashing = digestFiles(pending);
-  const result = await context.store.write(async (session) => {
-    const now = nowIso(context);
-    const catalog = (await session.one<{ workspaces: string; event_types: string }>(
-      'ingest_catalog',
-    )) as { workspaces: string; event_types: string };
-    await session.run('ingest_stage', { paths: files, ...catalog });
-    await session.run('ingest_mark_duplicates');
-    const identity = await resolveAndApply(session, context.keyRing, now);
-    await session.run('ingest_assign_profiles');
-    await session.run('ingest_insert_events', { now });
-    await session.run('ingest_touch_profiles');
-    const time = metricTime(now);
-    await applyBatchToMetrics(session, time, { merged: identity.merges > 0 });
-    await evaluateAfterMetricStep(context, session, time);
-    await session.run('ingest_record_rejections', { paths: files, now });
-    const counts = (await session.one<Counts>('ingest_batch_counts')) as Counts;
-    const lineCounts = new Map(
-      (
-        await session.all<{ path: string; lines: number }>('ingest_file_line_counts', {
-          paths: files,
-        })
-      ).map((row) => [row.path, row.lines]),
-    );
-    await session.run('ingest_record_files', {
-      rows: JSON.stringify(
-        (await hashing).map((digest) => ({ ...digest, lines: lineCounts.get(digest.path) ?? 0 })),
-      ),
-      now,
-    });
-    const batch: BatchResult = {
-      files: pending.length,
-      lines: counts.lines,
-      stored: counts.stored,
-      duplicates: counts.valid - counts.first_seen - counts.erased,
-      rejected: counts.rejected + (counts.first_seen - counts.stored) + counts.erased,
-      unparsable: counts.unparsable,
-      droppedIdentifiers: identity.dropped,
-      newProfiles: identity.newProfiles,
-      merges: identity.merges,
-    };
-    await session.run('ingest_update_stats', {
-      files: batch.files,
-      stored: batch.stored,
-      duplicates: batch.duplicates,
-      rejected: batch.rejected,
-      unparsable: batch.unparsable,
-      dropped_identifiers: batch.droppedIdentifiers,
-      last_received_at: counts.last_received_at,
-      now,
-    });
-    // On failure the rollback takes the temporary tables with it.
-    await session.run('ingest_drop_temporaries');
-    return batch;
-  });
+  const result = await context.store.write(
+    async (session) => {
+      const now = nowIso(context);
+      const catalog = (await session.one<{ workspaces: string; event_types: string }>(
+        'ingest_catalog',
+      )) as { workspaces: string; event_types: string };
+      await session.run('ingest_stage', { paths: files, ...catalog });
+      await session.run('ingest_mark_duplicates');
+      const identity = await resolveAndApply(session, context.keyRing, now);
+      await session.run('ingest_assign_profiles');
+      await session.run('ingest_insert_events', { now });
+      await session.run('ingest_touch_profiles');
+      const time = metricTime(now);
+      await applyBatchToMetrics(session, time, { merged: identity.merges > 0 });
+      await evaluateAfterMetricStep(context, session, time);
+      await session.run('ingest_record_rejections', { paths: files, now });
+      const counts = (await session.one<Counts>('ingest_batch_counts')) as Counts;
+      const lineCounts = new Map(
+        (
+          await session.all<{ path: string; lines: number }>('ingest_file_line_counts', {
+            paths: files,
+          })
+        ).map((row) => [row.path, row.lines]),
+      );
+      await session.run('ingest_record_files', {
+        rows: JSON.stringify(
+          (await hashing).map((digest) => ({ ...digest, lines: lineCounts.get(digest.path) ?? 0 })),
+        ),
+        now,
+      });
+      const batch: BatchResult = {
+        files: pending.length,
+        lines: counts.lines,
+        stored: counts.stored,
+        duplicates: counts.valid - counts.first_seen - counts.erased,
+        rejected: counts.rejected + (counts.first_seen - counts.stored) + counts.erased,
+        unparsable: counts.unparsable,
+        droppedIdentifiers: identity.dropped,
+        newProfiles: identity.newProfiles,
+        merges: identity.merges,
+      };
+      await session.run('ingest_update_stats', {
+        files: batch.files,
+        stored: batch.stored,
+        duplicates: batch.duplicates,
+        rejected: batch.rejected,
+        unparsable: batch.unparsable,
+        dropped_identifiers: batch.droppedIdentifiers,
+        last_received_at: counts.last_received_at,
+        now,
+      });
+      // On failure the rollback takes the temporary tables with it.
+      await session.run('ingest_drop_temporaries');
+      return batch;
+    },
+    { checkpoint: true },
+  );
   await Promise.all(pending.map((path) => unlink(path).catch(() => undefined)));
   return result;
 }

@@ -2,6 +2,7 @@ import { watch } from 'chokidar';
 import type { Context } from '../context.js';
 import { type BatchResult, ingestBatch } from './batch.js';
 import { listSealedFiles, type SealedFile } from './landing-files.js';
+import { splitSealedFile } from './split-file.js';
 import { runUpkeep } from './upkeep.js';
 
 export interface IngestLoopConfig {
@@ -39,7 +40,7 @@ export class IngestLoop {
     for (;;) {
       // Upkeep goes between batches too, so a steady stream of files does not starve it.
       await runUpkeep(this.context);
-      const batch = this.nextBatch(await listSealedFiles(this.context.dataDir.landingDir));
+      const batch = this.nextBatch(await this.sealedFilesInBatchSizes());
       if (batch.length === 0) return results;
       const result = await ingestBatch(
         this.context,
@@ -102,6 +103,21 @@ export class IngestLoop {
           this.tick();
         }
       });
+  }
+
+  /**
+   * The sealed files, the first one cut into parts first when it alone holds more lines than a
+   * batch may take (a collector seals at 64 MiB, about 230,000 events): `max_batch_events` then
+   * bounds the memory of every batch. Its lines are counted, not estimated, so a file left whole
+   * by a split that a crash cut off is always split again before its parts are read.
+   */
+  private async sealedFilesInBatchSizes(): Promise<SealedFile[]> {
+    const files = await listSealedFiles(this.context.dataDir.landingDir);
+    const [first] = files;
+    if (!first || (await splitSealedFile(first.path, this.config.maxBatchEvents)) === 0) {
+      return files;
+    }
+    return listSealedFiles(this.context.dataDir.landingDir);
   }
 
   private nextBatch(files: SealedFile[]): SealedFile[] {

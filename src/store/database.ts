@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { rename, rm } from 'node:fs/promises';
+import { rename, rm, stat } from 'node:fs/promises';
 import { type DuckDBConnection, DuckDBInstance, type DuckDBValue } from '@duckdb/node-api';
 import { OutOfMemoryError, StoreLockedError } from '../errors.js';
 import { type Migration, migrations, sql } from './sql-files.js';
@@ -114,6 +114,9 @@ function lockError(path: string, error: unknown): Error {
 
 const READERS = 4;
 
+/** DuckDB's own default for its automatic checkpoint, which the store takes over (`write`). */
+const CHECKPOINT_WAL_BYTES = 16 * 1024 * 1024;
+
 export interface StoreOptions {
   memoryLimit?: string;
 }
@@ -137,6 +140,8 @@ async function connectTo(path: string, options: StoreOptions) {
   try {
     instance = await DuckDBInstance.fromCache(path, {
       temp_directory: '',
+      // Never inside a COMMIT: the store checkpoints after it (`Store.write`).
+      checkpoint_threshold: '1TB',
       ...(options.memoryLimit ? { memory_limit: options.memoryLimit } : {}),
     });
   } catch (error) {
@@ -177,18 +182,31 @@ export class Store {
     return store;
   }
 
-  /** Runs `work` in one transaction on the writer connection, after every earlier write. */
-  write<T>(work: (session: Session) => Promise<T>): Promise<T> {
+  /**
+   * Runs `work` in one transaction on the writer connection, after every earlier write. After the
+   * commit, the log is checkpointed into the file when `checkpoint` asks for it or it holds more
+   * than 16 MiB. DuckDB's own automatic checkpoint runs inside the COMMIT, before the
+   * transaction's memory is freed; under a `memory_limit` it then failed to pin blocks, and a
+   * failed checkpoint invalidates the database until the process restarts (seen ingesting 5M
+   * events with 400MB). Rows not yet checkpointed stay in memory, since nothing spills, so a large
+   * write such as an ingest batch asks for the checkpoint.
+   */
+  write<T>(
+    work: (session: Session) => Promise<T>,
+    options: { checkpoint?: boolean } = {},
+  ): Promise<T> {
     const run = async (): Promise<T> => {
       await this.writer.run('BEGIN TRANSACTION');
+      let result: T;
       try {
-        const result = await work(new Session(this.writer));
+        result = await work(new Session(this.writer));
         await this.writer.run('COMMIT');
-        return result;
       } catch (error) {
         await this.writer.run('ROLLBACK');
         throw error;
       }
+      await this.checkpointLog(options.checkpoint ?? false);
+      return result;
     };
     const result = this.writeTail.then(run, run);
     this.writeTail = result.catch(() => undefined);
@@ -264,6 +282,18 @@ export class Store {
     const result = this.writeTail.then(run, run);
     this.writeTail = result.catch(() => undefined);
     return result;
+  }
+
+  /**
+   * The write it follows is committed whatever happens here, so a failed checkpoint is reported,
+   * not thrown: the log stays, and the next write or closing the store checkpoints again.
+   */
+  private async checkpointLog(always: boolean): Promise<void> {
+    const log = await stat(`${this.path}.wal`).catch(() => null);
+    if (!log || (!always && log.size <= CHECKPOINT_WAL_BYTES)) return;
+    await this.writer.run('CHECKPOINT').catch((error: unknown) => {
+      process.stderr.write(`checkpoint after a write failed: ${(error as Error).message}\n`);
+    });
   }
 
   async checkpoint(): Promise<void> {

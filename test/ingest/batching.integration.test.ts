@@ -65,9 +65,13 @@ describe('micro-batch boundaries', () => {
     for (const env of envs.splice(0)) await env.close();
   });
 
-  async function run(batchSize: number) {
+  async function run(batchSize: number, maxBatchEvents?: number) {
     // One master key for every run: identifier keys, and so profile ids, derive from it.
-    const env = await openTestEnv({ collector: true, config: { master_key: '5e'.repeat(32) } });
+    const env = await openTestEnv({
+      collector: true,
+      config: { master_key: '5e'.repeat(32) },
+      maxBatchEvents,
+    });
     envs.push(env);
     const tokens = await seedTenants(env.context);
     await registerEventTypes(env, tokens.tenant);
@@ -85,6 +89,29 @@ describe('micro-batch boundaries', () => {
     expect(await run(7)).toEqual(whole);
     expect(await run(1)).toEqual(whole);
   }, 120_000);
+
+  it('gives the same result when files larger than a batch are cut into parts', async () => {
+    const whole = await run(1000);
+    // Each workspace's file holds over 100 lines; a batch takes at most 25.
+    const cut = await run(1000, 25);
+    expect(cut).toEqual(whole);
+    const env = envs.at(-1) as TestEnv;
+    const files = await env.context.store.read((session) =>
+      session.allText<{ path: string; lines: number }>(
+        'SELECT path, lines FROM ingested_files ORDER BY path',
+      ),
+    );
+    expect(files.length).toBeGreaterThan(8);
+    for (const file of files) {
+      expect(file.path).toMatch(/\.p\d{6}\.ndjson$/);
+      expect(file.lines).toBeLessThanOrEqual(25);
+    }
+    expect(files.reduce((sum, file) => sum + file.lines, 0)).toBe(STREAM.length);
+    const left = readdirSync(join(env.dir, 'landing'), { recursive: true }).filter((name) =>
+      /\.ndjson/.test(String(name)),
+    );
+    expect(left).toEqual([]);
+  }, 60_000);
 });
 
 describe('no plain identifier in the data directory', () => {

@@ -163,6 +163,39 @@ describe('Store', () => {
     expect(existsSync(`${path}.rewrite.wal`)).toBe(false);
   });
 
+  it('checkpoints a write that leaves more than 16 MiB of log, after its commit, and never inside one', async () => {
+    const path = join(tempDir(), 'cds.duckdb');
+    const store = await Store.open(path);
+    opened.push(store);
+    const [setting] = await store.read((session) =>
+      session.allText<{ threshold: string }>(
+        "SELECT current_setting('checkpoint_threshold') AS threshold",
+      ),
+    );
+    // 1TB: DuckDB never checkpoints on its own.
+    expect(setting?.threshold).toBe('931.3 GiB');
+    const walBytes = () => (existsSync(`${path}.wal`) ? statSync(`${path}.wal`).size : 0);
+    await store.write((session) =>
+      session.runText(
+        "CREATE TABLE small AS SELECT range AS n, 'row ' || range AS label FROM range(1000)",
+      ),
+    );
+    expect(walBytes()).toBeGreaterThan(0);
+    await store.write((session) =>
+      session.runText(
+        // Fewer rows than a row group, so they go to the log, not straight to the file.
+        'CREATE TABLE large AS SELECT range AS n, repeat(md5(range::VARCHAR), 8) AS filler FROM range(100000)',
+      ),
+    );
+    expect(walBytes()).toBeLessThan(1024 * 1024);
+    const [rows] = await store.read((session) =>
+      session.allText<{ small: number; large: number }>(
+        'SELECT (SELECT count(*) FROM small) AS small, (SELECT count(*) FROM large) AS large',
+      ),
+    );
+    expect(rows).toEqual({ small: 1000, large: 100000 });
+  });
+
   it('serialises concurrent writes', async () => {
     const store = await Store.open(join(tempDir(), 'cds.duckdb'));
     opened.push(store);
@@ -192,7 +225,7 @@ describe('configuration', () => {
       port: 9000,
       host: '127.0.0.2',
       ingest_interval_ms: 250,
-      max_batch_events: 200_000,
+      max_batch_events: 250_000,
     });
     expect(loadConfig({}, { CDS_DATA_DIR: dir }).port).toBe(7000);
   });

@@ -1,0 +1,96 @@
+import { createReadStream } from 'node:fs';
+import { open, readdir, rename, rm } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import { SEALED_SUFFIX } from '../collector/landing-writer.js';
+
+/** A part is written under this suffix, which ingest does not read, then renamed to `.ndjson`. */
+const PART_WRITING_SUFFIX = '.ndjson.splitting';
+const NEWLINE = 0x0a;
+
+/**
+ * `name.ndjson` becomes `name.p000001.ndjson`, …: a part sorts where its file did (the `.` is
+ * kept), so events keep their order across files.
+ */
+function partPath(path: string, part: number, suffix: string): string {
+  return `${path.slice(0, -SEALED_SUFFIX.length)}.p${String(part).padStart(6, '0')}${suffix}`;
+}
+
+async function syncDirectory(path: string): Promise<void> {
+  const directory = await open(path, 'r');
+  try {
+    await directory.sync();
+  } finally {
+    await directory.close();
+  }
+}
+
+/** Parts an earlier split left half-written when it was cut off. */
+async function removeUnfinishedParts(path: string): Promise<void> {
+  const prefix = `${basename(path, SEALED_SUFFIX)}.p`;
+  const names = await readdir(dirname(path));
+  await Promise.all(
+    names
+      .filter((name) => name.startsWith(prefix) && name.endsWith(PART_WRITING_SUFFIX))
+      .map((name) => rm(join(dirname(path), name), { force: true })),
+  );
+}
+
+/**
+ * Where each line ends (the offset after its newline; a last line without one ends at the end of
+ * the file), read in chunks.
+ */
+async function lineEnds(path: string): Promise<number[]> {
+  const ends: number[] = [];
+  let offset = 0;
+  for await (const chunk of createReadStream(path, { highWaterMark: 1024 * 1024 })) {
+    const bytes = chunk as Buffer;
+    for (let index = bytes.indexOf(NEWLINE); index >= 0; index = bytes.indexOf(NEWLINE, index + 1))
+      ends.push(offset + index + 1);
+    offset += bytes.length;
+  }
+  if (offset > (ends.at(-1) ?? 0)) ends.push(offset);
+  return ends;
+}
+
+/** Copies bytes `start` to `end` (exclusive) of `source` into a new file, synced to disk. */
+async function copyRange(source: string, start: number, end: number, target: string) {
+  const handle = await open(target, 'w');
+  try {
+    const range = createReadStream(source, { start, end: end - 1, highWaterMark: 1024 * 1024 });
+    for await (const chunk of range) await handle.write(chunk as Buffer);
+    await handle.datasync();
+  } finally {
+    await handle.close();
+  }
+}
+
+/**
+ * Cuts a sealed landing file of more than `maxLines` lines into parts of equal line counts, at
+ * most `maxLines` each, and removes it; a smaller file is left as it is. Returns how many parts
+ * were written (0 when the file stayed whole).
+ *
+ * A crash leaves the file whole or its parts complete: every part is written and synced under a
+ * name ingest ignores, all are renamed, and only then is the file removed. Cut off before that,
+ * the file is still there and sorts before its parts, so it is split again, into the same parts
+ * under the same names, before any of them is ingested.
+ */
+export async function splitSealedFile(path: string, maxLines: number): Promise<number> {
+  const ends = await lineEnds(path);
+  if (ends.length <= maxLines) return 0;
+  const linesPerPart = Math.ceil(ends.length / Math.ceil(ends.length / maxLines));
+  const parts = Math.ceil(ends.length / linesPerPart);
+  await removeUnfinishedParts(path);
+  let start = 0;
+  for (let part = 1; part <= parts; part++) {
+    const end = ends[Math.min(part * linesPerPart, ends.length) - 1] as number;
+    await copyRange(path, start, end, partPath(path, part, PART_WRITING_SUFFIX));
+    start = end;
+  }
+  for (let part = 1; part <= parts; part++) {
+    await rename(partPath(path, part, PART_WRITING_SUFFIX), partPath(path, part, SEALED_SUFFIX));
+  }
+  await syncDirectory(dirname(path));
+  await rm(path);
+  await syncDirectory(dirname(path));
+  return parts;
+}

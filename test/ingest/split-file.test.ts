@@ -1,0 +1,66 @@
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { splitSealedFile } from '../../src/ingest/split-file.js';
+import { tempDir } from '../helpers/context.js';
+
+const lines = (count: number) =>
+  Array.from(
+    { length: count },
+    (_, index) => `{"line":${index},"pad":"${'x'.repeat(index % 7)}"}\n`,
+  );
+
+function landingFile(content: string): { dir: string; path: string } {
+  const dir = tempDir();
+  const path = join(dir, 'c1-00000001.ndjson');
+  writeFileSync(path, content);
+  return { dir, path };
+}
+
+describe('splitting a sealed landing file', () => {
+  it('cuts it into parts of equal line counts, in order, that sort where it did', async () => {
+    const content = lines(10).join('');
+    const { dir, path } = landingFile(content);
+    writeFileSync(join(dir, 'c1-00000002.ndjson'), 'next\n');
+
+    expect(await splitSealedFile(path, 3)).toBe(4);
+    const names = readdirSync(dir).sort();
+    expect(names).toEqual([
+      'c1-00000001.p000001.ndjson',
+      'c1-00000001.p000002.ndjson',
+      'c1-00000001.p000003.ndjson',
+      'c1-00000001.p000004.ndjson',
+      'c1-00000002.ndjson',
+    ]);
+    const parts = names.slice(0, 4).map((name) => readFileSync(join(dir, name), 'utf8'));
+    expect(parts.map((part) => part.split('\n').length - 1)).toEqual([3, 3, 3, 1]);
+    expect(parts.join('')).toBe(content);
+  });
+
+  it('leaves a file of at most maxLines lines whole, a last line without newline included', async () => {
+    const content = `${lines(3).join('')}{"line":3}`;
+    const { dir, path } = landingFile(content);
+    expect(await splitSealedFile(path, 4)).toBe(0);
+    expect(readFileSync(path, 'utf8')).toBe(content);
+    expect(await splitSealedFile(path, 2)).toBe(2);
+    const names = readdirSync(dir).sort();
+    expect(names.map((name) => readFileSync(join(dir, name), 'utf8')).join('')).toBe(content);
+  });
+
+  it('splits again, into the same parts, after a split that was cut off before removing the file', async () => {
+    const content = lines(9).join('');
+    const { dir, path } = landingFile(content);
+    // What a crash can leave: one part renamed already, one half-written under its working name.
+    writeFileSync(join(dir, 'c1-00000001.p000001.ndjson'), lines(3).join(''));
+    writeFileSync(join(dir, 'c1-00000001.p000002.ndjson.splitting'), '{"line":3');
+
+    expect(await splitSealedFile(path, 3)).toBe(3);
+    const names = readdirSync(dir).sort();
+    expect(names).toEqual([
+      'c1-00000001.p000001.ndjson',
+      'c1-00000001.p000002.ndjson',
+      'c1-00000001.p000003.ndjson',
+    ]);
+    expect(names.map((name) => readFileSync(join(dir, name), 'utf8')).join('')).toBe(content);
+  });
+});
