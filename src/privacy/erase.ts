@@ -111,16 +111,16 @@ const queuedRewrites = new WeakMap<Store, Promise<void>>();
 function scheduleRewrite(store: Store, dataDirSnapshot: string): void {
   if (queuedRewrites.has(store)) return;
   const replaced = store.replaceWithCopy(() => queuedRewrites.delete(store));
-  const rewritten = existsSync(dataDirSnapshot)
-    ? store.exclusive(async (session) => {
-        await replaced;
-        await copySnapshot(session, dataDirSnapshot);
-      })
-    : replaced;
+  const snapshotRewritten = existsSync(dataDirSnapshot)
+    ? store.exclusive((session) => copySnapshot(session, dataDirSnapshot))
+    : null;
   queuedRewrites.set(
     store,
-    rewritten.catch((error: unknown) => {
-      process.stderr.write(`rewriting the database file failed: ${(error as Error).message}\n`);
-    }),
+    Promise.all([replaced, snapshotRewritten]).then(
+      () => undefined,
+      (error: unknown) => {
+        process.stderr.write(`rewriting the database file failed: ${(error as Error).message}\n`);
+      },
+    ),
   );
 }

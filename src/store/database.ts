@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { rename, rm, stat } from 'node:fs/promises';
 import { type DuckDBConnection, DuckDBInstance, type DuckDBValue } from '@duckdb/node-api';
 import { OutOfMemoryError, StoreLockedError } from '../errors.js';
-import { type Migration, migrations, sql } from './sql-files.js';
+import { type Migration, migrations, sql, sqlPathLiteral } from './sql-files.js';
 
 export type Params = Record<string, DuckDBValue>;
 export type Row = Record<string, unknown>;
@@ -121,8 +121,6 @@ export interface StoreOptions {
   memoryLimit?: string;
 }
 
-const sqlString = (text: string) => `'${text.replaceAll("'", "''")}'`;
-
 const rewriteCopyPath = (path: string) => `${path}.rewrite`;
 
 async function removeDatabaseFile(path: string): Promise<void> {
@@ -208,9 +206,7 @@ export class Store {
       await this.checkpointLog(options.checkpoint ?? false);
       return result;
     };
-    const result = this.writeTail.then(run, run);
-    this.writeTail = result.catch(() => undefined);
-    return result;
+    return this.enqueue(run);
   }
 
   async read<T>(work: (session: Session) => Promise<T>): Promise<T> {
@@ -238,9 +234,7 @@ export class Store {
         for (const reader of readers) this.releaseReader(reader);
       }
     };
-    const result = this.writeTail.then(run, run);
-    this.writeTail = result.catch(() => undefined);
-    return result;
+    return this.enqueue(run);
   }
 
   /**
@@ -257,7 +251,7 @@ export class Store {
       await removeDatabaseFile(copy);
       const session = new Session(this.writer);
       await session.runText('FORCE CHECKPOINT');
-      await session.runText(`ATTACH ${sqlString(copy)} AS cds_rewrite`);
+      await session.runText(`ATTACH ${sqlPathLiteral(copy)} AS cds_rewrite`);
       try {
         await session.run('store_copy_to_rewrite');
       } catch (error) {
@@ -279,9 +273,7 @@ export class Store {
       this.writer = reopened.writer;
       for (const reader of reopened.readers) this.releaseReader(reader);
     };
-    const result = this.writeTail.then(run, run);
-    this.writeTail = result.catch(() => undefined);
-    return result;
+    return this.enqueue(run);
   }
 
   /**
@@ -294,6 +286,13 @@ export class Store {
     await this.writer.run('CHECKPOINT').catch((error: unknown) => {
       process.stderr.write(`checkpoint after a write failed: ${(error as Error).message}\n`);
     });
+  }
+
+  /** Runs after everything queued before it, whether that succeeded or not. */
+  private enqueue<T>(run: () => Promise<T>): Promise<T> {
+    const result = this.writeTail.then(run, run);
+    this.writeTail = result.catch(() => undefined);
+    return result;
   }
 
   async checkpoint(): Promise<void> {

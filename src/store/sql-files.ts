@@ -55,3 +55,11 @@ export function migrations(): Migration[] {
       text: readFileSync(`${dir}${fileName}`, 'utf8'),
     }));
 }
+
+/**
+ * A file path as a SQL string literal, for ATTACH, which takes no bound parameter. Only paths the
+ * process makes itself go through it, never user input.
+ */
+export function sqlPathLiteral(path: string): string {
+  return `'${path.replaceAll("'", "''")}'`;
+}
