@@ -1,0 +1,22 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const scripts = (
+  JSON.parse(readFileSync(`${root}package.json`, 'utf8')) as { scripts: Record<string, string> }
+).scripts;
+
+describe('package.json scripts', () => {
+  it('run files that exist (the README starts with npm run demo)', () => {
+    const files = Object.values(scripts).flatMap((script) =>
+      [...script.matchAll(/\b(?:node|tsx)\s+([\w./-]+\.[jt]s)\b/g)].map((match) => match[1]),
+    );
+    expect(files).toContain('bin/cds.js');
+    for (const file of files) expect(existsSync(`${root}${file}`), file).toBe(true);
+  });
+
+  it('start the demo through the cds demo command', () => {
+    expect(scripts.demo).toMatch(/node bin\/cds\.js demo$/);
+  });
+});
