@@ -146,20 +146,22 @@ WHERE v.normalized IS NOT NULL
 SELECT (SELECT count(*) FROM ingest_values) - (SELECT count(*) FROM ingest_id_map) AS dropped;
 
 /* @name ingest_group_event_keys */
--- One row per event: its keys in the order given, as strings to store and as numbers to group by.
--- list_sort on {ord, …} orders them: an ordered aggregate, list(… ORDER BY ord), is far slower.
+-- One row per event: the numbers of its keys in the order given. list_sort on {ord, key_id}
+-- orders them: an ordered aggregate, list(… ORDER BY ord), is far slower. The keys themselves
+-- and their types are looked up by number in ingest_key_lists where needed: key_id runs 1..n, so
+-- a list index finds them, cheaper than carrying the strings through the grouping.
+CREATE TEMP TABLE ingest_key_lists AS
+SELECT list(identifier_key ORDER BY key_id) AS keys, list(identifier_type ORDER BY key_id) AS types
+FROM ingest_id_map;
 CREATE TEMP TABLE ingest_event_keys AS
 WITH entries AS (
-  SELECT i.seq, list_sort(list({'ord': i.ord, 'key_id': m.key_id, 'key': m.identifier_key, 'type': m.identifier_type})) AS entries
+  SELECT i.seq, list_sort(list({'ord': i.ord, 'key_id': m.key_id})) AS entries
   FROM ingest_identifiers i
   JOIN ingest_id_map m
     ON m.raw_value = i.raw_value AND m.tenant_id = i.tenant_id AND m.identifier_type = i.identifier_type
   GROUP BY i.seq
 )
-SELECT a.seq, a.tenant_id, a.workspace_id, a.source,
-  list_transform(e.entries, entry -> entry.key_id) AS key_ids,
-  list_transform(e.entries, entry -> entry.key) AS keys,
-  list_transform(e.entries, entry -> entry.type) AS types
+SELECT a.seq, a.tenant_id, a.workspace_id, a.source, list_transform(e.entries, entry -> entry.key_id) AS key_ids
 FROM ingest_accepted a JOIN entries e USING (seq);
 
 /* @name ingest_drop_erased */
@@ -167,8 +169,10 @@ FROM ingest_accepted a JOIN entries e USING (seq);
 -- erased profile (design §15): it is dropped, and no trace of it is kept.
 CREATE TEMP TABLE ingest_erased AS
 SELECT DISTINCT k.seq
-FROM (SELECT seq, tenant_id, workspace_id, unnest(keys) AS identifier_key FROM ingest_event_keys) k
-JOIN identifier_tombstones t USING (tenant_id, workspace_id, identifier_key)
+FROM (SELECT seq, tenant_id, workspace_id, unnest(key_ids) AS key_id FROM ingest_event_keys) k
+JOIN ingest_id_map m USING (key_id)
+JOIN identifier_tombstones t
+  ON t.tenant_id = k.tenant_id AND t.workspace_id = k.workspace_id AND t.identifier_key = m.identifier_key
 JOIN ingest_accepted a ON a.seq = k.seq
 WHERE a.received_at <= t.erased_at;
 DELETE FROM ingest_event_keys WHERE seq IN (SELECT seq FROM ingest_erased);
@@ -178,10 +182,13 @@ DELETE FROM ingest_first_seen WHERE seq IN (SELECT seq FROM ingest_erased);
 -- Events with the same identifier keys resolve alike: each set is resolved once, numbered in
 -- order of first use.
 CREATE TEMP TABLE ingest_sets AS
-SELECT row_number() OVER (ORDER BY min(k.seq)) AS set_id, k.tenant_id, k.workspace_id, k.source, k.key_ids,
-  any_value(k.keys) AS keys, any_value(k.types) AS types, min(k.seq) AS first_seq, arg_min(a.event_id, a.seq) AS first_event_id, arg_min(a.occured_at, a.seq) AS first_at
-FROM ingest_event_keys k JOIN ingest_accepted a USING (seq)
-GROUP BY k.tenant_id, k.workspace_id, k.source, k.key_ids;
+SELECT s.*, list_transform(s.key_ids, id -> l.keys[id]) AS keys, list_transform(s.key_ids, id -> l.types[id]) AS types
+FROM (
+  SELECT row_number() OVER (ORDER BY min(k.seq)) AS set_id, k.tenant_id, k.workspace_id, k.source, k.key_ids,
+    min(k.seq) AS first_seq, arg_min(a.event_id, a.seq) AS first_event_id, arg_min(a.occured_at, a.seq) AS first_at
+  FROM ingest_event_keys k JOIN ingest_accepted a USING (seq)
+  GROUP BY k.tenant_id, k.workspace_id, k.source, k.key_ids
+) s CROSS JOIN ingest_key_lists l;
 
 CREATE TEMP TABLE ingest_event_sets AS
 SELECT k.seq, s.set_id
@@ -333,8 +340,9 @@ SELECT a.tenant_id, a.workspace_id, a.event_id, a.event_name, a.dedup_key, a.ded
   CASE WHEN a.properties IS NULL THEN '{}'::JSON
        WHEN json_exists(a.properties, '$.identifiers') THEN json_merge_patch(a.properties, '{"identifiers":null}')
        ELSE a.properties END,
-  k.keys, $now::TIMESTAMP
-FROM ingest_accepted a JOIN ingest_event_profiles p USING (seq) JOIN ingest_event_keys k USING (seq);
+  list_transform(k.key_ids, id -> l.keys[id]), $now::TIMESTAMP
+FROM ingest_accepted a JOIN ingest_event_profiles p USING (seq) JOIN ingest_event_keys k USING (seq)
+CROSS JOIN ingest_key_lists l;
 
 /* @name ingest_touch_profiles */
 UPDATE profiles p SET last_seen_at = greatest(p.last_seen_at, x.last_at)
@@ -389,6 +397,7 @@ DROP VIEW IF EXISTS ingest_accepted; DROP TABLE IF EXISTS ingest_checked; DROP T
 DROP TABLE IF EXISTS ingest_first_seen;
 DROP TABLE IF EXISTS ingest_identifiers; DROP TABLE IF EXISTS ingest_id_map; DROP TABLE IF EXISTS ingest_values;
 DROP TABLE IF EXISTS ingest_lookup_pads; DROP TABLE IF EXISTS ingest_js_normalized; DROP TABLE IF EXISTS ingest_sealed; DROP TABLE IF EXISTS ingest_event_keys;
+DROP TABLE IF EXISTS ingest_key_lists;
 DROP TABLE IF EXISTS ingest_sets; DROP TABLE IF EXISTS ingest_event_sets; DROP TABLE IF EXISTS ingest_resolution; DROP TABLE IF EXISTS ingest_new_profiles; DROP TABLE IF EXISTS ingest_new_identifiers;
 DROP TABLE IF EXISTS ingest_merges; DROP TABLE IF EXISTS ingest_conflicts; DROP TABLE IF EXISTS ingest_erased;
 DROP TABLE IF EXISTS ingest_known; DROP TABLE IF EXISTS ingest_set_keys; DROP TABLE IF EXISTS ingest_settled;
