@@ -14,6 +14,12 @@ export interface IngestLoopConfig {
   onBatch?: (batch: BatchResult) => void;
 }
 
+/**
+ * No line a collector writes is shorter: `received_at`, `source`, `collector_id` and an envelope
+ * with its required fields. A smaller file cannot hold too many lines, so it is not read to count.
+ */
+const MIN_LANDING_LINE_BYTES = 100;
+
 /** Before the first batch tells us better, a landing line is taken to be this long. */
 const INITIAL_BYTES_PER_LINE = 400;
 
@@ -114,7 +120,9 @@ export class IngestLoop {
   private async sealedFilesInBatchSizes(): Promise<SealedFile[]> {
     const files = await listSealedFiles(this.context.dataDir.landingDir);
     const [first] = files;
-    if (!first || (await splitSealedFile(first.path, this.config.maxBatchEvents)) === 0) {
+    const mayBeTooLong =
+      first !== undefined && first.bytes > this.config.maxBatchEvents * MIN_LANDING_LINE_BYTES;
+    if (!mayBeTooLong || (await splitSealedFile(first.path, this.config.maxBatchEvents)) === 0) {
       return files;
     }
     return listSealedFiles(this.context.dataDir.landingDir);
