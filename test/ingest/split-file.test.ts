@@ -17,6 +17,13 @@ function landingFile(content: string): { dir: string; path: string } {
   return { dir, path };
 }
 
+/** The folder's files in path order (ingest's order), with their text. */
+function filesIn(dir: string): { name: string; text: string }[] {
+  return readdirSync(dir)
+    .sort()
+    .map((name) => ({ name, text: readFileSync(join(dir, name), 'utf8') }));
+}
+
 describe('splitting a sealed landing file', () => {
   it('cuts it into parts of equal line counts, in order, that sort where it did', async () => {
     const content = lines(10).join('');
@@ -24,15 +31,15 @@ describe('splitting a sealed landing file', () => {
     writeFileSync(join(dir, 'c1-00000002.ndjson'), 'next\n');
 
     expect(await splitSealedFile(path, 3)).toBe(4);
-    const names = readdirSync(dir).sort();
-    expect(names).toEqual([
+    const files = filesIn(dir);
+    expect(files.map((file) => file.name)).toEqual([
       'c1-00000001.p000001.ndjson',
       'c1-00000001.p000002.ndjson',
       'c1-00000001.p000003.ndjson',
       'c1-00000001.p000004.ndjson',
       'c1-00000002.ndjson',
     ]);
-    const parts = names.slice(0, 4).map((name) => readFileSync(join(dir, name), 'utf8'));
+    const parts = files.slice(0, 4).map((file) => file.text);
     expect(parts.map((part) => part.split('\n').length - 1)).toEqual([3, 3, 3, 1]);
     expect(parts.join('')).toBe(content);
   });
@@ -43,8 +50,11 @@ describe('splitting a sealed landing file', () => {
     expect(await splitSealedFile(path, 4)).toBe(0);
     expect(readFileSync(path, 'utf8')).toBe(content);
     expect(await splitSealedFile(path, 2)).toBe(2);
-    const names = readdirSync(dir).sort();
-    expect(names.map((name) => readFileSync(join(dir, name), 'utf8')).join('')).toBe(content);
+    expect(
+      filesIn(dir)
+        .map((file) => file.text)
+        .join(''),
+    ).toBe(content);
   });
 
   it('splits again, into the same parts, after a split that was cut off before removing the file', async () => {
@@ -55,12 +65,12 @@ describe('splitting a sealed landing file', () => {
     writeFileSync(join(dir, 'c1-00000001.p000002.ndjson.splitting'), '{"line":3');
 
     expect(await splitSealedFile(path, 3)).toBe(3);
-    const names = readdirSync(dir).sort();
-    expect(names).toEqual([
+    const files = filesIn(dir);
+    expect(files.map((file) => file.name)).toEqual([
       'c1-00000001.p000001.ndjson',
       'c1-00000001.p000002.ndjson',
       'c1-00000001.p000003.ndjson',
     ]);
-    expect(names.map((name) => readFileSync(join(dir, name), 'utf8')).join('')).toBe(content);
+    expect(files.map((file) => file.text).join('')).toBe(content);
   });
 });
