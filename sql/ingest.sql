@@ -196,11 +196,13 @@ FROM ingest_event_keys k
 JOIN ingest_sets s USING (tenant_id, workspace_id, source, key_ids);
 
 /* @name ingest_identity_sets */
--- Keys and their types travel as text ("k1,k2"): converting list columns to JS arrays costs more.
--- Neither base64url keys nor type names hold a comma.
-SELECT set_id, tenant_id, workspace_id, source, array_to_string(keys, ',') AS keys, array_to_string(types, ',') AS types,
-  first_event_id, first_at
-FROM ingest_sets ANTI JOIN ingest_settled USING (set_id) ORDER BY set_id;
+-- One JSON text (Session.json); times as JavaScript's toISOString writes them, so they compare
+-- as text with ingest_known_identifiers' created_at.
+SELECT coalesce(to_json(list({
+  set_id: set_id, tenant_id: tenant_id, workspace_id: workspace_id, source: source, keys: keys, types: types,
+  first_event_id: first_event_id, first_at: strftime(first_at, '%Y-%m-%dT%H:%M:%S.%gZ')
+} ORDER BY set_id)), '[]')::VARCHAR
+FROM ingest_sets ANTI JOIN ingest_settled USING (set_id);
 
 /* @name ingest_find_known */
 -- The stored identifiers this batch names, found in one pass over profile_identifiers.
@@ -232,8 +234,11 @@ SEMI JOIN (
 ) o USING (tenant_id, workspace_id, identifier_key);
 
 /* @name ingest_known_identifiers */
--- What the sets left to resolve need: the stored owners of their keys.
-SELECT k.tenant_id, k.workspace_id, k.identifier_key, k.profile_id, p.created_at
+-- What the sets left to resolve need: the stored owners of their keys, as one JSON text.
+SELECT coalesce(to_json(list({
+  tenant_id: k.tenant_id, workspace_id: k.workspace_id, identifier_key: k.identifier_key, profile_id: k.profile_id,
+  created_at: strftime(p.created_at, '%Y-%m-%dT%H:%M:%S.%gZ')
+})), '[]')::VARCHAR
 FROM ingest_open_known k
 JOIN profiles p ON p.tenant_id = k.tenant_id AND p.workspace_id = k.workspace_id AND p.profile_id = k.profile_id;
 
@@ -274,9 +279,15 @@ INSERT INTO profiles (tenant_id, workspace_id, profile_id, created_at, last_seen
 SELECT tenant_id, workspace_id, profile_id, created_at::TIMESTAMP, created_at::TIMESTAMP, NULL FROM ingest_new_profiles;
 
 /* @name ingest_values_to_seal */
--- The normalised value of each new identifier, to encrypt and mask in JS; only the new ones cross.
-SELECT DISTINCT n.tenant_id, n.identifier_key, n.identifier_type, m.normalized
-FROM ingest_new_identifiers n JOIN ingest_id_map m USING (tenant_id, identifier_key);
+-- The normalised value of each new identifier, to encrypt and mask in JS; only the new ones cross,
+-- as one JSON text.
+SELECT coalesce(to_json(list({
+  tenant_id: tenant_id, identifier_key: identifier_key, identifier_type: identifier_type, normalized: normalized
+})), '[]')::VARCHAR
+FROM (
+  SELECT DISTINCT n.tenant_id, n.identifier_key, n.identifier_type, m.normalized
+  FROM ingest_new_identifiers n JOIN ingest_id_map m USING (tenant_id, identifier_key)
+);
 
 /* @name ingest_insert_identifiers */
 INSERT INTO profile_identifiers (tenant_id, workspace_id, identifier_key, identifier_type, profile_id, ciphertext, masked_value, first_seen_at)

@@ -16,6 +16,7 @@ import {
 import type { KeyRing } from '../identity/tenant-keys.js';
 import { applyBatchToMetrics, metricTime } from '../metrics/materialize.js';
 import type { AppendValue, Session } from '../store/database.js';
+import { traced } from '../trace.js';
 import { digestFiles } from './landing-files.js';
 import { evaluateAfterMetricStep } from './upkeep.js';
 
@@ -36,9 +37,9 @@ interface SetRow {
   tenant_id: string;
   workspace_id: string;
   source: EventSource;
-  /** Comma-separated identifier keys, and their types in the same order. */
-  keys: string;
-  types: string;
+  /** Identifier keys, and their types in the same order. */
+  keys: string[];
+  types: string[];
   first_event_id: string;
   first_at: string;
 }
@@ -129,14 +130,11 @@ async function keyValues(
 
 /** Encrypts and masks the batch's new identifiers: only their values come to JS. */
 async function sealNewIdentifiers(session: Session, keyRing: KeyRing): Promise<void> {
-  const values = await session.all<{
-    tenant_id: string;
-    identifier_key: string;
-    identifier_type: string;
-    normalized: string;
-  }>('ingest_values_to_seal');
-  await session.appendTemporary(
-    'ingest_sealed',
+  const values =
+    await session.json<
+      { tenant_id: string; identifier_key: string; identifier_type: string; normalized: string }[]
+    >('ingest_values_to_seal');
+  const rows = await traced('seal new identifiers', async () =>
     values.map((row) => {
       const sealed = sealIdentifier(keyRing, {
         tenantId: row.tenant_id,
@@ -146,24 +144,24 @@ async function sealNewIdentifiers(session: Session, keyRing: KeyRing): Promise<v
       return [row.tenant_id, row.identifier_key, sealed.ciphertext, sealed.masked];
     }),
   );
+  await session.appendTemporary('ingest_sealed', rows);
 }
 
-/**
- * Resolves every workspace's identity sets against what the store knows and writes the outcome:
- * new profiles and identifiers, merges, conflicts, and which profile each set's events go to.
- */
-async function resolveAndApply(session: Session, keyRing: KeyRing, now: string) {
-  const { rules, dropped } = await keyValues(session, keyRing);
-  await session.run('ingest_group_event_keys');
-  await session.run('ingest_drop_erased');
-  await session.run('ingest_group_sets');
+/** The outcome of resolving every workspace's sets, as rows for the outcome tables. */
+interface Outcome {
+  resolutionRows: AppendValue[][];
+  profileRows: AppendValue[][];
+  identifierRows: AppendValue[][];
+  mergeRows: AppendValue[][];
+  conflictRows: AppendValue[][];
+}
 
-  await session.run('ingest_find_known');
-  await session.run('ingest_settle_sets');
-  const sets = await session.all<SetRow>('ingest_identity_sets');
-  const known = groupByScope(await session.all<KnownRow>('ingest_known_identifiers'));
-  const counts = groupByScope(await session.all<CountRow>('ingest_profile_type_counts'));
-
+function resolveScopes(
+  sets: SetRow[],
+  known: Map<string, KnownRow[]>,
+  counts: Map<string, CountRow[]>,
+  rules: TenantRules,
+): Outcome {
   const resolutionRows: AppendValue[][] = [];
   const profileRows: AppendValue[][] = [];
   const identifierRows: AppendValue[][] = [];
@@ -185,13 +183,11 @@ async function resolveAndApply(session: Session, keyRing: KeyRing, now: string) 
     }
     const typeOfKey = new Map<string, string>();
     const identitySets: IdentitySet[] = scopeSets.map((row) => {
-      const keys = row.keys.split(',');
-      const types = row.types.split(',');
-      for (const [index, key] of keys.entries()) typeOfKey.set(key, types[index] as string);
+      for (const [index, key] of row.keys.entries()) typeOfKey.set(key, row.types[index] as string);
       return {
         setId: row.set_id,
         source: row.source,
-        keys,
+        keys: row.keys,
         firstEventId: row.first_event_id,
         firstAt: row.first_at,
       };
@@ -242,6 +238,30 @@ async function resolveAndApply(session: Session, keyRing: KeyRing, now: string) 
       ]);
     }
   }
+
+  return { resolutionRows, profileRows, identifierRows, mergeRows, conflictRows };
+}
+
+/**
+ * Resolves every workspace's identity sets against what the store knows and writes the outcome:
+ * new profiles and identifiers, merges, conflicts, and which profile each set's events go to.
+ */
+async function resolveAndApply(session: Session, keyRing: KeyRing, now: string) {
+  const { rules, dropped } = await keyValues(session, keyRing);
+  await session.run('ingest_group_event_keys');
+  await session.run('ingest_drop_erased');
+  await session.run('ingest_group_sets');
+
+  await session.run('ingest_find_known');
+  await session.run('ingest_settle_sets');
+  const sets = await session.json<SetRow[]>('ingest_identity_sets');
+  const known = groupByScope(await session.json<KnownRow[]>('ingest_known_identifiers'));
+  const counts = groupByScope(await session.all<CountRow>('ingest_profile_type_counts'));
+
+  const { resolutionRows, profileRows, identifierRows, mergeRows, conflictRows } = await traced(
+    'resolve identities',
+    async () => resolveScopes(sets, known, counts, rules),
+  );
 
   await session.run('ingest_create_outcome_tables');
   await session.appendTemporary('ingest_resolution', resolutionRows);

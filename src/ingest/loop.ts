@@ -1,5 +1,6 @@
 import { watch } from 'chokidar';
 import type { Context } from '../context.js';
+import { traced } from '../trace.js';
 import { type BatchResult, ingestBatch } from './batch.js';
 import { listSealedFiles, type SealedFile } from './landing-files.js';
 import { splitSealedFile } from './split-file.js';
@@ -48,9 +49,11 @@ export class IngestLoop {
       await runUpkeep(this.context);
       const batch = this.nextBatch(await this.sealedFilesInBatchSizes());
       if (batch.length === 0) return results;
-      const result = await ingestBatch(
-        this.context,
-        batch.map((file) => file.path),
+      const result = await traced('ingest batch', () =>
+        ingestBatch(
+          this.context,
+          batch.map((file) => file.path),
+        ),
       );
       const bytes = batch.reduce((sum, file) => sum + file.bytes, 0);
       if (result.lines > 0) this.bytesPerLine = Math.max(1, Math.round(bytes / result.lines));

@@ -315,7 +315,7 @@ describe('cds CLI', () => {
       });
     });
 
-    it('cds ingest drains what serve --no-ingest landed, and --status reports it', async () => {
+    it('cds ingest drains what serve --no-ingest landed, --status reports it, CDS_TRACE times it', async () => {
       await servers.pop()?.stop();
       const server = await startCli(
         ['--data-dir', dir, 'serve', '--port', '0', '--quiet', '--no-ingest'],
@@ -338,9 +338,13 @@ describe('cds CLI', () => {
         '--status',
       );
       expect(before).toMatchObject({ backlog_files: 1, events_ingested: 0 });
-      const ingested = await cds('ingest');
+      const ingested = await runCli(['--data-dir', dir, 'ingest'], { CDS_TRACE: '1' });
       expect(ingested.code, ingested.stderr).toBe(0);
       expect(ingested.stdout).toMatch(/^Ingested 1 files, 3 events \(/);
+      // CDS_TRACE times each step, which is how the ingest bench's figures are broken down.
+      expect(ingested.stderr).toMatch(/^trace ingest_stage \d+ ms$/m);
+      expect(ingested.stderr).toMatch(/^trace resolve identities \d+ ms$/m);
+      expect(ingested.stderr).toMatch(/^trace ingest batch \d+ ms$/m);
       const after = await cdsJson<{ backlog_files: number; events_ingested: number }>(
         'ingest',
         '--status',
