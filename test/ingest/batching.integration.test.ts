@@ -56,6 +56,12 @@ async function snapshot(env: TestEnv) {
       'SELECT workspace_id, merged_profile_id, survivor_profile_id FROM profile_merges ORDER BY ALL',
     ),
     events: await session.allText('SELECT count(*) AS n FROM events'),
+    // Ingest alone keeps these unique: the tables have no key index (migration 007).
+    repeated: await session.allText(
+      `SELECT
+         (SELECT count(*) FROM (SELECT workspace_id, identifier_key FROM profile_identifiers GROUP BY ALL HAVING count(*) > 1)) AS identifiers,
+         (SELECT count(*) FROM (SELECT workspace_id, profile_id FROM profiles GROUP BY ALL HAVING count(*) > 1)) AS profiles`,
+    ),
   }));
 }
 
@@ -86,6 +92,7 @@ describe('micro-batch boundaries', () => {
     const whole = await run(1000);
     expect(whole.merges.length).toBeGreaterThan(0);
     expect(whole.profiles.length).toBeGreaterThan(10);
+    expect(whole.repeated).toEqual([{ identifiers: 0, profiles: 0 }]);
     expect(await run(7)).toEqual(whole);
     expect(await run(1)).toEqual(whole);
   }, 120_000);
