@@ -125,14 +125,16 @@ SELECT tenant_id, identifier_type, raw_value FROM ingest_values WHERE in_js;
 /* @name ingest_key_values */
 -- Placeholders are dropped ($placeholders by "tenant/type", compared lowercased, as stored; JS
 -- did that for its own values), the rest keyed as TenantKeys.identifierKey does:
--- base64url(HMAC-SHA256(tenant lookup key, type ":" normalised)). key_id numbers the keys of the batch,
--- after the hashing: row_number() OVER () runs on one thread, and what sits above it too.
+-- base64url(HMAC-SHA256(tenant lookup key, type ":" normalised)). A 32-byte digest is 43 base64
+-- characters and one '=': cutting it and two replace() cost less than rtrim() and translate().
+-- key_id numbers the keys of the batch, after the hashing: row_number() OVER () runs on one
+-- thread, and what sits above it too.
 CREATE TEMP TABLE ingest_id_map AS
 SELECT *, row_number() OVER ()::INTEGER AS key_id
 FROM (
   SELECT v.tenant_id, v.identifier_type, v.raw_value, v.normalized,
-    translate(rtrim(to_base64(unhex(sha256(p.outer_pad || unhex(sha256(
-      p.inner_pad || encode(v.identifier_type || ':' || v.normalized)))))), '='), '+/', '-_') AS identifier_key
+    replace(replace(to_base64(unhex(sha256(p.outer_pad || unhex(sha256(
+      p.inner_pad || encode(v.identifier_type || ':' || v.normalized))))))[1:43], '+', '-'), '/', '_') AS identifier_key
   FROM (
     SELECT v.tenant_id, v.identifier_type, v.raw_value, coalesce(v.normalized, j.normalized) AS normalized, v.in_js,
       coalesce((CAST($placeholders AS JSON)::MAP(VARCHAR, VARCHAR[]))[v.tenant_id || '/' || v.identifier_type], [])
