@@ -185,21 +185,25 @@ DELETE FROM ingest_event_keys WHERE seq IN (SELECT seq FROM ingest_erased);
 DELETE FROM ingest_first_seen WHERE seq IN (SELECT seq FROM ingest_erased);
 
 /* @name ingest_group_sets */
--- Events with the same identifier keys resolve alike: each set is resolved once, numbered in
--- order of first use.
-CREATE TEMP TABLE ingest_sets AS
-SELECT s.*, list_transform(s.key_ids, id -> l.keys[id]) AS keys, list_transform(s.key_ids, id -> l.types[id]) AS types
-FROM (
-  SELECT row_number() OVER (ORDER BY min(k.seq)) AS set_id, k.tenant_id, k.workspace_id, k.source, k.key_ids,
-    min(k.seq) AS first_seq, arg_min(a.event_id, a.seq) AS first_event_id, arg_min(a.occured_at, a.seq) AS first_at
-  FROM ingest_event_keys k JOIN ingest_accepted a USING (seq)
-  GROUP BY k.tenant_id, k.workspace_id, k.source, k.key_ids
-) s CROSS JOIN ingest_key_lists l;
-
+-- Events with the same identifier keys resolve alike, as one set. A set is named by the line
+-- number of its first event, so set ids sort in order of first use, and one window pass finds
+-- every event's set (cheaper than grouping, then joining back on the key lists). Line numbers
+-- are rowids of a table created in the transaction, which start near 2^55: counted from the
+-- batch's first, they fit an INTEGER and a JavaScript number.
 CREATE TEMP TABLE ingest_event_sets AS
-SELECT k.seq, s.set_id
-FROM ingest_event_keys k
-JOIN ingest_sets s USING (tenant_id, workspace_id, source, key_ids);
+SELECT seq,
+  (min(seq) OVER (PARTITION BY tenant_id, workspace_id, source, key_ids) - (SELECT min(rowid) FROM ingest_checked))::INTEGER
+    AS set_id
+FROM ingest_event_keys;
+CREATE TEMP TABLE ingest_sets AS
+SELECT s.set_id, k.tenant_id, k.workspace_id, k.source, k.key_ids, a.event_id AS first_event_id,
+  a.occured_at AS first_at, list_transform(k.key_ids, id -> l.keys[id]) AS keys,
+  list_transform(k.key_ids, id -> l.types[id]) AS types
+FROM ingest_event_sets s
+JOIN ingest_event_keys k ON k.seq = s.seq
+JOIN ingest_accepted a ON a.seq = s.seq
+CROSS JOIN ingest_key_lists l
+WHERE s.seq = s.set_id + (SELECT min(rowid) FROM ingest_checked);
 
 /* @name ingest_identity_sets */
 -- One JSON text (Session.json); times as JavaScript's toISOString writes them, so they compare
