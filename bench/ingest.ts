@@ -97,10 +97,10 @@ async function rawStore(files: string[], dir: string): Promise<{ seconds: number
      FROM read_json(CAST($files AS JSON)::VARCHAR[], format = 'newline_delimited', columns = {
        received_at: 'VARCHAR', source: 'VARCHAR',
        event: 'STRUCT(id VARCHAR, name VARCHAR, tenant_id VARCHAR, workspace_id VARCHAR, occured_at VARCHAR, properties JSON)'
-     }) r;
-     CHECKPOINT;`,
+     }) r`,
     { files: JSON.stringify(files) },
   );
+  await connection.run('CHECKPOINT');
   const seconds = (performance.now() - started) / 1000;
   const reader = await connection.runAndReadAll('SELECT count(*) AS n FROM events');
   const rows = Number(reader.getRowObjectsJS()[0]?.n);
