@@ -212,7 +212,7 @@ SELECT coalesce(to_json(list({
   set_id: set_id, tenant_id: tenant_id, workspace_id: workspace_id, source: source, keys: keys, types: types,
   first_event_id: first_event_id, first_at: strftime(first_at, '%Y-%m-%dT%H:%M:%S.%gZ')
 } ORDER BY set_id)), '[]')::VARCHAR
-FROM ingest_sets ANTI JOIN ingest_settled USING (set_id);
+FROM ingest_sets ANTI JOIN ingest_settled USING (set_id) ANTI JOIN ingest_fresh USING (set_id);
 
 /* @name ingest_find_known */
 -- The stored identifiers this batch names, found in one pass over profile_identifiers.
@@ -225,7 +225,7 @@ JOIN ingest_id_map m ON m.tenant_id = i.tenant_id AND m.identifier_key = i.ident
 -- A set whose keys are all stored, with one profile, goes to that profile and changes nothing:
 -- in a stream of returning customers most sets are such, and only the rest is resolved in JS.
 CREATE TEMP TABLE ingest_set_keys AS
-SELECT s.set_id, s.tenant_id, s.workspace_id, m.identifier_key
+SELECT s.set_id, s.tenant_id, s.workspace_id, m.identifier_key, m.identifier_type
 FROM (SELECT set_id, tenant_id, workspace_id, unnest(key_ids) AS key_id FROM ingest_sets) s
 JOIN ingest_id_map m ON m.key_id = s.key_id;
 CREATE TEMP TABLE ingest_settled AS
@@ -235,6 +235,34 @@ FROM ingest_set_keys s
 LEFT JOIN ingest_known k USING (tenant_id, workspace_id, identifier_key)
 GROUP BY s.set_id
 HAVING count(k.profile_id) = count(*) AND min(k.profile_id) = max(k.profile_id);
+-- A set whose keys are all new and named by no other set of its workspace in the batch starts a
+-- profile of its own, whatever the order of the sets: SQL gives it the profile resolveIdentities
+-- would (profileIdFor: its first key and first event), so new customers do not cross into JS. A
+-- set with more keys of a type than max_per_profile allows is left to JS, which records the conflict.
+CREATE TEMP TABLE ingest_fresh AS
+WITH shared AS (
+  SELECT tenant_id, workspace_id, identifier_key FROM ingest_set_keys
+  GROUP BY ALL HAVING count(DISTINCT set_id) > 1
+),
+crowded AS (
+  SELECT k.set_id
+  FROM (SELECT set_id, tenant_id, identifier_type, count(DISTINCT identifier_key) AS n FROM ingest_set_keys GROUP BY ALL) k
+  JOIN identifier_types t ON t.tenant_id = k.tenant_id AND t.identifier_type = k.identifier_type
+  WHERE k.n > t.max_per_profile
+),
+isolated AS (
+  SELECT k.set_id
+  FROM ingest_set_keys k
+  LEFT JOIN ingest_known kn USING (tenant_id, workspace_id, identifier_key)
+  LEFT JOIN shared sh USING (tenant_id, workspace_id, identifier_key)
+  GROUP BY k.set_id
+  HAVING count(kn.profile_id) = 0 AND count(sh.identifier_key) = 0
+)
+SELECT s.set_id, s.tenant_id, s.workspace_id,
+  'p_' || sha256(s.tenant_id || chr(0) || s.workspace_id || chr(0) || s.keys[1] || chr(0) || s.first_event_id)[1:24]
+    AS profile_id,
+  strftime(s.first_at, '%Y-%m-%dT%H:%M:%S.%gZ') AS first_at
+FROM ingest_sets s SEMI JOIN isolated USING (set_id) ANTI JOIN crowded USING (set_id);
 CREATE TEMP TABLE ingest_open_known AS
 SELECT DISTINCT k.tenant_id, k.workspace_id, k.identifier_key, k.profile_id
 FROM ingest_known k
@@ -258,6 +286,14 @@ FROM profile_identifiers i
 SEMI JOIN (SELECT DISTINCT tenant_id, workspace_id, profile_id FROM ingest_open_known) k
   USING (tenant_id, workspace_id, profile_id)
 GROUP BY ALL;
+
+/* @name ingest_resolve_fresh */
+-- The fresh sets' new profiles and identifiers, beside what JS resolved (ingest_settle_sets).
+INSERT INTO ingest_resolution SELECT set_id, profile_id FROM ingest_fresh;
+INSERT INTO ingest_new_profiles SELECT tenant_id, workspace_id, profile_id, first_at FROM ingest_fresh;
+INSERT INTO ingest_new_identifiers
+SELECT DISTINCT k.tenant_id, k.workspace_id, k.identifier_key, k.identifier_type, f.profile_id, f.first_at
+FROM ingest_set_keys k JOIN ingest_fresh f USING (set_id);
 
 /* @name ingest_resolve_settled */
 -- A settled set's profile may have been merged by a set resolved after it: its events follow.
@@ -393,6 +429,7 @@ SELECT
   (SELECT count(*) FROM ingest_accepted) AS first_seen,
   (SELECT count(*) FROM ingest_erased) AS erased,
   (SELECT count(*) FROM ingest_event_profiles) AS stored,
+  (SELECT count(*) FROM ingest_new_profiles) AS new_profiles,
   (SELECT count(*) FROM ingest_checked WHERE reject_reason IS NOT NULL) AS rejected,
   (SELECT count(*) FROM ingest_checked WHERE reject_reason = 'unparsable_line') AS unparsable,
   (SELECT max(received_at) FROM ingest_checked) AS last_received_at;
@@ -422,7 +459,7 @@ DROP TABLE IF EXISTS ingest_key_lists;
 DROP TABLE IF EXISTS ingest_sets; DROP TABLE IF EXISTS ingest_event_sets; DROP TABLE IF EXISTS ingest_resolution; DROP TABLE IF EXISTS ingest_new_profiles; DROP TABLE IF EXISTS ingest_new_identifiers;
 DROP TABLE IF EXISTS ingest_merges; DROP TABLE IF EXISTS ingest_conflicts; DROP TABLE IF EXISTS ingest_erased;
 DROP TABLE IF EXISTS ingest_known; DROP TABLE IF EXISTS ingest_set_keys; DROP TABLE IF EXISTS ingest_settled;
-DROP TABLE IF EXISTS ingest_open_known;
+DROP TABLE IF EXISTS ingest_open_known; DROP TABLE IF EXISTS ingest_fresh;
 
 /* @name ingest_stats */
 SELECT batches, files, events_ingested, duplicates, rejected, unparsable_lines, dropped_identifiers, last_batch_at, last_received_at

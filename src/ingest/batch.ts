@@ -269,6 +269,7 @@ async function resolveAndApply(session: Session, keyRing: KeyRing, now: string) 
   await session.appendTemporary('ingest_new_identifiers', identifierRows);
   await session.appendTemporary('ingest_merges', mergeRows);
   await session.appendTemporary('ingest_conflicts', conflictRows);
+  await session.run('ingest_resolve_fresh');
   await sealNewIdentifiers(session, keyRing);
   await session.run('ingest_resolve_settled');
   await session.run('ingest_insert_profiles');
@@ -282,7 +283,7 @@ async function resolveAndApply(session: Session, keyRing: KeyRing, now: string) 
     await session.run('ingest_apply_merges_to_events');
   }
   if (conflictRows.length > 0) await session.run('ingest_record_conflicts', { now });
-  return { dropped, newProfiles: profileRows.length, merges: mergeRows.length };
+  return { dropped, merges: mergeRows.length };
 }
 
 interface Counts {
@@ -292,6 +293,7 @@ interface Counts {
   /** First-seen lines dropped because they were in flight for an erased profile. */
   erased: number;
   stored: number;
+  new_profiles: number;
   rejected: number;
   unparsable: number;
   last_received_at: string | null;
@@ -368,7 +370,7 @@ export async function ingestBatch(context: Context, paths: string[]): Promise<Ba
         rejected: counts.rejected + (counts.first_seen - counts.stored) + counts.erased,
         unparsable: counts.unparsable,
         droppedIdentifiers: identity.dropped,
-        newProfiles: identity.newProfiles,
+        newProfiles: counts.new_profiles,
         merges: identity.merges,
       };
       await session.run('ingest_update_stats', {

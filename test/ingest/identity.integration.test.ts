@@ -320,6 +320,39 @@ describe('events to profiles', () => {
     expect(await count('identity_conflicts', "reason = 'max_per_profile'")).toBeGreaterThan(0);
   });
 
+  it('gives a new customer the first of more keys of a type than max_per_profile allows, and records the rest', async () => {
+    await call(env.app, tokens.tenant, 'PUT', '/v1/tenants/acme/identifier-types/cookie', {
+      tier: 'weak',
+      max_per_profile: 1,
+    });
+    // One event names two cookies (anon_id first); another new customer in the same batch names one.
+    await server(
+      { anon: 'first-cookie', identifiers: { cookie: 'second-cookie', email: 'ann@shop.test' } },
+      { anon: 'bob-cookie', identifiers: { email: 'bob@shop.test' } },
+    );
+    await env.ingest();
+    expect(await liveProfiles()).toBe(2);
+    expect(await count('profile_identifiers', "identifier_type = 'cookie'")).toBe(2);
+    expect(await count('profile_identifiers', "identifier_type = 'email'")).toBe(2);
+    expect(
+      await count(
+        'identity_conflicts',
+        "reason = 'max_per_profile' AND identifier_type = 'cookie'",
+      ),
+    ).toBe(1);
+    const holders = await env.context.store.read((s) =>
+      s.allText<{ cookies: number; emails: number }>(
+        `SELECT count(*) FILTER (WHERE identifier_type = 'cookie') AS cookies,
+           count(*) FILTER (WHERE identifier_type = 'email') AS emails
+         FROM profile_identifiers GROUP BY profile_id ORDER BY ALL`,
+      ),
+    );
+    expect(holders).toEqual([
+      { cookies: 1, emails: 1 },
+      { cookies: 1, emails: 1 },
+    ]);
+  });
+
   it('answers the customer table with masking per type, paged', async () => {
     await server(
       { identifiers: { email: 'ann@shop.test', phone: '9876543210' } },
