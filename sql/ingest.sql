@@ -242,27 +242,26 @@ HAVING count(k.profile_id) = count(*) AND min(k.profile_id) = max(k.profile_id);
 CREATE TEMP TABLE ingest_fresh AS
 WITH shared AS (
   SELECT tenant_id, workspace_id, identifier_key FROM ingest_set_keys
-  GROUP BY ALL HAVING count(DISTINCT set_id) > 1
+  GROUP BY ALL HAVING min(set_id) < max(set_id)
+),
+touching AS (
+  SELECT set_id FROM ingest_set_keys SEMI JOIN ingest_known USING (tenant_id, workspace_id, identifier_key)
+  UNION ALL
+  SELECT set_id FROM ingest_set_keys SEMI JOIN shared USING (tenant_id, workspace_id, identifier_key)
 ),
 crowded AS (
   SELECT k.set_id
-  FROM (SELECT set_id, tenant_id, identifier_type, count(DISTINCT identifier_key) AS n FROM ingest_set_keys GROUP BY ALL) k
-  JOIN identifier_types t ON t.tenant_id = k.tenant_id AND t.identifier_type = k.identifier_type
-  WHERE k.n > t.max_per_profile
-),
-isolated AS (
-  SELECT k.set_id
   FROM ingest_set_keys k
-  LEFT JOIN ingest_known kn USING (tenant_id, workspace_id, identifier_key)
-  LEFT JOIN shared sh USING (tenant_id, workspace_id, identifier_key)
-  GROUP BY k.set_id
-  HAVING count(kn.profile_id) = 0 AND count(sh.identifier_key) = 0
+  SEMI JOIN (SELECT set_id FROM ingest_sets WHERE len(key_ids) > 1) m USING (set_id)
+  JOIN identifier_types t ON t.tenant_id = k.tenant_id AND t.identifier_type = k.identifier_type
+  GROUP BY k.set_id, k.identifier_type, t.max_per_profile
+  HAVING count(DISTINCT k.identifier_key) > t.max_per_profile
 )
 SELECT s.set_id, s.tenant_id, s.workspace_id,
   'p_' || sha256(s.tenant_id || chr(0) || s.workspace_id || chr(0) || s.keys[1] || chr(0) || s.first_event_id)[1:24]
     AS profile_id,
   strftime(s.first_at, '%Y-%m-%dT%H:%M:%S.%gZ') AS first_at
-FROM ingest_sets s SEMI JOIN isolated USING (set_id) ANTI JOIN crowded USING (set_id);
+FROM ingest_sets s ANTI JOIN touching USING (set_id) ANTI JOIN crowded USING (set_id);
 CREATE TEMP TABLE ingest_open_known AS
 SELECT DISTINCT k.tenant_id, k.workspace_id, k.identifier_key, k.profile_id
 FROM ingest_known k
