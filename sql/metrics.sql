@@ -90,11 +90,12 @@ SELECT tenant_id, workspace_scope, metric_name, event_name, value_kind, '$.' || 
 FROM metric_definitions WHERE backfilled_at IS NULL;
 
 /* @name metrics_sources_from_batch */
--- Every profile the batch stored an event for is touched (its segments are evaluated again); only
--- the events some definition reads are copied, with the profile they now belong to.
-INSERT INTO metric_touched
-SELECT DISTINCT a.tenant_id, a.workspace_id, p.profile_id
-FROM ingest_accepted a JOIN ingest_event_profiles p USING (seq);
+-- Segments read nothing but metric values, so a profile is touched (its values computed and its
+-- segments evaluated again) only where they may change: it is new in the batch (it gets its row,
+-- empty until some value arrives), an event some definition reads was stored for it
+-- (metrics_add_sources), or it took part in a merge (metrics_follow_merges). Only the events some
+-- definition reads are copied, with the profile they now belong to.
+INSERT INTO metric_touched SELECT tenant_id, workspace_id, profile_id FROM ingest_new_profiles;
 CREATE TEMP TABLE metric_sources AS
 SELECT a.tenant_id, a.workspace_id, p.profile_id, a.event_name, a.occured_at, a.properties
 FROM ingest_accepted a JOIN ingest_event_profiles p USING (seq)

@@ -69,6 +69,28 @@ describe('metric values', () => {
     expect(await metricsOf('ann@shop.test')).toEqual({ orders: 5, revenue: 50 });
   });
 
+  it('recomputes a profile only when an event some definition reads arrives for it', async () => {
+    await define({ metric_name: 'orders', event_name: 'order_completed', value_kind: 'count' });
+    const computedAt = async () =>
+      (
+        await env.context.store.read((s) =>
+          s.allText<{ at: string }>('SELECT max(updated_at) AS at FROM profile_metrics'),
+        )
+      )[0]?.at;
+    await send(order('o1', '2026-02-01T10:00:00Z', 40));
+    await env.ingest();
+    const first = await computedAt();
+    env.clock.advance(DAY);
+    await send({ name: 'page_viewed', at: '2026-02-02T10:00:00Z', identifiers: ann });
+    await env.ingest();
+    expect(await computedAt()).toBe(first);
+    expect(await metricsOf('ann@shop.test')).toEqual({ orders: 1 });
+    await send(order('o2', '2026-02-03T10:00:00Z', 5));
+    await env.ingest();
+    expect(await computedAt()).not.toBe(first);
+    expect(await metricsOf('ann@shop.test')).toEqual({ orders: 2 });
+  });
+
   it('keeps windowed values in daily buckets that decay as days pass without events', async () => {
     await define({
       metric_name: 'orders_7d',
