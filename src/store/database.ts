@@ -47,12 +47,8 @@ export class Session {
    */
   async json<T>(name: string, params?: Params): Promise<T> {
     return traced(name, async () => {
-      try {
-        const reader = await this.connection.runAndReadAll(sql(name), params);
-        return JSON.parse(String(reader.getRows()[0]?.[0] ?? 'null')) as T;
-      } catch (error) {
-        throw translated(error);
-      }
+      const reader = await this.readAll(sql(name), params);
+      return JSON.parse(String(reader.getRows()[0]?.[0] ?? 'null')) as T;
     });
   }
 
@@ -68,9 +64,13 @@ export class Session {
 
   /** For statements assembled by a compiler from fixed fragments (values are still bound). */
   async allText<T = Row>(text: string, params?: Params): Promise<T[]> {
+    const reader = await this.readAll(text, params);
+    return reader.getRowObjectsJS().map((row) => plainRow(row) as T);
+  }
+
+  private async readAll(text: string, params?: Params) {
     try {
-      const reader = await this.connection.runAndReadAll(text, params);
-      return reader.getRowObjectsJS().map((row) => plainRow(row) as T);
+      return await this.connection.runAndReadAll(text, params);
     } catch (error) {
       throw translated(error);
     }
