@@ -93,11 +93,3 @@ INSERT INTO erasure_audit VALUES (
 
 /* @name erasure_drop_cluster */
 DROP TABLE IF EXISTS erasure_cluster;
-
-/* @name erasure_audit_log */
-SELECT erasure_id, tenant_id, workspace_id, profile_id, actor, erased_at, profiles, identifiers, metrics,
-  segment_memberships, history_entries, events
-FROM erasure_audit
-WHERE ($tenant_id IS NULL OR tenant_id = $tenant_id)
-ORDER BY erased_at DESC, erasure_id DESC
-LIMIT $limit;
