@@ -17,6 +17,7 @@ import type { KeyRing } from '../identity/tenant-keys.js';
 import { applyBatchToMetrics, metricTime } from '../metrics/materialize.js';
 import type { AppendValue, Session } from '../store/database.js';
 import { traced } from '../trace.js';
+import { collectGarbage } from './garbage.js';
 import { digestFiles } from './landing-files.js';
 import { evaluateAfterMetricStep } from './upkeep.js';
 
@@ -31,6 +32,12 @@ export interface BatchResult {
   newProfiles: number;
   merges: number;
 }
+
+/**
+ * Below this many sets resolved and identifiers sealed in JS, a batch leaves too little garbage to
+ * be worth a full collection (a few ms even on an empty heap).
+ */
+const COLLECT_GARBAGE_AFTER_ROWS = 1_000;
 
 interface SetRow {
   set_id: number;
@@ -128,8 +135,8 @@ async function keyValues(
   return { rules, dropped };
 }
 
-/** Encrypts and masks the batch's new identifiers: only their values come to JS. */
-async function sealNewIdentifiers(session: Session, keyRing: KeyRing): Promise<void> {
+/** Encrypts and masks the batch's new identifiers (only their values come to JS); says how many. */
+async function sealNewIdentifiers(session: Session, keyRing: KeyRing): Promise<number> {
   const values =
     await session.json<
       { tenant_id: string; identifier_key: string; identifier_type: string; normalized: string }[]
@@ -145,6 +152,7 @@ async function sealNewIdentifiers(session: Session, keyRing: KeyRing): Promise<v
     }),
   );
   await session.appendTemporary('ingest_sealed', rows);
+  return rows.length;
 }
 
 /** The outcome of resolving every workspace's sets, as rows for the outcome tables. */
@@ -270,7 +278,10 @@ async function resolveAndApply(session: Session, keyRing: KeyRing, now: string) 
   await session.appendTemporary('ingest_merges', mergeRows);
   await session.appendTemporary('ingest_conflicts', conflictRows);
   await session.run('ingest_resolve_fresh');
-  await sealNewIdentifiers(session, keyRing);
+  const sealed = await sealNewIdentifiers(session, keyRing);
+  if (sets.length + sealed >= COLLECT_GARBAGE_AFTER_ROWS) {
+    await traced('collect garbage', async () => collectGarbage());
+  }
   await session.run('ingest_resolve_settled');
   await session.run('ingest_insert_profiles');
   await session.run('ingest_insert_identifiers');
@@ -387,7 +398,7 @@ export async function ingestBatch(context: Context, paths: string[]): Promise<Ba
       await session.run('ingest_drop_temporaries');
       return batch;
     },
-    { checkpoint: true },
+    { large: true },
   );
   await Promise.all(pending.map((path) => unlink(path).catch(() => undefined)));
   return result;

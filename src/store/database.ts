@@ -3,7 +3,7 @@ import { rename, rm, stat } from 'node:fs/promises';
 import { type DuckDBConnection, DuckDBInstance, type DuckDBValue } from '@duckdb/node-api';
 import { OutOfMemoryError, StoreLockedError } from '../errors.js';
 import { traced } from '../trace.js';
-import { type Migration, migrations, sql, sqlPathLiteral } from './sql-files.js';
+import { type Migration, migrations, sql, sqlStringLiteral } from './sql-files.js';
 
 export type Params = Record<string, DuckDBValue>;
 export type Row = Record<string, unknown>;
@@ -134,6 +134,9 @@ function lockError(path: string, error: unknown): Error {
 
 const READERS = 4;
 
+/** What DuckDB may keep cached while its table cache is released after a large write. */
+const TABLE_CACHE_FLOOR = '32MiB';
+
 /** DuckDB's own default for its automatic checkpoint, which the store takes over (`write`). */
 const CHECKPOINT_WAL_BYTES = 16 * 1024 * 1024;
 
@@ -180,6 +183,8 @@ export class Store {
   private readonly idleReaders: DuckDBConnection[] = [];
   private readonly waitingReaders: ((connection: DuckDBConnection) => void)[] = [];
   private closed = false;
+  /** The limit `releaseTableCache` puts back. */
+  private fullMemoryLimit: string | undefined;
 
   private constructor(
     readonly path: string,
@@ -202,17 +207,15 @@ export class Store {
 
   /**
    * Runs `work` in one transaction on the writer connection, after every earlier write. After the
-   * commit, the log is checkpointed into the file when `checkpoint` asks for it or it holds more
+   * commit, the log is checkpointed into the file when the write is `large` or the log holds more
    * than 16 MiB. DuckDB's own automatic checkpoint runs inside the COMMIT, before the
    * transaction's memory is freed; under a `memory_limit` it then failed to pin blocks, and a
    * failed checkpoint invalidates the database until the process restarts (seen ingesting 5M
    * events with 400MB). Rows not yet checkpointed stay in memory, since nothing spills, so a large
-   * write such as an ingest batch asks for the checkpoint.
+   * write such as an ingest batch is checkpointed at once, and then leaves DuckDB's cache of table
+   * blocks empty (`releaseTableCache`).
    */
-  write<T>(
-    work: (session: Session) => Promise<T>,
-    options: { checkpoint?: boolean } = {},
-  ): Promise<T> {
+  write<T>(work: (session: Session) => Promise<T>, options: { large?: boolean } = {}): Promise<T> {
     const run = async (): Promise<T> => {
       await this.writer.run('BEGIN TRANSACTION');
       let result: T;
@@ -223,7 +226,8 @@ export class Store {
         await this.writer.run('ROLLBACK');
         throw error;
       }
-      await this.checkpointLog(options.checkpoint ?? false);
+      await this.checkpointLog(options.large ?? false);
+      if (options.large) await this.releaseTableCache();
       return result;
     };
     return this.enqueue(run);
@@ -245,9 +249,7 @@ export class Store {
   exclusive<T>(work: (session: Session) => Promise<T>): Promise<T> {
     const run = async (): Promise<T> => {
       // Readers wait too: the work may drop and recreate tables under them.
-      const readers = await Promise.all(
-        Array.from({ length: READERS }, () => this.acquireReader()),
-      );
+      const readers = await this.acquireAllReaders();
       try {
         return await work(new Session(this.writer));
       } finally {
@@ -271,7 +273,7 @@ export class Store {
       await removeDatabaseFile(copy);
       const session = new Session(this.writer);
       await session.runText('FORCE CHECKPOINT');
-      await session.runText(`ATTACH ${sqlPathLiteral(copy)} AS cds_rewrite`);
+      await session.runText(`ATTACH ${sqlStringLiteral(copy)} AS cds_rewrite`);
       try {
         await session.run('store_copy_to_rewrite');
       } catch (error) {
@@ -281,9 +283,7 @@ export class Store {
       }
       await session.run('store_detach_rewrite');
       await rm(`${copy}.wal`, { force: true });
-      const readers = await Promise.all(
-        Array.from({ length: READERS }, () => this.acquireReader()),
-      );
+      const readers = await this.acquireAllReaders();
       this.disconnect(readers);
       // Nothing was written since the checkpoint, so the WAL holds nothing the copy lacks.
       await rm(`${this.path}.wal`, { force: true });
@@ -308,6 +308,35 @@ export class Store {
     });
   }
 
+  /**
+   * DuckDB keeps each block of the file it wrote or read cached until its `memory_limit` (80% of
+   * RAM when unset) runs out, so across ingest batches the cache grows with the database: 640 MiB
+   * of table blocks after 5M events, most of them never read again. Lowering the limit for a moment
+   * is DuckDB's way to evict them; the next batch reads the few it needs back from the operating
+   * system's page cache (measured: no slower). Readers wait meanwhile: under the low limit a
+   * query of theirs could fail for want of memory.
+   */
+  private async releaseTableCache(): Promise<void> {
+    const readers = await this.acquireAllReaders();
+    try {
+      // Set back explicitly: RESET shows DuckDB's default again but leaves the buffer pool at the
+      // low limit (DuckDB 1.5.5). The default is read once, as DuckDB prints it rounded down: read
+      // again each time, it would shrink by a rounding step each batch.
+      this.fullMemoryLimit ??= this.options.memoryLimit ?? (await this.currentMemoryLimit());
+      await this.writer.run(`SET memory_limit = '${TABLE_CACHE_FLOOR}'`).catch(() => {
+        // Whatever could not be evicted stays; the limit is put back all the same.
+      });
+      await this.writer.run(`SET memory_limit = ${sqlStringLiteral(this.fullMemoryLimit)}`);
+    } finally {
+      for (const reader of readers) this.releaseReader(reader);
+    }
+  }
+
+  private async currentMemoryLimit(): Promise<string> {
+    const reader = await this.writer.runAndReadAll("SELECT current_setting('memory_limit')");
+    return String(reader.getRows()[0]?.[0]);
+  }
+
   /** Runs after everything queued before it, whether that succeeded or not. */
   private enqueue<T>(run: () => Promise<T>): Promise<T> {
     const result = this.writeTail.then(run, run);
@@ -330,6 +359,11 @@ export class Store {
     this.writer.closeSync();
     for (const reader of readers) reader.closeSync();
     this.instance.closeSync();
+  }
+
+  /** Every reader connection, once the reads running on them are done. */
+  private acquireAllReaders(): Promise<DuckDBConnection[]> {
+    return Promise.all(Array.from({ length: READERS }, () => this.acquireReader()));
   }
 
   private acquireReader(): Promise<DuckDBConnection> {

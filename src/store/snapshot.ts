@@ -3,7 +3,7 @@ import { rename, rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { ValidationError } from '../errors.js';
 import type { Session, Store } from './database.js';
-import { sqlPathLiteral } from './sql-files.js';
+import { sqlStringLiteral } from './sql-files.js';
 
 /**
  * What analysts get (design §3): profiles, their metric values, segment definitions, members and
@@ -51,7 +51,7 @@ export async function writeSnapshot(
 export async function copySnapshot(session: Session, path: string): Promise<SnapshotCounts> {
   const partial = `${path}.partial`;
   await Promise.all([rm(partial, { force: true }), rm(`${partial}.wal`, { force: true })]);
-  await session.runText(`ATTACH ${sqlPathLiteral(partial)} AS cds_snapshot`);
+  await session.runText(`ATTACH ${sqlStringLiteral(partial)} AS cds_snapshot`);
   let rows: SnapshotCounts;
   try {
     for (const table of SNAPSHOT_TABLES) {

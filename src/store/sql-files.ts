@@ -57,9 +57,9 @@ export function migrations(): Migration[] {
 }
 
 /**
- * A file path as a SQL string literal, for ATTACH, which takes no bound parameter. Only paths the
- * process makes itself go through it, never user input.
+ * A value as a SQL string literal, for ATTACH and SET, which take no bound parameter. Only paths the
+ * process makes itself and settings its config schema checked go through it, never user input.
  */
-export function sqlPathLiteral(path: string): string {
+export function sqlStringLiteral(path: string): string {
   return `'${path.replaceAll("'", "''")}'`;
 }

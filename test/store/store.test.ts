@@ -196,6 +196,43 @@ describe('Store', () => {
     expect(rows).toEqual({ small: 1000, large: 100000 });
   });
 
+  it('leaves DuckDB no table blocks cached after a large write, keeps them after others, and puts its limit back', async () => {
+    const cachedTableMiB = async (store: Store) => {
+      const [row] = await store.read((session) =>
+        session.allText<{ mib: number }>(
+          "SELECT coalesce(sum(memory_usage_bytes), 0) / 1048576 AS mib FROM duckdb_memory() WHERE tag = 'BASE_TABLE'",
+        ),
+      );
+      return Number(row?.mib);
+    };
+    const limit = (store: Store) =>
+      store.read((session) =>
+        session.allText<{ limit: string }>("SELECT current_setting('memory_limit') AS limit"),
+      );
+    const fill = (table: string) =>
+      `CREATE TABLE ${table} AS SELECT range AS n, md5(range::VARCHAR) || md5((-range)::VARCHAR) AS filler FROM range(2000000)`;
+    for (const memoryLimit of [undefined, '384MB']) {
+      const store = await Store.open(join(tempDir(), 'cds.duckdb'), { memoryLimit });
+      opened.push(store);
+      await store.write((session) => session.runText(fill('kept')));
+      expect(await cachedTableMiB(store)).toBeGreaterThan(48);
+      await store.write((session) => session.runText(fill('released')), { large: true });
+      expect(await cachedTableMiB(store)).toBeLessThanOrEqual(32);
+      const afterOne = await limit(store);
+      await store.write((session) => session.runText('CREATE TABLE more AS SELECT 1 AS n'), {
+        large: true,
+      });
+      expect(await limit(store)).toEqual(afterOne);
+      if (memoryLimit) expect(afterOne).toEqual([{ limit: '366.2 MiB' }]);
+      const [counts] = await store.read((session) =>
+        session.allText<{ kept: number; released: number }>(
+          'SELECT (SELECT count(*) FROM kept) AS kept, (SELECT count(DISTINCT filler) FROM released) AS released',
+        ),
+      );
+      expect(counts).toEqual({ kept: 2000000, released: 2000000 });
+    }
+  });
+
   it('serialises concurrent writes', async () => {
     const store = await Store.open(join(tempDir(), 'cds.duckdb'));
     opened.push(store);
