@@ -7,3 +7,11 @@ COPY FROM DATABASE cds TO cds_rewrite;
 
 /* @name store_detach_rewrite */
 DETACH cds_rewrite;
+
+/* @name store_memory_limit */
+SELECT current_setting('memory_limit') AS memory_limit;
+
+/* @name store_memory_besides_table_cache */
+-- What DuckDB holds that it cannot evict without a temporary directory: all but cached table blocks.
+SELECT coalesce(sum(memory_usage_bytes) FILTER (WHERE tag <> 'BASE_TABLE'), 0)::BIGINT AS bytes
+FROM duckdb_memory();

@@ -353,6 +353,9 @@ export async function ingestBatch(context: Context, paths: string[]): Promise<Ba
       await session.run('ingest_mark_duplicates');
       const identity = await resolveAndApply(session, context.keyRing, now);
       await session.run('ingest_assign_profiles');
+      // The stored tables resolving scanned stay cached beside the batch's temporary tables
+      // through storing its events, the peak of a batch: evicted first.
+      await context.store.releaseTableCache();
       await session.run('ingest_insert_events', { now });
       await session.run('ingest_touch_profiles');
       const time = metricTime(now);

@@ -134,8 +134,8 @@ function lockError(path: string, error: unknown): Error {
 
 const READERS = 4;
 
-/** What DuckDB may keep cached while its table cache is released after a large write. */
-const TABLE_CACHE_FLOOR = '32MiB';
+/** The table blocks DuckDB may keep cached when its table cache is released. */
+const TABLE_CACHE_FLOOR_BYTES = 32 * 1024 * 1024;
 
 /** DuckDB's own default for its automatic checkpoint, which the store takes over (`write`). */
 const CHECKPOINT_WAL_BYTES = 16 * 1024 * 1024;
@@ -309,32 +309,35 @@ export class Store {
   }
 
   /**
-   * DuckDB keeps each block of the file it wrote or read cached until its `memory_limit` (80% of
-   * RAM when unset) runs out, so across ingest batches the cache grows with the database: 640 MiB
-   * of table blocks after 5M events, most of them never read again. Lowering the limit for a moment
-   * is DuckDB's way to evict them; the next batch reads the few it needs back from the operating
-   * system's page cache (measured: no slower). Readers wait meanwhile: under the low limit a
-   * query of theirs could fail for want of memory.
+   * Evicts the blocks of the file DuckDB holds cached. DuckDB keeps each block it wrote or read
+   * until its `memory_limit` (80% of RAM when unset) runs out, so across ingest batches the cache
+   * grew with the database: 640 MiB of table blocks after 5M events, most never read again, and
+   * within a batch the stored tables it scanned sat beside its own temporary tables. Lowering the
+   * limit to what DuckDB holds besides them is DuckDB's way to evict them; what is read again
+   * comes back from the operating system's page cache (measured: no slower). It may run inside a
+   * write, between two of its statements. Readers wait meanwhile: under the low limit a query of
+   * theirs could fail for want of memory.
    */
-  private async releaseTableCache(): Promise<void> {
+  async releaseTableCache(): Promise<void> {
     const readers = await this.acquireAllReaders();
     try {
       // Set back explicitly: RESET shows DuckDB's default again but leaves the buffer pool at the
       // low limit (DuckDB 1.5.5). The default is read once, as DuckDB prints it rounded down: read
       // again each time, it would shrink by a rounding step each batch.
-      this.fullMemoryLimit ??= this.options.memoryLimit ?? (await this.currentMemoryLimit());
-      await this.writer.run(`SET memory_limit = '${TABLE_CACHE_FLOOR}'`).catch(() => {
+      const session = new Session(this.writer);
+      this.fullMemoryLimit ??=
+        this.options.memoryLimit ??
+        ((await session.one<{ memory_limit: string }>('store_memory_limit'))
+          ?.memory_limit as string);
+      const held = await session.one<{ bytes: number }>('store_memory_besides_table_cache');
+      const floor = (held?.bytes ?? 0) + TABLE_CACHE_FLOOR_BYTES;
+      await this.writer.run(`SET memory_limit = '${floor}B'`).catch(() => {
         // Whatever could not be evicted stays; the limit is put back all the same.
       });
       await this.writer.run(`SET memory_limit = ${sqlStringLiteral(this.fullMemoryLimit)}`);
     } finally {
       for (const reader of readers) this.releaseReader(reader);
     }
-  }
-
-  private async currentMemoryLimit(): Promise<string> {
-    const reader = await this.writer.runAndReadAll("SELECT current_setting('memory_limit')");
-    return String(reader.getRows()[0]?.[0]);
   }
 
   /** Runs after everything queued before it, whether that succeeded or not. */

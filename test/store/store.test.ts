@@ -196,7 +196,7 @@ describe('Store', () => {
     expect(rows).toEqual({ small: 1000, large: 100000 });
   });
 
-  it('leaves DuckDB no table blocks cached after a large write, keeps them after others, and puts its limit back', async () => {
+  it('leaves DuckDB no table blocks cached after a large write or when asked within one, keeps them otherwise, and puts its limit back', async () => {
     const cachedTableMiB = async (store: Store) => {
       const [row] = await store.read((session) =>
         session.allText<{ mib: number }>(
@@ -218,6 +218,15 @@ describe('Store', () => {
       expect(await cachedTableMiB(store)).toBeGreaterThan(48);
       await store.write((session) => session.runText(fill('released')), { large: true });
       expect(await cachedTableMiB(store)).toBeLessThanOrEqual(32);
+      await store.write(async (session) => {
+        await session.runText(
+          'CREATE TEMP TABLE held AS SELECT n, length(filler) AS len FROM kept UNION ALL SELECT n, length(filler) FROM released',
+        );
+        expect(await cachedTableMiB(store)).toBeGreaterThan(48);
+        await store.releaseTableCache();
+        expect(await cachedTableMiB(store)).toBeLessThanOrEqual(32);
+        await session.runText('CREATE TABLE copied AS SELECT count(*) AS n FROM held');
+      });
       const afterOne = await limit(store);
       await store.write((session) => session.runText('CREATE TABLE more AS SELECT 1 AS n'), {
         large: true,
@@ -226,10 +235,10 @@ describe('Store', () => {
       if (memoryLimit) expect(afterOne).toEqual([{ limit: '366.2 MiB' }]);
       const [counts] = await store.read((session) =>
         session.allText<{ kept: number; released: number }>(
-          'SELECT (SELECT count(*) FROM kept) AS kept, (SELECT count(DISTINCT filler) FROM released) AS released',
+          'SELECT (SELECT count(*) FROM kept) AS kept, (SELECT count(DISTINCT filler) FROM released) AS released, (SELECT n FROM copied) AS copied',
         ),
       );
-      expect(counts).toEqual({ kept: 2000000, released: 2000000 });
+      expect(counts).toEqual({ kept: 2000000, released: 2000000, copied: 4000000 });
     }
   });
 
