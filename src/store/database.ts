@@ -314,9 +314,9 @@ export class Store {
    * grew with the database: 640 MiB of table blocks after 5M events, most never read again, and
    * within a batch the stored tables it scanned sat beside its own temporary tables. Lowering the
    * limit to what DuckDB holds besides them is DuckDB's way to evict them; what is read again
-   * comes back from the operating system's page cache (measured: no slower). It may run inside a
-   * write, between two of its statements. Readers wait meanwhile: under the low limit a query of
-   * theirs could fail for want of memory.
+   * comes back from the operating system's page cache (what it costs: docs/decisions.md, Memory
+   * and spilling). It may run inside a write, between two of its statements. Readers wait
+   * meanwhile: under the low limit a query of theirs could fail for want of memory.
    */
   async releaseTableCache(): Promise<void> {
     const readers = await this.acquireAllReaders();
