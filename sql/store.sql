@@ -11,7 +11,10 @@ DETACH cds_rewrite;
 /* @name store_memory_limit */
 SELECT current_setting('memory_limit') AS memory_limit;
 
-/* @name store_memory_besides_table_cache */
--- What DuckDB holds that it cannot evict without a temporary directory: all but cached table blocks.
-SELECT coalesce(sum(memory_usage_bytes) FILTER (WHERE tag <> 'BASE_TABLE'), 0)::BIGINT AS bytes
+/* @name store_memory_held */
+-- Cached table blocks, and what DuckDB holds besides them, which it cannot evict without a
+-- temporary directory.
+SELECT
+  coalesce(sum(memory_usage_bytes) FILTER (WHERE tag = 'BASE_TABLE'), 0)::BIGINT AS cached,
+  coalesce(sum(memory_usage_bytes) FILTER (WHERE tag <> 'BASE_TABLE'), 0)::BIGINT AS held
 FROM duckdb_memory();

@@ -319,18 +319,24 @@ export class Store {
    * meanwhile: under the low limit a query of theirs could fail for want of memory.
    */
   async releaseTableCache(): Promise<void> {
+    const session = new Session(this.writer);
+    const memoryHeld = async () =>
+      (await session.one<{ cached: number; held: number }>('store_memory_held')) ?? {
+        cached: 0,
+        held: 0,
+      };
+    // Little cached, nothing to do: readers are not stopped after every small batch of `serve`.
+    if ((await memoryHeld()).cached <= TABLE_CACHE_FLOOR_BYTES) return;
     const readers = await this.acquireAllReaders();
     try {
       // Set back explicitly: RESET shows DuckDB's default again but leaves the buffer pool at the
       // low limit (DuckDB 1.5.5). The default is read once, as DuckDB prints it rounded down: read
       // again each time, it would shrink by a rounding step each batch.
-      const session = new Session(this.writer);
       this.fullMemoryLimit ??=
         this.options.memoryLimit ??
         ((await session.one<{ memory_limit: string }>('store_memory_limit'))
           ?.memory_limit as string);
-      const held = await session.one<{ bytes: number }>('store_memory_besides_table_cache');
-      const floor = (held?.bytes ?? 0) + TABLE_CACHE_FLOOR_BYTES;
+      const floor = (await memoryHeld()).held + TABLE_CACHE_FLOOR_BYTES;
       await this.writer.run(`SET memory_limit = '${floor}B'`).catch(() => {
         // Whatever could not be evicted stays; the limit is put back all the same.
       });

@@ -242,6 +242,30 @@ describe('Store', () => {
     }
   });
 
+  it('does not stop readers after a large write when DuckDB has little cached', async () => {
+    const store = await Store.open(join(tempDir(), 'cds.duckdb'));
+    opened.push(store);
+    let finishRead = () => {};
+    const readRunning = store.read(
+      (session) =>
+        new Promise<unknown>((resolve) => {
+          finishRead = () => resolve(session.allText('SELECT 1 AS one'));
+        }),
+    );
+    const written = store.write(
+      (session) =>
+        session.run('insert_tenant', { tenant_id: 'small', now: '2026-01-01T00:00:00Z' }),
+      { large: true },
+    );
+    const first = await Promise.race([
+      written.then(() => 'write'),
+      new Promise((resolve) => setTimeout(() => resolve('timeout'), 2000)),
+    ]);
+    finishRead();
+    await readRunning;
+    expect(first).toBe('write');
+  });
+
   it('serialises concurrent writes', async () => {
     const store = await Store.open(join(tempDir(), 'cds.duckdb'));
     opened.push(store);
