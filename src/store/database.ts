@@ -320,11 +320,9 @@ export class Store {
    */
   async releaseTableCache(): Promise<void> {
     const session = new Session(this.writer);
+    // One row always: sums over duckdb_memory().
     const memoryHeld = async () =>
-      (await session.one<{ cached: number; held: number }>('store_memory_held')) ?? {
-        cached: 0,
-        held: 0,
-      };
+      (await session.one('store_memory_held')) as { cached: number; held: number };
     // Little cached, nothing to do: readers are not stopped after every small batch of `serve`.
     if ((await memoryHeld()).cached <= TABLE_CACHE_FLOOR_BYTES) return;
     const readers = await this.acquireAllReaders();

@@ -60,6 +60,6 @@ export function migrations(): Migration[] {
  * A value as a SQL string literal, for ATTACH and SET, which take no bound parameter. Only paths the
  * process makes itself and settings its config schema checked go through it, never user input.
  */
-export function sqlStringLiteral(path: string): string {
-  return `'${path.replaceAll("'", "''")}'`;
+export function sqlStringLiteral(value: string): string {
+  return `'${value.replaceAll("'", "''")}'`;
 }
