@@ -1,5 +1,6 @@
--- One ingest micro-batch (design §9), in the order src/ingest/batch.ts runs them, all in one
--- transaction. Temporary tables hold the batch; they never reach the database file.
+-- One ingest micro-batch (design §9), in the order src/ingest/batch.ts and its identity step
+-- (src/ingest/identities.ts) run them, all in one transaction. Temporary tables hold the batch;
+-- they never reach the database file.
 
 /* @name ingest_already_done */
 SELECT path FROM ingested_files WHERE list_contains(CAST($paths AS JSON)::VARCHAR[], path);

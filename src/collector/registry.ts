@@ -1,5 +1,5 @@
 import { readFile, rename, writeFile } from 'node:fs/promises';
-import type { Session } from '../store/database.js';
+import type { Session } from '../store/session.js';
 import { digestToken, isWellFormedToken, sameDigest } from '../tenancy/token-format.js';
 
 interface CollectorTokenEntry {

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { Context } from '../context.js';
 import { NotFoundError } from '../errors.js';
 import { decodeCursor, type Page, toPage } from '../store/cursor.js';
-import type { Session } from '../store/database.js';
+import type { Session } from '../store/session.js';
 import { requireWorkspace } from '../tenancy/workspaces.js';
 import { normalizeIdentifier } from './normalize.js';
 import type { TenantKeys } from './tenant-keys.js';

@@ -14,7 +14,7 @@ import {
   evaluateTouchedProfiles,
   hasAwaitingSegments,
 } from '../segments/evaluate.js';
-import type { Session } from '../store/database.js';
+import type { Session } from '../store/session.js';
 
 /** Changes go to the webhook outbox only where a webhook URL is configured. */
 function evaluationOptions(context: Context, time: MetricTime): EvaluationOptions {

@@ -1,4 +1,4 @@
-import type { Session } from '../store/database.js';
+import type { Session } from '../store/session.js';
 
 /** The moment a metric step runs at: `today` (UTC date) decides which window buckets count. */
 export interface MetricTime {

@@ -1,5 +1,5 @@
 import type { MetricShape } from '../segments/predicate.js';
-import type { Session } from '../store/database.js';
+import type { Session } from '../store/session.js';
 
 /** The metrics a workspace can use in segments, by name, with how their values compare. */
 export async function metricShapes(

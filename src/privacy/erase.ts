@@ -2,7 +2,8 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Context, nowIso } from '../context.js';
 import { NotFoundError } from '../errors.js';
-import type { Session, Store } from '../store/database.js';
+import type { Store } from '../store/database.js';
+import type { Session } from '../store/session.js';
 import { copySnapshot, DATA_DIR_SNAPSHOT } from '../store/snapshot.js';
 import { requireWorkspace } from '../tenancy/workspaces.js';
 

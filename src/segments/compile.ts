@@ -1,4 +1,4 @@
-import type { Params } from '../store/database.js';
+import type { Params } from '../store/session.js';
 import type { Comparison, MetricShape, Predicate } from './predicate.js';
 
 /**

@@ -2,7 +2,7 @@ import { type Context, nowIso } from '../context.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { metricShapes } from '../metrics/shapes.js';
 import { decodeCursor, type Page, segmentCursorSchema, toPage } from '../store/cursor.js';
-import type { Session } from '../store/database.js';
+import type { Session } from '../store/session.js';
 import { findWorkspace, requireWorkspace } from '../tenancy/workspaces.js';
 import { parsePredicate } from './predicate.js';
 

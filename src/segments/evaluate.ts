@@ -1,6 +1,6 @@
 import { ValidationError } from '../errors.js';
 import { metricShapes } from '../metrics/shapes.js';
-import type { Session } from '../store/database.js';
+import type { Session } from '../store/session.js';
 import { sql } from '../store/sql-files.js';
 import { compileSegmentSet, fillSlots, MAX_SEGMENTS_PER_MASK } from './compile.js';
 import { type MetricShape, type Predicate, parsePredicate } from './predicate.js';

@@ -2,7 +2,8 @@ import { existsSync } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { ValidationError } from '../errors.js';
-import type { Session, Store } from './database.js';
+import type { Store } from './database.js';
+import type { Session } from './session.js';
 import { sqlStringLiteral } from './sql-files.js';
 
 /**

@@ -1,5 +1,5 @@
 import { NotFoundError } from '../errors.js';
-import type { Session } from '../store/database.js';
+import type { Session } from '../store/session.js';
 
 export async function tenantExists(session: Session, tenantId: string): Promise<boolean> {
   return (await session.one('tenant_exists', { tenant_id: tenantId })) !== null;

@@ -1,6 +1,6 @@
 import { type Context, nowIso } from '../context.js';
 import { NotFoundError, ValidationError } from '../errors.js';
-import type { Session } from '../store/database.js';
+import type { Session } from '../store/session.js';
 import {
   digestToken,
   generateToken,

@@ -1,6 +1,6 @@
 import { type Context, nowIso } from '../context.js';
 import { NotFoundError } from '../errors.js';
-import type { Session } from '../store/database.js';
+import type { Session } from '../store/session.js';
 
 export interface Workspace {
   workspace_id: string;

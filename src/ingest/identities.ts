@@ -1,0 +1,284 @@
+import type { EventSource } from '../collector/envelope.js';
+import {
+  normalizeInJs,
+  PlaceholderRules,
+  type RawIdentifier,
+  sealIdentifier,
+} from '../identity/identifier-values.js';
+import {
+  type IdentitySet,
+  type KnownProfile,
+  type Resolution,
+  resolveIdentities,
+} from '../identity/resolve.js';
+import type { KeyRing } from '../identity/tenant-keys.js';
+import type { AppendValue, Session } from '../store/session.js';
+import { traced } from '../trace.js';
+import { collectGarbage } from './garbage.js';
+
+/**
+ * Below this many sets resolved and identifiers sealed in JS, a batch leaves too little garbage to
+ * be worth a full collection (a few ms even on an empty heap).
+ */
+const COLLECT_GARBAGE_AFTER_ROWS = 1_000;
+
+interface SetRow {
+  set_id: number;
+  tenant_id: string;
+  workspace_id: string;
+  source: EventSource;
+  /** Identifier keys, and their types in the same order. */
+  keys: string[];
+  types: string[];
+  first_event_id: string;
+  first_at: string;
+}
+
+interface KnownRow {
+  tenant_id: string;
+  workspace_id: string;
+  identifier_key: string;
+  profile_id: string;
+  created_at: string;
+}
+
+interface CountRow {
+  tenant_id: string;
+  workspace_id: string;
+  profile_id: string;
+  identifier_type: string;
+  n: number;
+}
+
+const scopeOf = (tenantId: string, workspaceId: string) => `${tenantId}\0${workspaceId}`;
+
+interface TenantRules {
+  placeholders: PlaceholderRules;
+  maxPerProfile: Map<string, Map<string, number>>;
+}
+
+async function loadRules(session: Session, tenants: string[]): Promise<TenantRules> {
+  const rows = await session.all<{
+    tenant_id: string;
+    identifier_type: string;
+    max_per_profile: number | null;
+    placeholders: string[];
+  }>('ingest_tenant_rules', { tenants: JSON.stringify(tenants) });
+  const placeholders = new PlaceholderRules();
+  const maxPerProfile = new Map<string, Map<string, number>>();
+  for (const row of rows) {
+    placeholders.add(row.tenant_id, row.identifier_type, row.placeholders);
+    const limits = maxPerProfile.get(row.tenant_id) ?? new Map<string, number>();
+    if (row.max_per_profile !== null) limits.set(row.identifier_type, row.max_per_profile);
+    maxPerProfile.set(row.tenant_id, limits);
+  }
+  return { placeholders, maxPerProfile };
+}
+
+/** Rows of one scope (tenant and workspace), grouped once instead of filtered per scope. */
+function groupByScope<T extends { tenant_id: string; workspace_id: string }>(
+  rows: T[],
+): Map<string, T[]> {
+  const grouped = new Map<string, T[]>();
+  for (const row of rows) {
+    const scope = scopeOf(row.tenant_id, row.workspace_id);
+    const list = grouped.get(scope);
+    if (list) list.push(row);
+    else grouped.set(scope, [row]);
+  }
+  return grouped;
+}
+
+/**
+ * Keys each distinct identifier value of the batch (design §10): SQL normalises what it can, JS
+ * the rest, placeholders are dropped, and SQL computes the HMAC keys (`ingest_id_map`).
+ */
+async function keyValues(
+  session: Session,
+  keyRing: KeyRing,
+): Promise<{ rules: TenantRules; dropped: number }> {
+  await session.run('ingest_extract_identifiers');
+  await session.run('ingest_distinct_values');
+  const tenants = (await session.all<{ tenant_id: string }>('ingest_batch_tenants')).map(
+    (row) => row.tenant_id,
+  );
+  const rules = await loadRules(session, tenants);
+  await session.run('ingest_create_keying_tables');
+  await session.appendTemporary(
+    'ingest_lookup_pads',
+    tenants.map((tenantId) => {
+      const pads = keyRing.forTenant(tenantId).lookupPads();
+      return [tenantId, pads.inner, pads.outer];
+    }),
+  );
+  const inJs = await session.all<RawIdentifier>('ingest_values_for_js');
+  await session.appendTemporary('ingest_js_normalized', normalizeInJs(inJs, rules.placeholders));
+  await session.run('ingest_key_values', { placeholders: rules.placeholders.toJson() });
+  const dropped = (await session.one<{ dropped: number }>('ingest_dropped_values'))?.dropped ?? 0;
+  return { rules, dropped };
+}
+
+/** Encrypts and masks the batch's new identifiers (only their values come to JS); says how many. */
+async function sealNewIdentifiers(session: Session, keyRing: KeyRing): Promise<number> {
+  const values =
+    await session.json<
+      { tenant_id: string; identifier_key: string; identifier_type: string; normalized: string }[]
+    >('ingest_values_to_seal');
+  const rows = await traced('seal new identifiers', async () =>
+    values.map((row) => {
+      const sealed = sealIdentifier(keyRing, {
+        tenantId: row.tenant_id,
+        type: row.identifier_type,
+        normalized: row.normalized,
+      });
+      return [row.tenant_id, row.identifier_key, sealed.ciphertext, sealed.masked];
+    }),
+  );
+  await session.appendTemporary('ingest_sealed', rows);
+  return rows.length;
+}
+
+/** The outcome of resolving every workspace's sets, as rows for the outcome tables. */
+interface Outcome {
+  resolutionRows: AppendValue[][];
+  profileRows: AppendValue[][];
+  identifierRows: AppendValue[][];
+  mergeRows: AppendValue[][];
+  conflictRows: AppendValue[][];
+}
+
+function resolveScopes(
+  sets: SetRow[],
+  known: Map<string, KnownRow[]>,
+  counts: Map<string, CountRow[]>,
+  rules: TenantRules,
+): Outcome {
+  const resolutionRows: AppendValue[][] = [];
+  const profileRows: AppendValue[][] = [];
+  const identifierRows: AppendValue[][] = [];
+  const mergeRows: AppendValue[][] = [];
+  const conflictRows: AppendValue[][] = [];
+  for (const [scope, scopeSets] of groupByScope(sets)) {
+    const { tenant_id: tenantId, workspace_id: workspaceId } = scopeSets[0] as SetRow;
+    const inScope = known.get(scope) ?? [];
+    const profiles = new Map<string, KnownProfile>();
+    for (const row of inScope) {
+      profiles.set(row.profile_id, {
+        profileId: row.profile_id,
+        createdAt: row.created_at,
+        typeCounts: new Map(),
+      });
+    }
+    for (const row of counts.get(scope) ?? []) {
+      profiles.get(row.profile_id)?.typeCounts.set(row.identifier_type, row.n);
+    }
+    const typeOfKey = new Map<string, string>();
+    const identitySets: IdentitySet[] = scopeSets.map((row) => {
+      for (const [index, key] of row.keys.entries()) typeOfKey.set(key, row.types[index] as string);
+      return {
+        setId: row.set_id,
+        source: row.source,
+        keys: row.keys,
+        firstEventId: row.first_event_id,
+        firstAt: row.first_at,
+      };
+    });
+    const resolution: Resolution = resolveIdentities({
+      tenantId,
+      workspaceId,
+      sets: identitySets,
+      typeOfKey,
+      maxPerProfile: rules.maxPerProfile.get(tenantId) ?? new Map(),
+      profileOfKey: new Map(inScope.map((row) => [row.identifier_key, row.profile_id])),
+      profiles,
+    });
+    for (const set of identitySets) {
+      resolutionRows.push([set.setId, resolution.profileOfSet.get(set.setId) ?? null]);
+    }
+    for (const profile of resolution.newProfiles) {
+      profileRows.push([tenantId, workspaceId, profile.profileId, profile.createdAt]);
+    }
+    for (const identifier of resolution.newIdentifiers) {
+      identifierRows.push([
+        tenantId,
+        workspaceId,
+        identifier.key,
+        typeOfKey.get(identifier.key) as string,
+        identifier.profileId,
+        identifier.firstSeenAt,
+      ]);
+    }
+    for (const merge of resolution.merges) {
+      mergeRows.push([
+        tenantId,
+        workspaceId,
+        merge.mergedProfileId,
+        merge.survivorProfileId,
+        merge.eventId,
+      ]);
+    }
+    for (const conflict of resolution.conflicts) {
+      conflictRows.push([
+        tenantId,
+        workspaceId,
+        conflict.profileId,
+        conflict.otherProfileId,
+        conflict.identifierType,
+        conflict.reason,
+        conflict.eventId,
+      ]);
+    }
+  }
+
+  return { resolutionRows, profileRows, identifierRows, mergeRows, conflictRows };
+}
+
+/**
+ * The identity step of an ingest batch (design §10): resolves every workspace's identity sets
+ * against what the store knows and writes the outcome: new profiles and identifiers, merges,
+ * conflicts, and which profile each set's events go to (`ingest_resolution`). Runs in the batch's
+ * transaction after its lines are staged and deduplicated (it reads `ingest_accepted`), and before
+ * `ingest_assign_profiles`, which gives each event its set's profile.
+ */
+export async function resolveAndApply(session: Session, keyRing: KeyRing, now: string) {
+  const { rules, dropped } = await keyValues(session, keyRing);
+  await session.run('ingest_group_event_keys');
+  await session.run('ingest_drop_erased');
+  await session.run('ingest_group_sets');
+
+  await session.run('ingest_find_known');
+  await session.run('ingest_settle_sets');
+  const sets = await session.json<SetRow[]>('ingest_identity_sets');
+  const known = groupByScope(await session.json<KnownRow[]>('ingest_known_identifiers'));
+  const counts = groupByScope(await session.all<CountRow>('ingest_profile_type_counts'));
+
+  const { resolutionRows, profileRows, identifierRows, mergeRows, conflictRows } = await traced(
+    'resolve identities',
+    async () => resolveScopes(sets, known, counts, rules),
+  );
+
+  await session.run('ingest_create_outcome_tables');
+  await session.appendTemporary('ingest_resolution', resolutionRows);
+  await session.appendTemporary('ingest_new_profiles', profileRows);
+  await session.appendTemporary('ingest_new_identifiers', identifierRows);
+  await session.appendTemporary('ingest_merges', mergeRows);
+  await session.appendTemporary('ingest_conflicts', conflictRows);
+  await session.run('ingest_resolve_fresh');
+  const sealed = await sealNewIdentifiers(session, keyRing);
+  if (sets.length + sealed >= COLLECT_GARBAGE_AFTER_ROWS) {
+    await traced('collect garbage', async () => collectGarbage());
+  }
+  await session.run('ingest_resolve_settled');
+  await session.run('ingest_insert_profiles');
+  await session.run('ingest_insert_identifiers');
+  if (mergeRows.length > 0) {
+    await session.run('ingest_record_merges', { now });
+    await session.run('ingest_apply_merges_to_created_at');
+    await session.run('ingest_apply_merges_to_profiles');
+    await session.run('ingest_apply_merges_to_earlier_merges');
+    await session.run('ingest_apply_merges_to_identifiers');
+    await session.run('ingest_apply_merges_to_events');
+  }
+  if (conflictRows.length > 0) await session.run('ingest_record_conflicts', { now });
+  return { dropped, merges: mergeRows.length };
+}
