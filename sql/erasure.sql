@@ -86,10 +86,32 @@ DELETE FROM profiles
 WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster);
 
 /* @name erasure_record_audit */
-INSERT INTO erasure_audit VALUES (
+INSERT INTO erasure_audit (erasure_id, tenant_id, workspace_id, profile_id, actor, erased_at, profiles, identifiers,
+  metrics, segment_memberships, history_entries, events, purged_at)
+VALUES (
   'er_' || replace(gen_random_uuid()::VARCHAR, '-', ''), $tenant_id, $workspace_id, $profile_id, $actor, $now::TIMESTAMP,
-  $profiles, $identifiers, $metrics, $segment_memberships, $history_entries, $events
+  $profiles, $identifiers, $metrics, $segment_memberships, $history_entries, $events, NULL
 );
 
 /* @name erasure_drop_cluster */
 DROP TABLE IF EXISTS erasure_cluster;
+
+/* @name erasure_mark_purged */
+-- On the copy that replaces cds.duckdb (Store.replaceWithCopy), before the swap: the copy holds
+-- no row of any erasure committed before it, so each of them is purged once the swap is done. A
+-- crash before the swap leaves the old file, where they are still unpurged.
+UPDATE cds_rewrite.erasure_audit SET purged_at = $now::TIMESTAMP WHERE purged_at IS NULL;
+
+/* @name erasure_unpurged */
+SELECT count(*) AS unpurged FROM erasure_audit WHERE purged_at IS NULL;
+
+/* @name erasure_audit_page */
+-- Newest first, keyset paging on (erased_at, erasure_id); $after_* are NULL on the first page.
+SELECT erasure_id, workspace_id, profile_id, actor, erased_at, purged_at,
+  profiles, identifiers, metrics, segment_memberships, history_entries, events
+FROM erasure_audit
+WHERE tenant_id = $tenant_id
+  AND ($workspace_id IS NULL OR workspace_id = $workspace_id)
+  AND ($after_at IS NULL OR (erased_at, erasure_id) < ($after_at::TIMESTAMP, $after_id))
+ORDER BY erased_at DESC, erasure_id DESC
+LIMIT $limit;

@@ -5,6 +5,11 @@
 -- replaces cds.duckdb (Store.replaceWithCopy).
 COPY FROM DATABASE cds TO cds_rewrite;
 
+/* @name store_checkpoint_rewrite */
+-- What was written into the copy after it was made (Store.replaceWithCopy's beforeSwap) goes into
+-- its file, not a log left beside it.
+CHECKPOINT cds_rewrite;
+
 /* @name store_detach_rewrite */
 DETACH cds_rewrite;
 

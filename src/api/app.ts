@@ -4,6 +4,7 @@ import type { CollectorRuntime } from '../collector/runtime.js';
 import type { Context } from '../context.js';
 import { registerAuth } from './auth.js';
 import { createBaseApp } from './base-app.js';
+import { erasureRoutes } from './routes/erasures.js';
 import { eventTypeRoutes } from './routes/event-types.js';
 import { healthRoutes } from './routes/health.js';
 import { identityConfigRoutes } from './routes/identity-config.js';
@@ -38,6 +39,7 @@ export function buildApp(context: Context, options: AppOptions = {}): FastifyIns
   metricDefinitionRoutes(app, context);
   segmentRoutes(app, context);
   profileRoutes(app, context);
+  erasureRoutes(app, context);
 
   const collector = options.collector;
   if (collector) {

@@ -136,3 +136,13 @@ export const webhookResponse = z.object({
   delivered_at: z.string().nullable(),
   last_error: z.string().nullable(),
 });
+
+/** What an erasure removed (design §7, Erase). */
+export const erasedCountsResponse = z.object({
+  profiles: z.number(),
+  identifiers: z.number(),
+  metrics: z.number(),
+  segment_memberships: z.number(),
+  history_entries: z.number(),
+  events: z.number(),
+});

@@ -3,6 +3,7 @@ import { AppError } from '../errors.js';
 import { collectCommand } from './commands/collect.js';
 import { demoCommand } from './commands/demo.js';
 import { eraseCommand } from './commands/erase.js';
+import { erasuresCommand } from './commands/erasures.js';
 import { generateEventsCommand } from './commands/generate-events.js';
 import { ingestCommand } from './commands/ingest.js';
 import { metricsCommand } from './commands/metrics.js';
@@ -44,6 +45,7 @@ export function createCLI(): Command {
     .addCommand(profilesCommand())
     .addCommand(webhooksCommand())
     .addCommand(eraseCommand())
+    .addCommand(erasuresCommand())
     .addCommand(snapshotCommand())
     .addCommand(demoCommand())
     .addCommand(generateEventsCommand());

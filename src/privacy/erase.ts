@@ -97,7 +97,7 @@ export async function eraseProfile(
   };
   if (request.dryRun) return context.store.read(work);
   const result = await context.store.write(work);
-  scheduleRewrite(context.store, join(context.dataDir.root, DATA_DIR_SNAPSHOT));
+  scheduleRewrite(context);
   return result;
 }
 
@@ -106,12 +106,20 @@ const queuedRewrites = new WeakMap<Store, Promise<void>>();
 /**
  * The answer goes out once the erasure is committed; the file is then replaced by a copy of its
  * live data (`Store.replaceWithCopy`), in the write queue, so whatever writes next waits for it.
- * Erasures that arrive while one rewrite is still queued share it. A snapshot kept in the data
- * directory is written again right after, before any other write.
+ * Erasures that arrive while one rewrite is still queued share it. The copy marks the erasures it
+ * purged (`purged_at`) before it replaces the file. A snapshot kept in the data directory is
+ * written again right after, before any other write.
  */
-function scheduleRewrite(store: Store, dataDirSnapshot: string): void {
+function scheduleRewrite(context: Context): void {
+  const { store } = context;
   if (queuedRewrites.has(store)) return;
-  const replaced = store.replaceWithCopy(() => queuedRewrites.delete(store));
+  const replaced = store.replaceWithCopy({
+    onStart: () => queuedRewrites.delete(store),
+    beforeSwap: async (session) => {
+      await session.run('erasure_mark_purged', { now: nowIso(context) });
+    },
+  });
+  const dataDirSnapshot = join(context.dataDir.root, DATA_DIR_SNAPSHOT);
   const snapshotRewritten = existsSync(dataDirSnapshot)
     ? store.exclusive((session) => copySnapshot(session, dataDirSnapshot))
     : null;
@@ -124,4 +132,15 @@ function scheduleRewrite(store: Store, dataDirSnapshot: string): void {
       },
     ),
   );
+}
+
+/**
+ * Erasures committed but not yet purged from the file, because a crash or a failed rewrite cut
+ * the rewrite off, are rewritten now: called when a process opens the store.
+ */
+export async function resumePurges(context: Context): Promise<void> {
+  const pending = await context.store.read((session) =>
+    session.one<{ unpurged: number }>('erasure_unpurged'),
+  );
+  if ((pending?.unpurged ?? 0) > 0) scheduleRewrite(context);
 }

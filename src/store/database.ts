@@ -40,6 +40,12 @@ export interface StoreOptions {
   memoryLimit?: string;
 }
 
+/** What a caller of `Store.replaceWithCopy` adds to the rewrite. */
+export interface RewriteSteps {
+  onStart?: () => void;
+  beforeSwap?: (session: Session) => Promise<void>;
+}
+
 const rewriteCopyPath = (path: string) => `${path}.rewrite`;
 
 async function removeDatabaseFile(path: string): Promise<void> {
@@ -161,10 +167,12 @@ export class Store {
    * segments of many tables into shared blocks, so no checkpoint clears them. Writes wait for the
    * copy; reads go on until the swap itself, which waits for them. The copy is renamed over the
    * file once complete, so a crash leaves either the old file or the new one, never half of one.
+   * `onStart` runs when the rewrite leaves the write queue; `beforeSwap` may write to the finished
+   * copy, attached as `cds_rewrite`, what holds only once it replaces the file.
    */
-  replaceWithCopy(onStart: () => void = () => undefined): Promise<void> {
+  replaceWithCopy(steps: RewriteSteps = {}): Promise<void> {
     const run = async (): Promise<void> => {
-      onStart();
+      steps.onStart?.();
       const copy = rewriteCopyPath(this.path);
       await removeDatabaseFile(copy);
       const session = new Session(this.writer);
@@ -172,6 +180,10 @@ export class Store {
       await session.runText(`ATTACH ${sqlStringLiteral(copy)} AS cds_rewrite`);
       try {
         await session.run('store_copy_to_rewrite');
+        if (steps.beforeSwap) {
+          await steps.beforeSwap(session);
+          await session.run('store_checkpoint_rewrite');
+        }
       } catch (error) {
         await session.run('store_detach_rewrite');
         await removeDatabaseFile(copy);

@@ -55,6 +55,7 @@ export function readableResources(principal: Principal): string[] {
         'metric_definitions',
         'segments',
         'profiles',
+        'erasures',
       ];
     case 'workspace':
       return ['event_types', 'metric_definitions', 'segments', 'profiles'];

@@ -264,6 +264,12 @@ const ROUTES: RouteCase[] = [
     expected: [401, 401, W, W, W, W, 200],
   },
   {
+    route: 'erasure audit log',
+    method: 'GET',
+    url: '/v1/tenants/acme/erasures',
+    expected: [401, 401, W, W, W, W, 200],
+  },
+  {
     route: 'profile history',
     method: 'GET',
     url: `/v1/tenants/acme/workspaces/eu/profiles/${PROFILE}/history`,

@@ -209,7 +209,16 @@ describe('tenants, workspaces and tokens', () => {
 
   describe('GET /v1/whoami', () => {
     it.each([
-      ['tenant', { kind: 'tenant', tenant_id: 'acme', workspace_id: null, can_write: true }],
+      [
+        'tenant',
+        {
+          kind: 'tenant',
+          tenant_id: 'acme',
+          workspace_id: null,
+          can_write: true,
+          can_read: expect.arrayContaining(['profiles', 'erasures']),
+        },
+      ],
       ['workspace', { kind: 'workspace', tenant_id: 'acme', workspace_id: 'eu', can_write: false }],
       [
         'collector',

@@ -499,6 +499,14 @@ describe('cds CLI', () => {
       const usage = await remote('erase', '-t', 'acme', '-w', 'eu');
       expect(usage.code).toBe(1);
       expect(usage.stderr).toContain('give exactly one of --profile-id, --email, --phone');
+      const audit = await remote('erasures', 'list', '-t', 'acme');
+      expect(audit.code, audit.stderr).toBe(0);
+      expect(audit.stdout).toMatch(
+        /^ERASED_AT\s+WORKSPACE_ID\s+PROFILE_ID\s+ACTOR\s+EVENTS\s+PURGED_AT$/m,
+      );
+      expect(audit.stdout).toMatch(
+        new RegExp(`^\\S+Z\\s+eu\\s+${profileId}\\s+operator\\s+2\\s+\\S+Z?$`, 'm'),
+      );
     });
   });
 

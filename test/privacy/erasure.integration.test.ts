@@ -1,12 +1,14 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DATA_DIR_SNAPSHOT, writeSnapshot } from '../../src/store/snapshot.js';
+import { runJson } from '../helpers/cli.js';
 import { openTestEnv, type TestEnv } from '../helpers/context.js';
 import { type EventSpec, envelope, registerEventTypes, sendServer } from '../helpers/events.js';
 import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
 
 const PROFILES = '/v1/tenants/acme/workspaces/eu/profiles';
+const ERASURES = '/v1/tenants/acme/erasures';
 
 function filesUnder(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -122,14 +124,94 @@ describe('erasure', () => {
       await count("SELECT count(*) AS n FROM webhook_outbox WHERE type = 'segment.exited'"),
     ).toBe(0);
 
-    const audit = await env.context.store.read((session) =>
-      session.allText('SELECT * FROM erasure_audit'),
+    // The dry run is not in the audit log; the erasure is, with who asked and no identifier.
+    const caller = (await call(env.app, tokens.tenant, 'GET', '/v1/whoami')).json().token_id;
+    const audit = await call(env.app, tokens.tenant, 'GET', ERASURES);
+    expect(audit.statusCode, audit.body).toBe(200);
+    expect(audit.json()).toMatchObject({
+      erasures: [
+        {
+          workspace_id: 'eu',
+          profile_id: ann,
+          actor: caller,
+          erased_at: '2026-03-01T12:00:00.000Z',
+          erased: response.json().erased,
+        },
+      ],
+      next_cursor: null,
+    });
+    expect(caller).toMatch(/^tok_/);
+    expect(audit.body).not.toContain('ann@shop.test');
+  });
+
+  it('keeps an audit log for tenant tokens, newest first, saying when the file was purged', async () => {
+    await send(
+      order({ email: 'ann@shop.test' }),
+      order({ email: 'bob@shop.test' }),
+      order({ email: 'cid@shop.test' }, { workspace: 'us' }),
     );
-    expect(audit).toMatchObject([
-      { tenant_id: 'acme', workspace_id: 'eu', profile_id: ann, profiles: 1, events: 2 },
+    await env.ingest();
+    const ann = (await lookup('email=ann@shop.test')) as string;
+    const bob = (await lookup('email=bob@shop.test')) as string;
+    const cid = (
+      await call(
+        env.app,
+        tokens.tenant,
+        'GET',
+        '/v1/tenants/acme/workspaces/us/profiles/lookup?email=cid@shop.test',
+      )
+    ).json().profile_id as string;
+    const erasures = (query = '', token = tokens.tenant) =>
+      call(env.app, token, 'GET', `${ERASURES}${query}`);
+
+    expect((await erase(ann)).statusCode).toBe(200);
+    // The answer comes before the file rewrite; the next checkpoint waits for it.
+    await env.context.store.checkpoint();
+    expect((await erasures()).json().erasures[0].purged_at).toBe('2026-03-01T12:00:00.000Z');
+
+    env.clock.advance(60_000);
+    expect((await erase(bob)).statusCode).toBe(200);
+    env.clock.advance(60_000);
+    expect(
+      (
+        await call(
+          env.app,
+          tokens.tenant,
+          'DELETE',
+          `/v1/tenants/acme/workspaces/us/profiles/${cid}`,
+        )
+      ).statusCode,
+    ).toBe(200);
+    await env.context.store.checkpoint();
+
+    const all = (await erasures()).json();
+    expect(all.erasures.map((row: { profile_id: string }) => row.profile_id)).toEqual([
+      cid,
+      bob,
+      ann,
     ]);
-    expect(JSON.stringify(audit)).not.toContain('ann@shop.test');
-    expect((audit[0] as { actor: string }).actor).toMatch(/^tok_/);
+    expect(all.erasures.map((row: { purged_at: string }) => row.purged_at)).toEqual([
+      '2026-03-01T12:02:00.000Z',
+      '2026-03-01T12:02:00.000Z',
+      '2026-03-01T12:00:00.000Z',
+    ]);
+    expect(
+      (await erasures('?workspace_id=eu'))
+        .json()
+        .erasures.map((row: { profile_id: string }) => row.profile_id),
+    ).toEqual([bob, ann]);
+
+    const first = (await erasures('?limit=2')).json();
+    expect(first.erasures.map((row: { profile_id: string }) => row.profile_id)).toEqual([cid, bob]);
+    const second = (await erasures(`?limit=2&cursor=${first.next_cursor}`)).json();
+    expect(second).toMatchObject({ erasures: [{ profile_id: ann }], next_cursor: null });
+
+    expect((await erasures('', tokens.workspace)).statusCode).toBe(403);
+    expect((await erasures('', tokens.otherTenant)).statusCode).toBe(403);
+    expect((await erasures('?workspace_id=nowhere')).statusCode).toBe(404);
+    const badCursor = await erasures('?cursor=not-a-cursor');
+    expect(badCursor.statusCode).toBe(422);
+    expect(badCursor.json().error.message).toBe('cursor: is not a cursor this endpoint returned');
   });
 
   it('erases a whole merged cluster, also when given a merged-away id', async () => {
@@ -184,6 +266,50 @@ describe('erasure', () => {
     expect((await erase(ann)).statusCode).toBe(200);
     expect((await erase(ann)).statusCode).toBe(404);
     expect((await erase('not-a-profile')).statusCode).toBe(422);
+  });
+
+  it('purges at the next start an erasure whose file rewrite failed', async () => {
+    const annEvents = await send(
+      order({ email: 'ann.cut@shop.test' }),
+      order({ email: 'bob@shop.test' }),
+    );
+    await env.ingest();
+    await env.context.store.checkpoint();
+    const ann = (await lookup('email=ann.cut@shop.test')) as string;
+    const [annCiphertext] = await env.context.store.read((session) =>
+      session.allText<{ ciphertext: Uint8Array }>(
+        `SELECT ciphertext FROM profile_identifiers WHERE profile_id = '${ann}'`,
+      ),
+    );
+    const needle = Buffer.from(annCiphertext?.ciphertext ?? []);
+    expect(filesHolding(env.dir, needle)).not.toEqual([]);
+    // A directory where the rewrite puts its copy makes the rewrite fail, as a full disk would.
+    const copyPath = `${env.context.store.path}.rewrite`;
+    mkdirSync(copyPath);
+
+    expect((await erase(ann)).statusCode).toBe(200);
+    await env.context.store.checkpoint();
+    expect((await call(env.app, tokens.tenant, 'GET', ERASURES)).json().erasures).toMatchObject([
+      { profile_id: ann, purged_at: null },
+    ]);
+    expect(await lookup('email=ann.cut@shop.test')).toBeNull();
+    expect(filesHolding(env.dir, needle)).not.toEqual([]);
+
+    await env.context.store.close();
+    rmdirSync(copyPath);
+    // Any process that opens the store rewrites the file first; this one waits for it to exit.
+    const listArgs = ['--data-dir', env.dir, 'erasures', 'list', '-t', 'acme'];
+    await runJson(listArgs);
+    const listed = await runJson<{ erasures: { profile_id: string; purged_at: string | null }[] }>(
+      listArgs,
+    );
+    expect(listed.erasures).toHaveLength(1);
+    expect(listed.erasures[0]?.profile_id).toBe(ann);
+    expect(listed.erasures[0]?.purged_at).not.toBeNull();
+    for (const erased of [needle, 'ann.cut@shop.test', annEvents[0] as string]) {
+      expect(filesHolding(env.dir, erased), String(erased)).toEqual([]);
+    }
+    expect(filesHolding(env.dir, annEvents[1] as string)).not.toEqual([]);
   });
 
   it('leaves no byte of the erased identifiers or event ids in the data directory, and every other profile intact', async () => {

@@ -11,7 +11,13 @@ import {
 } from '../../identity/profile-view.js';
 import { idSchema } from '../../ids.js';
 import { eraseProfile } from '../../privacy/erase.js';
-import { metricValue, pagingQuery, profileRowResponse, workspaceParams } from '../schemas.js';
+import {
+  erasedCountsResponse,
+  metricValue,
+  pagingQuery,
+  profileRowResponse,
+  workspaceParams,
+} from '../schemas.js';
 
 const profileParams = workspaceParams.extend({
   profile_id: z.string().regex(/^p_[0-9a-f]{24}$/, 'is not a profile id'),
@@ -133,14 +139,7 @@ export function profileRoutes(app: FastifyInstance, context: Context): void {
           200: z.object({
             profile_id: z.string(),
             dry_run: z.boolean(),
-            erased: z.object({
-              profiles: z.number(),
-              identifiers: z.number(),
-              metrics: z.number(),
-              segment_memberships: z.number(),
-              history_entries: z.number(),
-              events: z.number(),
-            }),
+            erased: erasedCountsResponse,
           }),
         },
       },

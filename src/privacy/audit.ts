@@ -1,0 +1,58 @@
+import { z } from 'zod';
+import type { Context } from '../context.js';
+import { decodeCursor, type Page, toPage } from '../store/cursor.js';
+import { requireWorkspace } from '../tenancy/workspaces.js';
+import type { ErasedCounts } from './erase.js';
+
+/** One erasure as the audit log keeps it: who, when, what, and when the file was purged; no identifier. */
+export interface ErasureRecord {
+  erasure_id: string;
+  workspace_id: string;
+  profile_id: string;
+  /** The token id of the caller, or `operator`. */
+  actor: string;
+  erased_at: string;
+  /** When the database file was rewritten without the erased rows; null until then. */
+  purged_at: string | null;
+  erased: ErasedCounts;
+}
+
+type AuditRow = Omit<ErasureRecord, 'erased'> & ErasedCounts;
+
+const erasureCursorSchema = z.object({ a: z.string(), i: z.string() });
+
+/** The tenant's erasures, newest first, of one workspace or all. */
+export async function listErasures(
+  context: Context,
+  tenantId: string,
+  query: { workspaceId: string | null; limit: number; cursor: string | null },
+): Promise<Page<ErasureRecord>> {
+  const after = query.cursor === null ? null : decodeCursor(query.cursor, erasureCursorSchema);
+  return context.store.read(async (session) => {
+    if (query.workspaceId !== null) await requireWorkspace(session, tenantId, query.workspaceId);
+    const rows = await session.all<AuditRow>('erasure_audit_page', {
+      tenant_id: tenantId,
+      workspace_id: query.workspaceId,
+      after_at: after?.a ?? null,
+      after_id: after?.i ?? null,
+      limit: query.limit + 1,
+    });
+    return toPage(
+      rows,
+      query.limit,
+      (row) => ({ a: row.erased_at, i: row.erasure_id }),
+      ({
+        profiles,
+        identifiers,
+        metrics,
+        segment_memberships,
+        history_entries,
+        events,
+        ...row
+      }) => ({
+        ...row,
+        erased: { profiles, identifiers, metrics, segment_memberships, history_entries, events },
+      }),
+    );
+  });
+}
