@@ -106,31 +106,27 @@ const queuedRewrites = new WeakMap<Store, Promise<void>>();
 /**
  * The answer goes out once the erasure is committed; the file is then replaced by a copy of its
  * live data (`Store.replaceWithCopy`), in the write queue, so whatever writes next waits for it.
- * Erasures that arrive while one rewrite is still queued share it. The copy marks the erasures it
- * purged (`purged_at`) before it replaces the file. A snapshot kept in the data directory is
- * written again right after, before any other write.
+ * Erasures that arrive while one rewrite is still queued share it. Before the swap, a snapshot
+ * kept in the data directory is written again from the live rows, and then the copy marks the
+ * erasures it purged (`purged_at`): a crash at any point before the swap leaves them unpurged, and
+ * the next start does both again (`resumePurges`).
  */
 function scheduleRewrite(context: Context): void {
   const { store } = context;
   if (queuedRewrites.has(store)) return;
+  const dataDirSnapshot = join(context.dataDir.root, DATA_DIR_SNAPSHOT);
   const replaced = store.replaceWithCopy({
     onStart: () => queuedRewrites.delete(store),
     beforeSwap: async (session) => {
+      if (existsSync(dataDirSnapshot)) await copySnapshot(session, dataDirSnapshot);
       await session.run('erasure_mark_purged', { now: nowIso(context) });
     },
   });
-  const dataDirSnapshot = join(context.dataDir.root, DATA_DIR_SNAPSHOT);
-  const snapshotRewritten = existsSync(dataDirSnapshot)
-    ? store.exclusive((session) => copySnapshot(session, dataDirSnapshot))
-    : null;
   queuedRewrites.set(
     store,
-    Promise.all([replaced, snapshotRewritten]).then(
-      () => undefined,
-      (error: unknown) => {
-        process.stderr.write(`rewriting the database file failed: ${(error as Error).message}\n`);
-      },
-    ),
+    replaced.catch((error: unknown) => {
+      process.stderr.write(`rewriting the database file failed: ${(error as Error).message}\n`);
+    }),
   );
 }
 

@@ -283,6 +283,9 @@ describe('erasure', () => {
     );
     const needle = Buffer.from(annCiphertext?.ciphertext ?? []);
     expect(filesHolding(env.dir, needle)).not.toEqual([]);
+    const snapshot = join(env.dir, DATA_DIR_SNAPSHOT);
+    await writeSnapshot(env.context.store, snapshot, { replace: false });
+    expect(filesHolding(env.dir, annEvents[0] as string)).toContain(snapshot);
     // A directory where the rewrite puts its copy makes the rewrite fail, as a full disk would.
     const copyPath = `${env.context.store.path}.rewrite`;
     mkdirSync(copyPath);
@@ -294,6 +297,7 @@ describe('erasure', () => {
     ]);
     expect(await lookup('email=ann.cut@shop.test')).toBeNull();
     expect(filesHolding(env.dir, needle)).not.toEqual([]);
+    expect(filesHolding(env.dir, annEvents[0] as string)).toContain(snapshot);
 
     await env.context.store.close();
     rmdirSync(copyPath);
