@@ -324,16 +324,23 @@ CREATE TEMP TABLE ingest_conflicts (
 INSERT INTO profiles (tenant_id, workspace_id, profile_id, created_at, last_seen_at, merged_into)
 SELECT tenant_id, workspace_id, profile_id, created_at::TIMESTAMP, created_at::TIMESTAMP, NULL FROM ingest_new_profiles;
 
-/* @name ingest_values_to_seal */
--- The normalised value of each new identifier, to encrypt and mask in JS; only the new ones cross,
--- as one JSON text.
-SELECT coalesce(to_json(list({
-  tenant_id: tenant_id, identifier_key: identifier_key, identifier_type: identifier_type, normalized: normalized
-})), '[]')::VARCHAR
+/* @name ingest_number_values_to_seal */
+-- The normalised value of each new identifier, to encrypt and mask in JS: only the new ones cross,
+-- numbered so that they cross in chunks.
+CREATE TEMP TABLE ingest_to_seal AS
+SELECT row_number() OVER () AS n, *
 FROM (
   SELECT DISTINCT n.tenant_id, n.identifier_key, n.identifier_type, m.normalized
   FROM ingest_new_identifiers n JOIN ingest_id_map m USING (tenant_id, identifier_key)
 );
+
+/* @name ingest_values_to_seal */
+-- One chunk, as one JSON text: the $chunk values after the first $after.
+SELECT coalesce(to_json(list({
+  tenant_id: tenant_id, identifier_key: identifier_key, identifier_type: identifier_type, normalized: normalized
+})), '[]')::VARCHAR
+FROM ingest_to_seal
+WHERE n > $after AND n <= $after + $chunk;
 
 /* @name ingest_insert_identifiers */
 INSERT INTO profile_identifiers (tenant_id, workspace_id, identifier_key, identifier_type, profile_id, ciphertext, masked_value, first_seen_at)
@@ -454,7 +461,8 @@ WHERE id = 1;
 DROP VIEW IF EXISTS ingest_accepted; DROP TABLE IF EXISTS ingest_checked; DROP TABLE IF EXISTS ingest_event_profiles;
 DROP TABLE IF EXISTS ingest_first_seen;
 DROP TABLE IF EXISTS ingest_identifiers; DROP TABLE IF EXISTS ingest_id_map; DROP TABLE IF EXISTS ingest_values;
-DROP TABLE IF EXISTS ingest_lookup_pads; DROP TABLE IF EXISTS ingest_js_normalized; DROP TABLE IF EXISTS ingest_sealed; DROP TABLE IF EXISTS ingest_event_keys;
+DROP TABLE IF EXISTS ingest_lookup_pads; DROP TABLE IF EXISTS ingest_js_normalized; DROP TABLE IF EXISTS ingest_sealed;
+DROP TABLE IF EXISTS ingest_to_seal; DROP TABLE IF EXISTS ingest_event_keys;
 DROP TABLE IF EXISTS ingest_key_lists;
 DROP TABLE IF EXISTS ingest_sets; DROP TABLE IF EXISTS ingest_event_sets; DROP TABLE IF EXISTS ingest_resolution; DROP TABLE IF EXISTS ingest_new_profiles; DROP TABLE IF EXISTS ingest_new_identifiers;
 DROP TABLE IF EXISTS ingest_merges; DROP TABLE IF EXISTS ingest_conflicts; DROP TABLE IF EXISTS ingest_erased;

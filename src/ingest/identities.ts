@@ -118,24 +118,34 @@ async function keyValues(
   return { rules, dropped };
 }
 
+/**
+ * New identifiers cross to JS in chunks of this many: a batch of new customers has 150k or more,
+ * and their values, parsed and sealed at once, were the peak of a 5M-event backlog's memory.
+ */
+const SEAL_CHUNK = 20_000;
+
 /** Encrypts and masks the batch's new identifiers (only their values come to JS); says how many. */
 async function sealNewIdentifiers(session: Session, keyRing: KeyRing): Promise<number> {
-  const values =
-    await session.json<
+  await session.run('ingest_number_values_to_seal');
+  let sealed = 0;
+  for (;;) {
+    const values = await session.json<
       { tenant_id: string; identifier_key: string; identifier_type: string; normalized: string }[]
-    >('ingest_values_to_seal');
-  const rows = await traced('seal new identifiers', async () =>
-    values.map((row) => {
-      const sealed = sealIdentifier(keyRing, {
-        tenantId: row.tenant_id,
-        type: row.identifier_type,
-        normalized: row.normalized,
-      });
-      return [row.tenant_id, row.identifier_key, sealed.ciphertext, sealed.masked];
-    }),
-  );
-  await session.appendTemporary('ingest_sealed', rows);
-  return rows.length;
+    >('ingest_values_to_seal', { after: sealed, chunk: SEAL_CHUNK });
+    if (values.length === 0) return sealed;
+    const rows = await traced('seal new identifiers', async () =>
+      values.map((row) => {
+        const { ciphertext, masked } = sealIdentifier(keyRing, {
+          tenantId: row.tenant_id,
+          type: row.identifier_type,
+          normalized: row.normalized,
+        });
+        return [row.tenant_id, row.identifier_key, ciphertext, masked];
+      }),
+    );
+    await session.appendTemporary('ingest_sealed', rows);
+    sealed += rows.length;
+  }
 }
 
 /** The outcome of resolving every workspace's sets, as rows for the outcome tables. */
@@ -234,20 +244,13 @@ function resolveScopes(
 }
 
 /**
- * The identity step of an ingest batch (design §10): resolves every workspace's identity sets
- * against what the store knows and writes the outcome: new profiles and identifiers, merges,
- * conflicts, and which profile each set's events go to (`ingest_resolution`). Runs in the batch's
- * transaction after its lines are staged and deduplicated (it reads `ingest_accepted`), and before
- * `ingest_assign_profiles`, which gives each event its set's profile.
+ * Resolves in JS the sets SQL left (ingest_settle_sets) and appends the outcome to the outcome
+ * tables; says how many sets, merges and conflicts. What it parsed is garbage once it returns.
  */
-export async function resolveAndApply(session: Session, keyRing: KeyRing, now: string) {
-  const { rules, dropped } = await keyValues(session, keyRing);
-  await session.run('ingest_group_event_keys');
-  await session.run('ingest_drop_erased');
-  await session.run('ingest_group_sets');
-
-  await session.run('ingest_find_known');
-  await session.run('ingest_settle_sets');
+async function resolveInJs(
+  session: Session,
+  rules: TenantRules,
+): Promise<{ sets: number; merges: number; conflicts: number }> {
   const sets = await session.json<SetRow[]>('ingest_identity_sets');
   const known = groupByScope(await session.json<KnownRow[]>('ingest_known_identifiers'));
   const counts = groupByScope(await session.all<CountRow>('ingest_profile_type_counts'));
@@ -263,15 +266,36 @@ export async function resolveAndApply(session: Session, keyRing: KeyRing, now: s
   await session.appendTemporary('ingest_new_identifiers', identifierRows);
   await session.appendTemporary('ingest_merges', mergeRows);
   await session.appendTemporary('ingest_conflicts', conflictRows);
+  return { sets: sets.length, merges: mergeRows.length, conflicts: conflictRows.length };
+}
+
+/**
+ * The identity step of an ingest batch (design §10): resolves every workspace's identity sets
+ * against what the store knows and writes the outcome: new profiles and identifiers, merges,
+ * conflicts, and which profile each set's events go to (`ingest_resolution`). Runs in the batch's
+ * transaction after its lines are staged and deduplicated (it reads `ingest_accepted`), and before
+ * `ingest_assign_profiles`, which gives each event its set's profile.
+ */
+export async function resolveAndApply(session: Session, keyRing: KeyRing, now: string) {
+  const { rules, dropped } = await keyValues(session, keyRing);
+  await session.run('ingest_group_event_keys');
+  await session.run('ingest_drop_erased');
+  await session.run('ingest_group_sets');
+
+  await session.run('ingest_find_known');
+  await session.run('ingest_settle_sets');
+  const resolved = await resolveInJs(session, rules);
   await session.run('ingest_resolve_fresh');
   const sealed = await sealNewIdentifiers(session, keyRing);
-  if (sets.length + sealed >= COLLECT_GARBAGE_AFTER_ROWS) {
+  // The parsed sets, outcome rows and sealed values are garbage now, and V8 would keep them
+  // through DuckDB's peak (storing the events) if not collected.
+  if (resolved.sets + sealed >= COLLECT_GARBAGE_AFTER_ROWS) {
     await traced('collect garbage', async () => collectGarbage());
   }
   await session.run('ingest_resolve_settled');
   await session.run('ingest_insert_profiles');
   await session.run('ingest_insert_identifiers');
-  if (mergeRows.length > 0) {
+  if (resolved.merges > 0) {
     await session.run('ingest_record_merges', { now });
     await session.run('ingest_apply_merges_to_created_at');
     await session.run('ingest_apply_merges_to_profiles');
@@ -279,6 +303,6 @@ export async function resolveAndApply(session: Session, keyRing: KeyRing, now: s
     await session.run('ingest_apply_merges_to_identifiers');
     await session.run('ingest_apply_merges_to_events');
   }
-  if (conflictRows.length > 0) await session.run('ingest_record_conflicts', { now });
-  return { dropped, merges: mergeRows.length };
+  if (resolved.conflicts > 0) await session.run('ingest_record_conflicts', { now });
+  return { dropped, merges: resolved.merges };
 }

@@ -353,6 +353,21 @@ describe('events to profiles', () => {
     ]);
   });
 
+  it('seals every new identifier of a batch that holds more of them than cross to JS at once', async () => {
+    // 20,000 values cross per chunk (src/ingest/identities.ts): 20,001 emails take two.
+    const emails = Array.from({ length: 20_001 }, (_, index) => `shopper-${index}@bulk.test`);
+    for (let from = 0; from < emails.length; from += 1000) {
+      await server(...emails.slice(from, from + 1000).map((email) => ({ identifiers: { email } })));
+    }
+    await env.ingest();
+    expect(await count('profile_identifiers', "identifier_type = 'email'")).toBe(20_001);
+    expect(await count('profile_identifiers', 'octet_length(ciphertext) > 0')).toBe(20_001);
+    for (const email of [emails[0], emails[19_999], emails[20_000]] as string[]) {
+      const profileId = (await lookup(`email=${email}`)) as string;
+      expect((await view(profileId)).identifiers).toMatchObject([{ type: 'email', value: email }]);
+    }
+  });
+
   it('answers the customer table with masking per type, paged', async () => {
     await server(
       { identifiers: { email: 'ann@shop.test', phone: '9876543210' } },
