@@ -32,3 +32,8 @@ export function output<T>(json: boolean | undefined, value: T, human: (value: T)
   if (json) printJson(value);
   else human(value);
 }
+
+/** Tells how to ask for the next page of a listing, when there is one. */
+export function printNextPage(nextCursor: string | null): void {
+  if (nextCursor) process.stdout.write(`next page: --cursor ${nextCursor}\n`);
+}

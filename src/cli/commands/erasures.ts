@@ -1,17 +1,14 @@
 import { Command } from 'commander';
+import type { ErasureRecord } from '../../privacy/audit.js';
 import { type GlobalOptions, withAdminClient } from '../admin-client.js';
-import { tenantOption, tenantPath } from '../options.js';
-import { output, printTable } from '../output.js';
-
-interface ErasureRecord {
-  erasure_id: string;
-  workspace_id: string;
-  profile_id: string;
-  actor: string;
-  erased_at: string;
-  purged_at: string | null;
-  erased: Record<string, number>;
-}
+import {
+  cursorOption,
+  limitOption,
+  type PagingFlags,
+  tenantOption,
+  tenantPath,
+} from '../options.js';
+import { output, printNextPage, printTable } from '../output.js';
 
 export function erasuresCommand(): Command {
   const erasures = new Command('erasures').description('the erasure audit log');
@@ -22,13 +19,10 @@ export function erasuresCommand(): Command {
     )
     .addOption(tenantOption())
     .option('-w, --workspace <workspace>', 'only this workspace')
-    .option('--limit <n>', 'page size (1-500)')
-    .option('--cursor <cursor>', 'next_cursor of the previous page')
+    .addOption(limitOption())
+    .addOption(cursorOption())
     .action(
-      async (
-        options: { tenant: string; workspace?: string; limit?: string; cursor?: string },
-        command: Command,
-      ) => {
+      async (options: { tenant: string; workspace?: string } & PagingFlags, command: Command) => {
         const globals = command.optsWithGlobals<GlobalOptions>();
         const page = await withAdminClient(globals, (client) =>
           client<{ erasures: ErasureRecord[]; next_cursor: string | null }>({
@@ -46,7 +40,7 @@ export function erasuresCommand(): Command {
             value.erasures.map((record) => ({ ...record, events: record.erased.events })),
             ['erased_at', 'workspace_id', 'profile_id', 'actor', 'events', 'purged_at'],
           );
-          if (value.next_cursor) process.stdout.write(`next page: --cursor ${value.next_cursor}\n`);
+          printNextPage(value.next_cursor);
         });
       },
     );

@@ -1,7 +1,14 @@
 import { Argument, Command, InvalidArgumentError, Option } from 'commander';
 import { type GlobalOptions, withAdminClient } from '../admin-client.js';
-import { tenantOption, tenantPath, workspaceOption } from '../options.js';
-import { output, printJson, printTable } from '../output.js';
+import {
+  cursorOption,
+  limitOption,
+  type PagingFlags,
+  tenantOption,
+  tenantPath,
+  workspaceOption,
+} from '../options.js';
+import { output, printJson, printNextPage, printTable } from '../output.js';
 
 const STATUSES = ['draft', 'active', 'paused', 'archived'];
 
@@ -37,13 +44,10 @@ export function segmentsCommand(): Command {
     .description('list segments with live member counts')
     .addOption(tenantOption())
     .option('-w, --workspace <workspace>', 'only this workspace')
-    .option('--limit <n>', 'page size (1-500)')
-    .option('--cursor <cursor>', 'next_cursor of the previous page')
+    .addOption(limitOption())
+    .addOption(cursorOption())
     .action(
-      async (
-        options: { tenant: string; workspace?: string; limit?: string; cursor?: string },
-        command: Command,
-      ) => {
+      async (options: { tenant: string; workspace?: string } & PagingFlags, command: Command) => {
         const globals = command.optsWithGlobals<GlobalOptions>();
         const page = await withAdminClient(globals, (client) =>
           client<{ segments: Record<string, unknown>[]; next_cursor: string | null }>({
@@ -64,7 +68,7 @@ export function segmentsCommand(): Command {
             'status',
             'member_count',
           ]);
-          if (value.next_cursor) process.stdout.write(`next page: --cursor ${value.next_cursor}\n`);
+          printNextPage(value.next_cursor);
         });
       },
     );
@@ -91,32 +95,26 @@ export function segmentsCommand(): Command {
     .description("list a segment's members, masked like the customer table")
     .addOption(tenantOption())
     .addOption(workspaceOption())
-    .option('--limit <n>', 'page size (1-500)')
-    .option('--cursor <cursor>', 'next_cursor of the previous page')
-    .action(
-      async (
-        segmentId: string,
-        options: Scope & { limit?: string; cursor?: string },
-        command: Command,
-      ) => {
-        const globals = command.optsWithGlobals<GlobalOptions>();
-        const page = await withAdminClient(globals, (client) =>
-          client<{ members: Record<string, unknown>[]; next_cursor: string | null }>({
-            method: 'GET',
-            path: segmentsPath(options.tenant, segmentId, 'members'),
-            query: {
-              workspace_id: options.workspace,
-              limit: options.limit,
-              cursor: options.cursor,
-            },
-          }),
-        );
-        output(globals.json, page, (value) => {
-          printTable(value.members, ['profile_id', 'email', 'phone', 'last_seen_at', 'metrics']);
-          if (value.next_cursor) process.stdout.write(`next page: --cursor ${value.next_cursor}\n`);
-        });
-      },
-    );
+    .addOption(limitOption())
+    .addOption(cursorOption())
+    .action(async (segmentId: string, options: Scope & PagingFlags, command: Command) => {
+      const globals = command.optsWithGlobals<GlobalOptions>();
+      const page = await withAdminClient(globals, (client) =>
+        client<{ members: Record<string, unknown>[]; next_cursor: string | null }>({
+          method: 'GET',
+          path: segmentsPath(options.tenant, segmentId, 'members'),
+          query: {
+            workspace_id: options.workspace,
+            limit: options.limit,
+            cursor: options.cursor,
+          },
+        }),
+      );
+      output(globals.json, page, (value) => {
+        printTable(value.members, ['profile_id', 'email', 'phone', 'last_seen_at', 'metrics']);
+        printNextPage(value.next_cursor);
+      });
+    });
 
   segments
     .command('create <segment_id>')
