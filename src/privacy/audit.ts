@@ -4,7 +4,7 @@ import { decodeCursor, type Page, toPage } from '../store/cursor.js';
 import { requireWorkspace } from '../tenancy/workspaces.js';
 import type { ErasedCounts } from './erase.js';
 
-/** One erasure as the audit log keeps it: who, when, what, and when the file was purged; no identifier. */
+/** An erasure as the audit log keeps it: who, when, what, when it was purged; no identifier. */
 export interface ErasureRecord {
   erasure_id: string;
   workspace_id: string;
