@@ -1,10 +1,9 @@
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Context, nowIso } from '../context.js';
 import { NotFoundError } from '../errors.js';
 import type { Store } from '../store/database.js';
 import type { Session } from '../store/session.js';
-import { copySnapshot, DATA_DIR_SNAPSHOT } from '../store/snapshot.js';
+import { DATA_DIR_SNAPSHOT, rewriteExistingSnapshot } from '../store/snapshot.js';
 import { requireWorkspace } from '../tenancy/workspaces.js';
 
 export interface ErasedCounts {
@@ -118,7 +117,7 @@ function scheduleRewrite(context: Context): void {
   const replaced = store.replaceWithCopy({
     onStart: () => queuedRewrites.delete(store),
     beforeSwap: async (session) => {
-      if (existsSync(dataDirSnapshot)) await copySnapshot(session, dataDirSnapshot);
+      await rewriteExistingSnapshot(session, dataDirSnapshot);
       await session.run('erasure_mark_purged', { now: nowIso(context) });
     },
   });

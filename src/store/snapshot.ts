@@ -45,13 +45,20 @@ export async function writeSnapshot(
   return { path, rows };
 }
 
+const partialPath = (path: string) => `${path}.partial`;
+
+async function removePartial(path: string): Promise<void> {
+  const partial = partialPath(path);
+  await Promise.all([rm(partial, { force: true }), rm(`${partial}.wal`, { force: true })]);
+}
+
 /**
  * The copy itself, on a session that nothing else uses meanwhile (inside `Store.exclusive`). It is
  * written beside `path` and renamed into place, so a reader never opens a half-written snapshot.
  */
 export async function copySnapshot(session: Session, path: string): Promise<SnapshotCounts> {
-  const partial = `${path}.partial`;
-  await Promise.all([rm(partial, { force: true }), rm(`${partial}.wal`, { force: true })]);
+  const partial = partialPath(path);
+  await removePartial(path);
   await session.runText(`ATTACH ${sqlStringLiteral(partial)} AS cds_snapshot`);
   let rows: SnapshotCounts;
   try {
@@ -67,6 +74,15 @@ export async function copySnapshot(session: Session, path: string): Promise<Snap
   await rename(partial, path);
   await rm(`${partial}.wal`, { force: true });
   return rows;
+}
+
+/**
+ * After an erasure: the snapshot at `path` is written again from the live rows if there is one,
+ * and a half-written one a crash left, which may hold rows erased since, is removed.
+ */
+export async function rewriteExistingSnapshot(session: Session, path: string): Promise<void> {
+  if (existsSync(path)) await copySnapshot(session, path);
+  else await removePartial(path);
 }
 
 /** Rewrites the snapshot at `path` every `everyMs` (`cds serve --snapshot-every`). */

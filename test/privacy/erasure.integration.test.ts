@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, readFileSync, rmdirSync, statSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DATA_DIR_SNAPSHOT, writeSnapshot } from '../../src/store/snapshot.js';
@@ -266,6 +266,19 @@ describe('erasure', () => {
     expect((await erase(ann)).statusCode).toBe(200);
     expect((await erase(ann)).statusCode).toBe(404);
     expect((await erase('not-a-profile')).statusCode).toBe(422);
+  });
+
+  it('removes a half-written snapshot a crash left in the data directory', async () => {
+    const [annEvent] = await send(order({ email: 'ann.partial@shop.test' }));
+    await env.ingest();
+    const ann = (await lookup('email=ann.partial@shop.test')) as string;
+    // What a snapshot cut off before its rename leaves: rows of the time, Ann's among them.
+    const partial = join(env.dir, `${DATA_DIR_SNAPSHOT}.partial`);
+    writeFileSync(partial, `rows of the time: ${annEvent}`);
+
+    expect((await erase(ann)).statusCode).toBe(200);
+    await env.context.store.checkpoint();
+    expect(filesHolding(env.dir, annEvent as string)).toEqual([]);
   });
 
   it('purges at the next start an erasure whose file rewrite failed', async () => {
