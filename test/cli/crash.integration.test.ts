@@ -2,10 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { putEventType } from '../../src/catalog/event-types.js';
-import { systemClock } from '../../src/clock.js';
-import { loadConfig } from '../../src/config.js';
-import { KeyRing } from '../../src/identity/tenant-keys.js';
-import { openDataDir } from '../../src/store/data-dir.js';
+import { openContext } from '../../src/cli/open-context.js';
 import { Store } from '../../src/store/database.js';
 import { createTenant } from '../../src/tenancy/tenants.js';
 import { issueToken } from '../../src/tenancy/tokens.js';
@@ -16,16 +13,8 @@ const ROUNDS = 6;
 const SENDERS = 4;
 
 async function setUp(dir: string): Promise<string> {
-  const config = loadConfig({ data_dir: dir }, {});
-  const dataDir = openDataDir(config.data_dir);
-  const store = await Store.open(dataDir.databasePath);
-  const context = {
-    store,
-    config,
-    dataDir,
-    clock: systemClock,
-    keyRing: new KeyRing(dataDir.masterKey),
-  };
+  // The context the children's `cds serve` opens too, with the same environment.
+  const context = await openContext({ data_dir: dir });
   await createTenant(context, 'acme', ['eu']);
   await putEventType(context, 'acme', 'page_viewed', null);
   const collector = await issueToken(context, 'acme', {
@@ -33,7 +22,7 @@ async function setUp(dir: string): Promise<string> {
     workspaceId: null,
     name: 'load',
   });
-  await store.close();
+  await context.store.close();
   return collector.token;
 }
 
