@@ -318,7 +318,8 @@ describe('collector rate limit', () => {
         statuses.push(last.statusCode);
       }
       expect(statuses).toEqual([202, 202, 202, 429, 429]);
-      expect(last?.headers['retry-after']).toBeDefined();
+      // The limit counts per second, so a refused request may retry within the next one.
+      expect(last?.headers['retry-after']).toBe('1');
       expect(last?.json().error.code).toBe('rate_limited');
       const otherTenant = await sendBrowser(env, [envelope({ anon: 'a', tenant: 'globex' })], {
         tenant: 'globex',
