@@ -93,9 +93,14 @@ export class RateLimitedError extends AppError {
   }
 }
 
-export class UnavailableError extends AppError {
-  constructor(message: string) {
-    super(503, 'unavailable', message);
+/** The server is draining (design §6: 503 shutting down); the request was not taken. */
+export class ShuttingDownError extends AppError {
+  constructor() {
+    super(
+      503,
+      'shutting_down',
+      'the server is shutting down and took nothing of this request; send it again once it is back',
+    );
   }
 }
 

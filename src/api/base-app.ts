@@ -2,6 +2,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { ShuttingDownError } from '../errors.js';
 import { handleError, handleNotFound } from './error-handler.js';
 
 /** The largest body any route takes: a collector batch (design §8). */
@@ -9,7 +10,16 @@ export const BODY_LIMIT_BYTES = 1024 * 1024;
 
 /** What every cds HTTP process shares: zod schemas, JSON-only bodies and the one error answer. */
 export function createBaseApp(logger: FastifyServerOptions['logger'] = false): FastifyInstance {
-  const app = Fastify({ logger, bodyLimit: BODY_LIMIT_BYTES });
+  // Fastify answers requests that arrive while it closes with a 503 of its own body; ours says
+  // the same in the one error body (design §6).
+  const app = Fastify({ logger, bodyLimit: BODY_LIMIT_BYTES, return503OnClosing: false });
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onRequest', async () => {
+    if (closing) throw new ShuttingDownError();
+  });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   // Every body is JSON; anything else is answered 415 rather than parsed as text.

@@ -1,5 +1,9 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openTestEnv, type TestEnv } from '../helpers/context.js';
+import { envelope, registerEventTypes } from '../helpers/events.js';
 import { seedTenants, type Tokens } from '../helpers/tenant.js';
 
 describe('error answers', () => {
@@ -94,5 +98,58 @@ describe('error answers', () => {
     expect((await env.app.inject({ method: 'GET', url: '/readyz' })).json()).toMatchObject({
       status: 'ready',
     });
+  });
+});
+
+describe('while the server shuts down', () => {
+  it('answers 503 in the error body and takes none of the events of a request that arrives then', async () => {
+    const env = await openTestEnv({ collector: true });
+    let url = '';
+    const sendEvent = (id: string) =>
+      fetch(`${url}/v1/events`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-tenant-id': 'acme',
+          'x-workspace-id': 'eu',
+        },
+        body: JSON.stringify(envelope({ id, anon: 'v1' })),
+      });
+    const landed = () =>
+      readdirSync(join(env.dir, 'landing'), { recursive: true, withFileTypes: true })
+        .filter((entry) => entry.isFile())
+        .map((entry) => readFileSync(join(entry.parentPath, entry.name), 'utf8'))
+        .join('');
+    const during: Response[] = [];
+    // Runs after the server has begun to close and before it stops listening: what a client
+    // that sends a request in that moment gets.
+    env.app.addHook('preClose', async () => {
+      during.push(await sendEvent('sent-while-closing'));
+      during.push(await fetch(`${url}/readyz`));
+    });
+    try {
+      const tokens = await seedTenants(env.context);
+      await registerEventTypes(env, tokens.tenant);
+      await env.app.listen({ port: 0, host: '127.0.0.1' });
+      url = `http://127.0.0.1:${(env.app.server.address() as AddressInfo).port}`;
+      expect((await sendEvent('sent-before')).status).toBe(202);
+
+      await env.app.close();
+      expect(during.map((response) => response.status)).toEqual([503, 503]);
+      for (const response of during) {
+        expect(response.headers.get('connection')).toBe('close');
+        expect(await response.json()).toEqual({
+          error: {
+            code: 'shutting_down',
+            message:
+              'the server is shutting down and took nothing of this request; send it again once it is back',
+          },
+        });
+      }
+      expect(landed()).toContain('sent-before');
+      expect(landed()).not.toContain('sent-while-closing');
+    } finally {
+      await env.close();
+    }
   });
 });
