@@ -126,6 +126,7 @@ describe('while the server shuts down', () => {
     env.app.addHook('preClose', async () => {
       during.push(await sendEvent('sent-while-closing'));
       during.push(await fetch(`${url}/readyz`));
+      during.push(await fetch(`${url}/healthz`));
     });
     try {
       const tokens = await seedTenants(env.context);
@@ -135,7 +136,7 @@ describe('while the server shuts down', () => {
       expect((await sendEvent('sent-before')).status).toBe(202);
 
       await env.app.close();
-      expect(during.map((response) => response.status)).toEqual([503, 503]);
+      expect(during.map((response) => response.status)).toEqual([503, 503, 503]);
       for (const response of during) {
         expect(response.headers.get('connection')).toBe('close');
         expect(await response.json()).toEqual({
