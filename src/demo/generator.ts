@@ -33,8 +33,10 @@ export interface GeneratorOptions {
   events: number;
   /** Distinct visitors; about a third of them sign up. */
   visitors: number;
-  /** First event time; events then step forward a few seconds each. */
+  /** First event time; events then step forward 1–5 s each. */
   start: Date;
+  /** Instead, spread the events over `start` to about `end`, steps varying the same way. */
+  end?: Date;
 }
 
 const CATEGORIES = ['shoes', 'bags', 'hats', 'jackets', 'socks', 'watches'];
@@ -64,6 +66,11 @@ export function* generateEvents(options: GeneratorOptions): Generator<GeneratedE
     phone: null,
     orders: 0,
   }));
+  const meanStepMs = options.end
+    ? (options.end.getTime() - options.start.getTime()) / options.events
+    : 3000;
+  const minStepMs = Math.floor(meanStepMs / 3);
+  const stepRangeMs = Math.floor((meanStepMs * 4) / 3);
   let clock = options.start.getTime();
   let sequence = 0;
   const envelope = (
@@ -72,7 +79,7 @@ export function* generateEvents(options: GeneratorOptions): Generator<GeneratedE
     properties: Record<string, unknown>,
     withAnon: boolean,
   ) => {
-    clock += 1000 + Math.floor(random() * 4000);
+    clock += minStepMs + Math.floor(random() * stepRangeMs);
     sequence += 1;
     return {
       envelop_version: '1.0' as const,

@@ -125,6 +125,7 @@ export function demoCommand(): Command {
         events: DEMO_EVENTS,
         visitors: DEMO_VISITORS,
         start: new Date(Date.now() - 30 * DAY_MS),
+        end: new Date(),
       });
       const sent = await sendToCollector(server.url, tokens.collector, events);
       await server.ingestNow();
