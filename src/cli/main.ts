@@ -58,8 +58,20 @@ function throwInsteadOfExit(command: Command): Command {
   return command;
 }
 
+/**
+ * A reader that leaves early (`cds generate-events | head`) ends the command the way SIGPIPE ends
+ * a Unix tool: quietly, instead of with a stack trace from the next write.
+ */
+function exitWhenOutputCloses(): void {
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code !== 'EPIPE') throw error;
+    process.exit();
+  });
+}
+
 /** Exit codes: 0 done, 1 refused or failed (the message says why), 2 bad usage. */
 export async function runCLI(argv: string[]): Promise<void> {
+  exitWhenOutputCloses();
   const program = throwInsteadOfExit(createCLI());
   try {
     await program.parseAsync(argv);

@@ -1,8 +1,11 @@
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { type ChildServer, runCli, runJson, startCli } from '../helpers/cli.js';
+import { CDS_BIN, type ChildServer, runCli, runJson, startCli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/context.js';
 import { Receiver } from '../helpers/receiver.js';
 
@@ -559,6 +562,44 @@ describe('cds CLI', () => {
       expect(await server.stop()).toBe(0);
       servers = [];
       expect(await tablesOf(path)).toContain('profiles');
+    });
+  });
+
+  describe('generate-events', () => {
+    const sample = fileURLToPath(new URL('../../fixtures/sample-events.ndjson', import.meta.url));
+    const sampleArgs = ['generate-events', '--events', '60', '--visitors', '12', '--seed', '1'];
+
+    it('writes the checked-in sample again byte for byte, to a file or to stdout', async () => {
+      const out = join(dir, 'sample.ndjson');
+      expect((await runCli([...sampleArgs, '--out', out])).code).toBe(0);
+      expect(readFileSync(out, 'utf8')).toBe(readFileSync(sample, 'utf8'));
+      const printed = await runCli(sampleArgs);
+      expect(printed.code).toBe(0);
+      expect(printed.stdout).toBe(readFileSync(sample, 'utf8'));
+    });
+
+    it('stops quietly with exit 0 when its reader goes away (cds generate-events | head)', async () => {
+      const child = spawn(process.execPath, [CDS_BIN, 'generate-events', '--events', '1000000'], {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => {
+        stderr += chunk.toString();
+      });
+      const exited = once(child, 'exit');
+      const [first] = (await once(child.stdout, 'data')) as [Buffer];
+      expect(JSON.parse(first.toString().split('\n')[0] as string)).toMatchObject({
+        event: { envelop_version: '1.0' },
+      });
+      child.stdout.destroy();
+      const [code] = (await exited) as [number | null];
+      expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
+    });
+
+    it('refuses a count that is not a positive whole number with exit 2', async () => {
+      const result = await runCli(['generate-events', '--events', '0']);
+      expect(result.code).toBe(2);
+      expect(result.stderr).toContain('must be a positive whole number');
     });
   });
 
