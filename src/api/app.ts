@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import { collectorRoutes } from '../collector/routes.js';
 import type { CollectorRuntime } from '../collector/runtime.js';
 import type { Context } from '../context.js';
+import type { IngestFailure } from '../ingest/loop.js';
 import { registerAuth } from './auth.js';
 import { createBaseApp } from './base-app.js';
 import { erasureRoutes } from './routes/erasures.js';
@@ -20,6 +21,8 @@ export interface AppOptions {
   logger?: FastifyServerOptions['logger'];
   /** Serve the collector endpoints on the same port (design §1: `cds serve`). */
   collector?: CollectorRuntime;
+  /** The failing batches of the ingest loop this process runs, for `/readyz`. */
+  ingestFailure?: () => IngestFailure | null;
 }
 
 const CONTROL_PLANE_WRITE = /^\/v1\/(tenants|operator)\//;
@@ -29,7 +32,7 @@ export function buildApp(context: Context, options: AppOptions = {}): FastifyIns
   const app = createBaseApp(options.logger);
   registerAuth(app, context);
 
-  healthRoutes(app, context);
+  healthRoutes(app, context, options.ingestFailure ?? (() => null));
   whoamiRoutes(app);
   operatorRoutes(app, context);
   workspaceRoutes(app, context);

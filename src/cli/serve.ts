@@ -31,15 +31,20 @@ export interface ServeOptions {
 export async function startServer(context: Context, options: ServeOptions): Promise<RunningServer> {
   const sender = configuredSender(context);
   const collector = await openOwnedCollector(context);
-  const app = buildApp(context, { collector, logger: options.logger ? { level: 'info' } : false });
-  const address = await app.listen({ port: context.config.port, host: context.config.host });
   const loop = options.ingest
     ? new IngestLoop(context, {
         maxBatchEvents: context.config.max_batch_events,
         intervalMs: context.config.ingest_interval_ms,
         onBatch: () => sender?.tick(),
+        report: (line) => process.stderr.write(`${line}\n`),
       })
     : null;
+  const app = buildApp(context, {
+    collector,
+    ingestFailure: () => loop?.failure ?? null,
+    logger: options.logger ? { level: 'info' } : false,
+  });
+  const address = await app.listen({ port: context.config.port, host: context.config.host });
   loop?.start({ watch: false });
   if (loop) collector.writer.onSealed = () => loop.tick();
   sender?.start();

@@ -13,7 +13,19 @@ export interface IngestLoopConfig {
   intervalMs: number;
   /** Called after each committed batch (progress lines, counters). */
   onBatch?: (batch: BatchResult) => void;
+  /** Where the loop says that batches fail, and when they work again (stderr in the CLI). */
+  report?: (line: string) => void;
 }
+
+/** Consecutive failed batches, since the first: `/readyz` shows them until one commits. */
+export interface IngestFailure {
+  message: string;
+  since: string;
+  attempts: number;
+}
+
+/** After a failed batch the loop waits before trying again, doubling up to this. */
+const MAX_RETRY_DELAY_MS = 60_000;
 
 /**
  * No line a collector writes is shorter: `received_at`, `source`, `collector_id` and an envelope
@@ -34,7 +46,9 @@ export class IngestLoop {
   private timer: NodeJS.Timeout | null = null;
   private watcher: ReturnType<typeof watch> | null = null;
   private bytesPerLine = INITIAL_BYTES_PER_LINE;
-  lastError: Error | null = null;
+  private retryAt = 0;
+  private lastError: Error | null = null;
+  failure: IngestFailure | null = null;
 
   constructor(
     private readonly context: Context,
@@ -84,11 +98,13 @@ export class IngestLoop {
     await this.running;
   }
 
-  /** Waits for the batch under way, then drains what is sealed now. */
+  /** Waits for the batch under way, then drains what is sealed now; throws if that fails. */
   async catchUp(): Promise<void> {
     await this.running;
+    this.retryAt = 0;
     this.tick();
     await this.running;
+    if (this.lastError) throw this.lastError;
   }
 
   tick(): void {
@@ -96,14 +112,11 @@ export class IngestLoop {
       this.again = true;
       return;
     }
+    if (Date.now() < this.retryAt) return;
     this.running = this.drain()
       .then(
-        () => {
-          this.lastError = null;
-        },
-        (error: unknown) => {
-          this.lastError = error as Error;
-        },
+        () => this.succeeded(),
+        (error: unknown) => this.failed(error as Error),
       )
       .finally(() => {
         this.running = null;
@@ -112,6 +125,37 @@ export class IngestLoop {
           this.tick();
         }
       });
+  }
+
+  private succeeded(): void {
+    if (this.failure) {
+      this.config.report?.(`ingest works again after ${this.failure.attempts} failed attempts`);
+    }
+    this.failure = null;
+    this.lastError = null;
+    this.retryAt = 0;
+  }
+
+  /**
+   * The batch's transaction was rolled back and its files stay, so the next attempt takes them
+   * again. Attempts back off, so a batch that cannot fit does not keep the database busy; the
+   * failure is reported when it starts and when its message changes, not on every attempt.
+   */
+  private failed(error: Error): void {
+    const attempts = (this.failure?.attempts ?? 0) + 1;
+    const delayMs = Math.min(this.config.intervalMs * 2 ** (attempts - 1), MAX_RETRY_DELAY_MS);
+    if (this.failure?.message !== error.message) {
+      this.config.report?.(
+        `ingest failed: ${error.message}. The landing files stay; trying again after pauses that grow to ${MAX_RETRY_DELAY_MS / 1000} s`,
+      );
+    }
+    this.failure = {
+      message: error.message,
+      since: this.failure?.since ?? this.context.clock.now().toISOString(),
+      attempts,
+    };
+    this.lastError = error;
+    this.retryAt = Date.now() + delayMs;
   }
 
   /**

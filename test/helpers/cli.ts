@@ -35,6 +35,8 @@ export interface ChildServer {
   child: ChildProcess;
   url: string;
   output(): string;
+  /** What it wrote to stderr so far. */
+  errors(): string;
   stop(): Promise<number | null>;
 }
 
@@ -71,6 +73,7 @@ export function startCli(
         child,
         url: match[1] ?? '',
         output: () => stdout,
+        errors: () => stderr,
         stop: async () => {
           if (child.exitCode === null) child.kill('SIGTERM');
           return exited;

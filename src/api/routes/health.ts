@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Context } from '../../context.js';
+import type { IngestFailure } from '../../ingest/loop.js';
 import { ingestStatus } from '../../ingest/status.js';
 
 const readiness = z.object({
@@ -20,14 +21,33 @@ const readiness = z.object({
     backlog_files: z.number(),
     backlog_bytes: z.number(),
     lag_seconds: z.number(),
+    error: z.string().nullable(),
+    error_since: z.string().nullable(),
+    failed_attempts: z.number(),
   }),
 });
 
-export function healthRoutes(app: FastifyInstance, context: Context): void {
+/**
+ * A failing ingest loop leaves the server ready: the collector still takes events, and they wait
+ * in landing files. `/readyz` says why the backlog grows.
+ */
+export function healthRoutes(
+  app: FastifyInstance,
+  context: Context,
+  ingestFailure: () => IngestFailure | null,
+): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
-  api.get('/readyz', { schema: { response: { 200: readiness } } }, async () => ({
-    status: 'ready' as const,
-    database: context.store.path,
-    ingest: await ingestStatus(context),
-  }));
+  api.get('/readyz', { schema: { response: { 200: readiness } } }, async () => {
+    const failure = ingestFailure();
+    return {
+      status: 'ready' as const,
+      database: context.store.path,
+      ingest: {
+        ...(await ingestStatus(context)),
+        error: failure?.message ?? null,
+        error_since: failure?.since ?? null,
+        failed_attempts: failure?.attempts ?? 0,
+      },
+    };
+  });
 }

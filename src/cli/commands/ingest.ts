@@ -66,6 +66,11 @@ export function ingestCommand(): Command {
           add(totals, batch);
           spinner.text = describe(totals, startedAt);
         },
+        report: (line) => {
+          spinner.clear();
+          process.stderr.write(`${line}\n`);
+          spinner.render();
+        },
       });
       if (options.watch) {
         spinner.text = `watching ${context.dataDir.landingDir}`;

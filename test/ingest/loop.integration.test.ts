@@ -1,0 +1,176 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { DEMO_TENANT, DEMO_WORKSPACES, setUpDemo } from '../../src/cli/demo-setup.js';
+import { openContext } from '../../src/cli/open-context.js';
+import { generateEvents } from '../../src/demo/generator.js';
+import type { IngestStatus } from '../../src/ingest/status.js';
+import { CDS_BIN, type ChildServer, startCli } from '../helpers/cli.js';
+import { tempDir } from '../helpers/context.js';
+
+const LISTENING = /cds listening on (http:\/\/\S+)/;
+const EVENTS = 20_000;
+
+type Readiness = {
+  ingest: IngestStatus & {
+    error: string | null;
+    error_since: string | null;
+    failed_attempts: number;
+  };
+};
+
+/** A data dir with the demo tenant, its event types, metrics and segments. */
+async function demoDataDir(): Promise<string> {
+  const dir = tempDir();
+  const context = await openContext({ data_dir: dir });
+  await setUpDemo(context);
+  await context.store.close();
+  return dir;
+}
+
+/**
+ * Generated events as sealed landing files, one a workspace, the way a collector leaves them:
+ * written as `.open`, then renamed. Says where they are.
+ */
+function writeBacklog(dir: string, events: number, name: string): string[] {
+  const lines = new Map<string, string[]>();
+  for (const { source, event } of generateEvents({
+    seed: 5,
+    tenantId: DEMO_TENANT,
+    workspaceIds: DEMO_WORKSPACES,
+    events,
+    visitors: Math.max(10, events / 10),
+    start: new Date('2026-03-01T00:00:00Z'),
+  })) {
+    const line = JSON.stringify({
+      received_at: '2026-03-01T12:00:00.000Z',
+      source,
+      collector_id: 'ctest',
+      event,
+    });
+    lines.set(event.workspace_id, [...(lines.get(event.workspace_id) ?? []), line]);
+  }
+  return [...lines].map(([workspace, workspaceLines]) => {
+    const partition = join(
+      dir,
+      'landing',
+      `tenant=${DEMO_TENANT}`,
+      `workspace=${workspace}`,
+      'date=2026-03-01',
+      'hour=12',
+    );
+    mkdirSync(partition, { recursive: true });
+    const path = join(partition, `${name}.ndjson`);
+    writeFileSync(`${path}.open`, `${workspaceLines.join('\n')}\n`);
+    renameSync(`${path}.open`, path);
+    return path;
+  });
+}
+
+async function readiness(server: ChildServer): Promise<Readiness['ingest']> {
+  return ((await (await fetch(`${server.url}/readyz`)).json()) as Readiness).ingest;
+}
+
+async function waitFor(server: ChildServer, done: (ingest: Readiness['ingest']) => boolean) {
+  for (let waited = 0; waited < 30_000; waited += 100) {
+    const ingest = await readiness(server);
+    if (done(ingest)) return ingest;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`not reached: ${JSON.stringify(await readiness(server))}`);
+}
+
+describe('an ingest loop whose batches fail', () => {
+  let servers: ChildServer[] = [];
+  afterEach(async () => {
+    for (const server of servers) await server.stop();
+    servers = [];
+  });
+  const serve = async (dir: string, env: NodeJS.ProcessEnv = {}) => {
+    const server = await startCli(
+      ['--data-dir', dir, 'serve', '--port', '0', '--quiet'],
+      LISTENING,
+      20_000,
+      env,
+    );
+    servers.push(server);
+    return server;
+  };
+
+  it('says why in /readyz and once on stderr, keeps taking events, and loses none once it can ingest again', async () => {
+    const dir = await demoDataDir();
+    writeBacklog(dir, EVENTS, 'ctest-00000001');
+    const starved = await serve(dir, { CDS_MEMORY_LIMIT: '24MB' });
+    const failing = await waitFor(starved, (ingest) => ingest.failed_attempts >= 2);
+    expect(failing).toMatchObject({
+      events_ingested: 0,
+      backlog_files: 2,
+      error: expect.stringMatching(/^the database ran out of memory .*lower max_batch_events/),
+      error_since: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+    });
+
+    const sent = await fetch(`${starved.url}/v1/events`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-tenant-id': DEMO_TENANT,
+        'x-workspace-id': 'brand-eu',
+      },
+      body: JSON.stringify({
+        envelop_version: '1.0',
+        id: 'sent-while-failing',
+        name: 'page_viewed',
+        tenant_id: DEMO_TENANT,
+        workspace_id: 'brand-eu',
+        anon_id: 'cookie:late-visitor',
+        occured_at: '2026-03-01T13:00:00Z',
+        properties: {},
+      }),
+    });
+    expect(sent.status).toBe(202);
+    expect(await starved.stop()).toBe(0);
+    servers = [];
+    expect(starved.errors().match(/ingest failed: the database ran out of memory/g)).toHaveLength(
+      1,
+    );
+
+    const fed = await serve(dir);
+    const drained = await waitFor(
+      fed,
+      (ingest) => ingest.backlog_files === 0 && ingest.batches > 0,
+    );
+    expect(drained).toMatchObject({ error: null, error_since: null, failed_attempts: 0 });
+    expect(drained.events_ingested + drained.duplicates + drained.rejected).toBe(EVENTS + 1);
+  });
+});
+
+describe('cds ingest --watch', () => {
+  it('ingests files as collectors seal them, until SIGTERM, then prints its totals', async () => {
+    const dir = await demoDataDir();
+    const child = spawn(process.execPath, [CDS_BIN, '--data-dir', dir, 'ingest', '--watch'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+    });
+    const exited = once(child, 'exit');
+    await once(child.stderr, 'data');
+
+    for (const round of [1, 2]) {
+      const files = writeBacklog(dir, 100, `ctest-0000000${round}`);
+      for (let waited = 0; files.some(existsSync) && waited < 20_000; waited += 50) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(files.filter(existsSync)).toEqual([]);
+    }
+    child.kill('SIGTERM');
+    const [code] = (await exited) as [number | null];
+    expect(code).toBe(0);
+    expect(stdout).toMatch(
+      /^Ingested 4 files, \d+ events \([\d,]+ events\/s\), \d+ duplicates, \d+ rejected\n$/,
+    );
+  });
+});
