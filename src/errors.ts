@@ -93,6 +93,20 @@ export class RateLimitedError extends AppError {
   }
 }
 
+/**
+ * The collector could not put a request's events on disk (full, a file too large, failing). Some
+ * of them may have been stored; a retry is safe, as ingest stores an event that arrives twice once.
+ */
+export class LandingWriteError extends AppError {
+  constructor(cause: string) {
+    super(
+      503,
+      'landing_write_failed',
+      `the collector could not write the events to disk (${cause}); send them again: an event that arrives twice is stored once`,
+    );
+  }
+}
+
 /** The server is draining (design §6: 503 shutting down); the request was not taken. */
 export class ShuttingDownError extends AppError {
   constructor() {

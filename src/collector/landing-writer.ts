@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { type FileHandle, mkdir, open, readdir, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
+import { LandingWriteError } from '../errors.js';
 
 export const OPEN_SUFFIX = '.ndjson.open';
 export const SEALED_SUFFIX = '.ndjson';
@@ -178,15 +179,36 @@ export class LandingWriter {
         else byPartition.set(partition, [chunk.data]);
       }
     }
-    await Promise.all(
-      [...byPartition].map(async ([partition, buffers]) => {
-        const file = await this.fileFor(partition);
-        const { bytesWritten } = await file.handle.writev(buffers);
-        file.bytes += bytesWritten;
-        await file.handle.datasync();
-      }),
+    // Every partition's write settles before the group fails, so none is still under way when
+    // the next group or a seal runs.
+    const outcomes = await Promise.allSettled(
+      [...byPartition].map(([partition, buffers]) => this.appendSynced(partition, buffers)),
     );
+    const failure = outcomes.find((outcome) => outcome.status === 'rejected');
+    if (failure) throw new LandingWriteError((failure.reason as Error).message);
     await this.sealDue(false);
+  }
+
+  /**
+   * A file's bytes count once they are synced. A short or failed write leaves part of a line
+   * behind, and the next line appended would be glued to it and lost at ingest: the file is cut
+   * back to its last synced line and sealed, and the partition's next write starts a new file.
+   */
+  private async appendSynced(partition: string, buffers: Uint8Array[]): Promise<void> {
+    const file = await this.fileFor(partition);
+    const bytes = buffers.reduce((sum, buffer) => sum + buffer.byteLength, 0);
+    try {
+      const { bytesWritten } = await file.handle.writev(buffers);
+      if (bytesWritten !== bytes) throw new Error(`wrote ${bytesWritten} of ${bytes} bytes`);
+      await file.handle.datasync();
+      file.bytes += bytes;
+    } catch (error) {
+      this.files.delete(partition);
+      await file.handle.truncate(file.bytes).catch(() => undefined);
+      await file.handle.close().catch(() => undefined);
+      await this.seal(file).catch(() => undefined);
+      throw error;
+    }
   }
 
   private async fileFor(partition: string): Promise<OpenFile> {
@@ -220,11 +242,16 @@ export class LandingWriter {
         continue;
       this.files.delete(partition);
       await file.handle.close();
-      if (file.bytes === 0) await unlink(file.openPath);
-      else {
-        await rename(file.openPath, file.openPath.slice(0, -'.open'.length));
-        this.onSealed?.();
-      }
+      await this.seal(file);
+    }
+  }
+
+  /** A closed file becomes sealed for ingest, or goes if it holds nothing. */
+  private async seal(file: OpenFile): Promise<void> {
+    if (file.bytes === 0) await unlink(file.openPath);
+    else {
+      await rename(file.openPath, file.openPath.slice(0, -'.open'.length));
+      this.onSealed?.();
     }
   }
 }

@@ -1,0 +1,118 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { describe, expect, it } from 'vitest';
+import { DEMO_TENANT, setUpDemo } from '../../src/cli/demo-setup.js';
+import { openContext } from '../../src/cli/open-context.js';
+import { openOwnedCollector } from '../../src/collector/runtime.js';
+import { CDS_BIN, runCli } from '../helpers/cli.js';
+import { tempDir } from '../helpers/context.js';
+
+/** Landing files may not grow past this under the collector's file-size limit (`ulimit -f`). */
+const FILE_LIMIT_KIB = 64;
+
+/**
+ * `cds collect` with a file-size limit and SIGXFSZ ignored, as a shell would start it: a write
+ * that reaches the limit is cut short, and the writes after it fail with EFBIG. This is what a
+ * full disk does to a landing file, without needing one.
+ */
+async function startLimitedCollector(dir: string) {
+  const child = spawn(
+    'bash',
+    [
+      '-c',
+      `trap '' XFSZ; ulimit -f ${FILE_LIMIT_KIB}; exec "$0" "$@"`,
+      process.execPath,
+      CDS_BIN,
+      '--data-dir',
+      dir,
+      'collect',
+      '--port',
+      '0',
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let stdout = '';
+  for await (const chunk of child.stdout) {
+    stdout += String(chunk);
+    const url = /cds collector listening on (http:\/\/\S+)/.exec(stdout)?.[1];
+    if (url) return { child, url };
+  }
+  throw new Error(`cds collect did not start: ${stdout}`);
+}
+
+const visit = (id: string) => ({
+  envelop_version: '1.0',
+  id,
+  name: 'page_viewed',
+  tenant_id: DEMO_TENANT,
+  workspace_id: 'brand-eu',
+  anon_id: `cookie:${id}`,
+  occured_at: '2026-03-01T10:00:00Z',
+  properties: { path: `/products/${'x'.repeat(200)}` },
+});
+
+describe('a landing file the disk stops taking', () => {
+  it('answers 503, keeps no torn line, and every event it acknowledged is stored once', async () => {
+    const dir = tempDir();
+    const context = await openContext({ data_dir: dir });
+    await setUpDemo(context);
+    await (await openOwnedCollector(context)).close();
+    await context.store.close();
+
+    const { child, url } = await startLimitedCollector(dir);
+    const acknowledged: string[] = [];
+    const refusals: { status: number; body: unknown }[] = [];
+    for (let request = 0; request < 12; request += 1) {
+      const events = Array.from({ length: 40 }, (_, index) => visit(`r${request}-e${index}`));
+      const response = await fetch(`${url}/v1/events/batch`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-tenant-id': DEMO_TENANT,
+          'x-workspace-id': 'brand-eu',
+        },
+        body: JSON.stringify({ events }),
+      });
+      if (response.status === 202) acknowledged.push(...events.map((event) => event.id));
+      else refusals.push({ status: response.status, body: await response.json() });
+    }
+    child.kill('SIGTERM');
+    expect((await once(child, 'exit'))[0]).toBe(0);
+
+    expect(refusals.length).toBeGreaterThan(0);
+    for (const refusal of refusals) {
+      expect(refusal).toMatchObject({
+        status: 503,
+        body: {
+          error: {
+            code: 'landing_write_failed',
+            message: expect.stringMatching(/^the collector could not write the events to disk/),
+          },
+        },
+      });
+    }
+    // After a failed write the partition starts a new file, so later requests get through.
+    expect(acknowledged.length).toBeGreaterThan(4 * 40);
+
+    const ingested = await runCli(['--data-dir', dir, '--json', 'ingest']);
+    expect(ingested.code, ingested.stderr).toBe(0);
+    const status = await runCli(['--data-dir', dir, '--json', 'ingest', '--status']);
+    expect(JSON.parse(status.stdout)).toMatchObject({ unparsable_lines: 0, backlog_files: 0 });
+
+    const instance = await DuckDBInstance.create(join(dir, 'cds.duckdb'), {
+      access_mode: 'READ_ONLY',
+    });
+    const connection = await instance.connect();
+    const stored = (await connection.runAndReadAll('SELECT event_id FROM events'))
+      .getRowObjectsJson()
+      .map((row) => String(row.event_id));
+    connection.closeSync();
+    instance.closeSync();
+    expect(new Set(stored).size).toBe(stored.length);
+    expect(stored.filter((id) => acknowledged.includes(id)).sort()).toEqual(
+      [...acknowledged].sort(),
+    );
+  });
+});
