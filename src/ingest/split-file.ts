@@ -52,12 +52,21 @@ async function lineEnds(path: string): Promise<number[]> {
   return ends;
 }
 
-/** Copies bytes `start` to `end` (exclusive) of `source` into a new file, synced to disk. */
+/**
+ * Copies bytes `start` to `end` (exclusive) of `source` into a new file, synced to disk. A write
+ * the disk cuts short fails the split: the part would lack lines, and the file they are in would
+ * be removed after it.
+ */
 async function copyRange(source: string, start: number, end: number, target: string) {
   const handle = await open(target, 'w');
   try {
     const range = createReadStream(source, { start, end: end - 1, highWaterMark: 1024 * 1024 });
-    for await (const chunk of range) await handle.write(chunk as Buffer);
+    for await (const chunk of range) {
+      const { bytesWritten } = await handle.write(chunk as Buffer);
+      if (bytesWritten !== (chunk as Buffer).length) {
+        throw new Error(`${target}: wrote ${bytesWritten} of ${(chunk as Buffer).length} bytes`);
+      }
+    }
     await handle.datasync();
   } finally {
     await handle.close();

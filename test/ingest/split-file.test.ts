@@ -1,5 +1,7 @@
+import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { splitSealedFile } from '../../src/ingest/split-file.js';
 import { tempDir } from '../helpers/context.js';
@@ -72,5 +74,36 @@ describe('splitting a sealed landing file', () => {
       'c1-00000001.p000003.ndjson',
     ]);
     expect(files.map((file) => file.text).join('')).toBe(content);
+  });
+
+  it('fails and keeps the file whole when the disk cuts a part short', async () => {
+    const content = lines(6000).join('');
+    const { dir, path } = landingFile(content);
+    const splitFile = fileURLToPath(new URL('../../dist/ingest/split-file.js', import.meta.url));
+    // A file-size limit of 32 KiB with SIGXFSZ ignored cuts the first part's writes short, as a
+    // full disk would; the split runs in a child process so the limit stays there.
+    const script = `const { splitSealedFile } = await import(${JSON.stringify(splitFile)});
+      await splitSealedFile(${JSON.stringify(path)}, 3000);`;
+    const result = await new Promise<{ code: number; stderr: string }>((resolve) => {
+      execFile(
+        'bash',
+        [
+          '-c',
+          `trap '' XFSZ; ulimit -f 32; exec "$0" "$@"`,
+          process.execPath,
+          '--input-type=module',
+          '-e',
+          script,
+        ],
+        (error, _stdout, stderr) => resolve({ code: error ? 1 : 0, stderr }),
+      );
+    });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(
+      /c1-00000001\.p000001\.ndjson\.splitting: wrote \d+ of \d+ bytes|EFBIG/,
+    );
+    expect(filesIn(dir).filter((file) => file.name.endsWith('.ndjson'))).toEqual([
+      { name: 'c1-00000001.ndjson', text: content },
+    ]);
   });
 });
