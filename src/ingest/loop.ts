@@ -19,7 +19,7 @@ export interface IngestLoopConfig {
 
 /** Consecutive failed batches, since the first: `/readyz` shows them until one commits. */
 export interface IngestFailure {
-  message: string;
+  error: Error;
   since: string;
   attempts: number;
 }
@@ -47,7 +47,6 @@ export class IngestLoop {
   private watcher: ReturnType<typeof watch> | null = null;
   private bytesPerLine = INITIAL_BYTES_PER_LINE;
   private retryAt = 0;
-  private lastError: Error | null = null;
   failure: IngestFailure | null = null;
 
   constructor(
@@ -104,7 +103,7 @@ export class IngestLoop {
     this.retryAt = 0;
     this.tick();
     await this.running;
-    if (this.lastError) throw this.lastError;
+    if (this.failure) throw this.failure.error;
   }
 
   tick(): void {
@@ -132,7 +131,6 @@ export class IngestLoop {
       this.config.report?.(`ingest works again after ${this.failure.attempts} failed attempts`);
     }
     this.failure = null;
-    this.lastError = null;
     this.retryAt = 0;
   }
 
@@ -144,17 +142,16 @@ export class IngestLoop {
   private failed(error: Error): void {
     const attempts = (this.failure?.attempts ?? 0) + 1;
     const delayMs = Math.min(this.config.intervalMs * 2 ** (attempts - 1), MAX_RETRY_DELAY_MS);
-    if (this.failure?.message !== error.message) {
+    if (this.failure?.error.message !== error.message) {
       this.config.report?.(
         `ingest failed: ${error.message}. The landing files stay; trying again after pauses that grow to ${MAX_RETRY_DELAY_MS / 1000} s`,
       );
     }
     this.failure = {
-      message: error.message,
+      error,
       since: this.failure?.since ?? this.context.clock.now().toISOString(),
       attempts,
     };
-    this.lastError = error;
     this.retryAt = Date.now() + delayMs;
   }
 

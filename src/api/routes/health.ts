@@ -44,7 +44,7 @@ export function healthRoutes(
       database: context.store.path,
       ingest: {
         ...(await ingestStatus(context)),
-        error: failure?.message ?? null,
+        error: failure?.error.message ?? null,
         error_since: failure?.since ?? null,
         failed_attempts: failure?.attempts ?? 0,
       },
