@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import { collectorRoutes } from '../collector/routes.js';
-import type { CollectorRuntime } from '../collector/runtime.js';
+import { type CollectorRuntime, publishRegistry } from '../collector/runtime.js';
 import type { Context } from '../context.js';
 import type { IngestFailure } from '../ingest/loop.js';
 import { registerAuth } from './auth.js';
@@ -45,19 +45,20 @@ export function buildApp(context: Context, options: AppOptions = {}): FastifyIns
   erasureRoutes(app, context);
 
   const collector = options.collector;
-  if (collector) {
-    app.register((scope) => collectorRoutes(scope, collector));
-    // A changed event type, workspace or token is in the collector's registry before the change
-    // is acknowledged, so the caller's next event is judged by it.
-    app.addHook('onSend', async (request, reply) => {
-      if (
-        request.method !== 'GET' &&
-        reply.statusCode < 300 &&
-        CONTROL_PLANE_WRITE.test(request.url)
-      ) {
-        await collector.refresh();
-      }
-    });
-  }
+  if (collector) app.register((scope) => collectorRoutes(scope, collector));
+  // A changed event type, workspace or token is in this process's collector and in
+  // registry.json before the change is acknowledged, so the caller's next event is judged by it,
+  // here and in every `cds collect` process (which re-reads the file within a second). Admin
+  // commands run without a server take this path too.
+  app.addHook('onSend', async (request, reply) => {
+    if (
+      request.method !== 'GET' &&
+      reply.statusCode < 300 &&
+      CONTROL_PLANE_WRITE.test(request.url)
+    ) {
+      if (collector) await collector.refresh();
+      else await publishRegistry(context);
+    }
+  });
   return app;
 }

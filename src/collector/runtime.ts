@@ -5,7 +5,13 @@ import type { Context } from '../context.js';
 import type { DataDir } from '../store/data-dir.js';
 import { IntakePool } from './intake-pool.js';
 import { LandingWriter, sealOrphans } from './landing-writer.js';
-import { Registry, readRegistryFile, readRegistrySnapshot, writeRegistryFile } from './registry.js';
+import {
+  Registry,
+  type RegistrySnapshot,
+  readRegistryFile,
+  readRegistrySnapshot,
+  writeRegistryFile,
+} from './registry.js';
 
 /** Design §2: seal at 64 MiB, or after `landing_max_age_ms` (2 s). */
 const MAX_FILE_BYTES = 64 * 1024 * 1024;
@@ -39,15 +45,27 @@ export interface CollectorRuntime {
   close(): Promise<void>;
 }
 
+/**
+ * Reads what collectors check events against from the database and writes it to `registry.json`
+ * for `cds collect` processes (design §1). The process that owns the database calls it after
+ * every control-plane write, whether or not it runs a collector itself. A file that cannot be
+ * written is reported, not thrown: the write it follows is committed.
+ */
+export async function publishRegistry(context: Context): Promise<RegistrySnapshot> {
+  const snapshot = await context.store.read((session) =>
+    readRegistrySnapshot(session, context.clock.now().toISOString()),
+  );
+  await writeRegistryFile(context.dataDir.registryPath, snapshot).catch((error: unknown) => {
+    process.stderr.write(
+      `${context.dataDir.registryPath} could not be written (${(error as Error).message}); collectors run by cds collect keep the one before until the next change is written\n`,
+    );
+  });
+  return snapshot;
+}
+
 /** The collector inside the process that owns the database: the registry comes from it. */
 export async function openOwnedCollector(context: Context): Promise<CollectorRuntime> {
-  const snapshot = () =>
-    context.store.read((session) =>
-      readRegistrySnapshot(session, context.clock.now().toISOString()),
-    );
-  const first = await snapshot();
-  await writeRegistryFile(context.dataDir.registryPath, first);
-  const registry = new Registry(first);
+  const registry = new Registry(await publishRegistry(context));
   await sealOrphans(context.dataDir.landingDir);
   const writer = landingWriter(context.dataDir.landingDir, context.config);
   writer.start();
@@ -60,9 +78,7 @@ export async function openOwnedCollector(context: Context): Promise<CollectorRun
     rateLimitPerSecond: context.config.collector_rate_limit,
     clock: context.clock,
     async refresh() {
-      const next = await snapshot();
-      registry.replace(next);
-      await writeRegistryFile(context.dataDir.registryPath, next);
+      registry.replace(await publishRegistry(context));
     },
     async close() {
       await writer.close();

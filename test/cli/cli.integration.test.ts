@@ -377,6 +377,43 @@ describe('cds CLI', () => {
       servers = [];
       expect((await cds('ingest')).stdout).toMatch(/^Ingested 1 files, 1 events/);
     });
+
+    it('cds collect follows admin commands run without a server: a revoked token stops at once', async () => {
+      await servers.pop()?.stop();
+      const issued = await cdsJson<{ token: string; token_id: string }>(
+        'tokens',
+        'issue',
+        '-t',
+        'acme',
+        '--kind',
+        'collector',
+        '--name',
+        'backend',
+      );
+      const collector = await startCli(
+        ['--data-dir', dir, 'collect', '--port', '0'],
+        /collector listening on (http:\/\/\S+)/,
+      );
+      servers.push(collector);
+      const sendServerEvent = () =>
+        post(
+          collector.url,
+          '/v1/server/events/batch',
+          { events: [event('s1')] },
+          {
+            authorization: `Bearer ${issued.token}`,
+          },
+        );
+      expect((await sendServerEvent()).status).toBe(202);
+
+      expect((await cds('tokens', 'revoke', issued.token_id, '-t', 'acme')).code).toBe(0);
+      let status = 202;
+      for (let waited = 0; status === 202 && waited < 5_000; waited += 100) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+        status = (await sendServerEvent()).status;
+      }
+      expect(status).toBe(401);
+    });
   });
 
   describe('metrics, members, profiles and webhooks', () => {

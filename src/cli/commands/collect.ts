@@ -27,7 +27,7 @@ export function collectCommand(): Command {
       if (!existsSync(dataDir.registryPath)) {
         throw ValidationError.field(
           'registry.json',
-          `${dataDir.registryPath} does not exist yet: start cds serve on this data dir once to write it`,
+          `${dataDir.registryPath} does not exist yet: create a tenant (cds tenants create) or start cds serve on this data dir once to write it`,
         );
       }
       const collector = await openFileCollector(dataDir, config);
