@@ -2,13 +2,15 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { Webhook } from 'standardwebhooks';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DEMO_TENANT, DEMO_WORKSPACES, setUpDemo } from '../../src/cli/demo-setup.js';
 import { openContext } from '../../src/cli/open-context.js';
 import { generateEvents } from '../../src/demo/generator.js';
 import type { IngestStatus } from '../../src/ingest/status.js';
 import { CDS_BIN, type ChildServer, startCli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/context.js';
+import { Receiver } from '../helpers/receiver.js';
 
 const LISTENING = /cds listening on (http:\/\/\S+)/;
 const EVENTS = 20_000;
@@ -147,10 +149,18 @@ describe('an ingest loop whose batches fail', () => {
 });
 
 describe('cds ingest --watch', () => {
-  it('ingests files as collectors seal them, until SIGTERM, then prints its totals', async () => {
+  let receiver: Receiver;
+  beforeEach(async () => {
+    receiver = await Receiver.start();
+  });
+  afterEach(() => receiver.close());
+
+  it('ingests files as collectors seal them and sends the webhooks they cause, until SIGTERM', async () => {
     const dir = await demoDataDir();
+    const secret = `whsec_${Buffer.from('a webhook secret of the test').toString('base64')}`;
     const child = spawn(process.execPath, [CDS_BIN, '--data-dir', dir, 'ingest', '--watch'], {
       stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, CDS_WEBHOOK_URL: receiver.url, CDS_WEBHOOK_SECRET: secret },
     });
     let stdout = '';
     child.stdout.on('data', (chunk: Buffer) => {
@@ -166,9 +176,18 @@ describe('cds ingest --watch', () => {
       }
       expect(files.filter(existsSync)).toEqual([]);
     }
+    for (let waited = 0; receiver.received.length === 0 && waited < 10_000; waited += 50) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
     child.kill('SIGTERM');
     const [code] = (await exited) as [number | null];
     expect(code).toBe(0);
+    expect(receiver.bodies()[0]).toMatchObject({
+      type: 'segment.entered',
+      data: { tenant_id: DEMO_TENANT, segment_id: expect.any(String) },
+    });
+    const [first] = receiver.received;
+    expect(() => new Webhook(secret).verify(first?.body ?? '', first?.headers ?? {})).not.toThrow();
     expect(stdout).toMatch(
       /^Ingested 4 files, \d+ events \([\d,]+ events\/s\), \d+ duplicates, \d+ rejected\n$/,
     );

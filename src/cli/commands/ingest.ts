@@ -4,6 +4,7 @@ import { sealOrphans } from '../../collector/landing-writer.js';
 import type { BatchResult } from '../../ingest/batch.js';
 import { IngestLoop } from '../../ingest/loop.js';
 import type { IngestStatus } from '../../ingest/status.js';
+import { configuredSender } from '../../webhooks/sender.js';
 import { type GlobalOptions, withAdminClient } from '../admin-client.js';
 import { openContext } from '../open-context.js';
 import { output, printTable } from '../output.js';
@@ -52,6 +53,9 @@ export function ingestCommand(): Command {
         return;
       }
       const context = await openContext({ data_dir: globals.dataDir });
+      // As a daemon it delivers the webhooks its batches queue, as serve does; a single pass
+      // leaves them in the outbox for the next process that sends.
+      const sender = options.watch ? configuredSender(context) : null;
       await sealOrphans(context.dataDir.landingDir);
       const totals: Totals = { batches: 0, files: 0, events: 0, duplicates: 0, rejected: 0 };
       const startedAt = performance.now();
@@ -65,6 +69,7 @@ export function ingestCommand(): Command {
         onBatch: (batch) => {
           add(totals, batch);
           spinner.text = describe(totals, startedAt);
+          sender?.tick();
         },
         report: (line) => {
           spinner.clear();
@@ -75,9 +80,11 @@ export function ingestCommand(): Command {
       if (options.watch) {
         spinner.text = `watching ${context.dataDir.landingDir}`;
         loop.start({ watch: true });
+        sender?.start();
         await closeOnSignals({
           close: async () => {
             await loop.stop();
+            await sender?.stop();
             await context.store.close();
           },
         });
