@@ -2,7 +2,7 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { ShuttingDownError } from '../errors.js';
+import { ShuttingDownError, ValidationError } from '../errors.js';
 import { handleError, handleNotFound } from './error-handler.js';
 
 /** The largest body any route takes: a collector batch (design §8). */
@@ -36,4 +36,29 @@ export function createBaseApp(logger: FastifyServerOptions['logger'] = false): F
       }),
     );
   return app;
+}
+
+/**
+ * Listens and answers the address. A port another process holds, or one this user may not
+ * bind, is said as a fault of the `port` setting, not as Node's stack trace.
+ */
+export async function listenOn(app: FastifyInstance, port: number, host: string): Promise<string> {
+  try {
+    return await app.listen({ port, host });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE') {
+      throw ValidationError.field(
+        'port',
+        `${port} on ${host} is in use by another process; choose another with --port or CDS_PORT`,
+      );
+    }
+    if (code === 'EACCES') {
+      throw ValidationError.field(
+        'port',
+        `${port} on ${host} may not be bound by this user; choose one above 1023 with --port or CDS_PORT`,
+      );
+    }
+    throw error;
+  }
 }

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../api/app.js';
+import { listenOn } from '../api/base-app.js';
 import { type CollectorRuntime, openOwnedCollector } from '../collector/runtime.js';
 import type { Context } from '../context.js';
 import { IngestLoop } from '../ingest/loop.js';
@@ -44,7 +45,12 @@ export async function startServer(context: Context, options: ServeOptions): Prom
     ingestFailure: () => loop?.failure ?? null,
     logger: options.logger ? { level: 'info' } : false,
   });
-  const address = await app.listen({ port: context.config.port, host: context.config.host });
+  const address = await listenOn(app, context.config.port, context.config.host).catch(
+    async (error: unknown) => {
+      await collector.close();
+      throw error;
+    },
+  );
   loop?.start({ watch: false });
   if (loop) collector.writer.onSealed = () => loop.tick();
   sender?.start();

@@ -1,6 +1,8 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DuckDBInstance } from '@duckdb/node-api';
@@ -284,6 +286,30 @@ describe('cds CLI', () => {
       const server = await serve();
       expect(await server.stop()).toBe(0);
       expect((await cds('tenants', 'list')).code).toBe(0);
+    });
+
+    it('says which port is taken when serve, collect or demo cannot listen, and exits 1', async () => {
+      await cds('tenants', 'create', 'acme', '-w', 'eu');
+      const holder = createServer();
+      await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+      const { port } = holder.address() as AddressInfo;
+      try {
+        for (const command of [
+          ['serve', '--quiet'],
+          ['collect'],
+          ['--data-dir', join(dir, 'demo'), 'demo'],
+        ]) {
+          const result = await cds(...command, '--port', String(port));
+          expect({ command, code: result.code, stderr: result.stderr }).toEqual({
+            command,
+            code: 1,
+            stderr: `cds: port: ${port} on 127.0.0.1 is in use by another process; choose another with --port or CDS_PORT\n`,
+          });
+        }
+        expect((await cds('tenants', 'list')).code).toBe(0);
+      } finally {
+        holder.close();
+      }
     });
   });
 

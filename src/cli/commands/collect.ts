@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { Command, Option } from 'commander';
-import { createBaseApp } from '../../api/base-app.js';
+import { createBaseApp, listenOn } from '../../api/base-app.js';
 import { collectorRoutes } from '../../collector/routes.js';
 import { openFileCollector } from '../../collector/runtime.js';
 import { loadConfig } from '../../config.js';
@@ -33,7 +33,10 @@ export function collectCommand(): Command {
       const collector = await openFileCollector(dataDir, config);
       const app = createBaseApp({ level: 'info' });
       await app.register((scope) => collectorRoutes(scope, collector));
-      const url = await app.listen({ port: config.port, host: config.host });
+      const url = await listenOn(app, config.port, config.host).catch(async (error: unknown) => {
+        await collector.close();
+        throw error;
+      });
       const closed = closeOnSignals({
         close: async () => {
           await app.close();

@@ -108,41 +108,56 @@ export function demoCommand(): Command {
       freshDemoDir(dir);
       const secret = `whsec_${randomBytes(24).toString('base64')}`;
       const receiver = await DemoReceiver.start(secret);
-      const context = await openContext({
-        data_dir: dir,
-        port: options.port,
-        webhook_url: receiver.url,
-        webhook_secret: secret,
-        webhook_retry_base_ms: 1000,
-      });
-      writeFileSync(join(dir, MARKER), 'made by cds demo; removed and recreated on each run\n');
-      const tokens = await setUpDemo(context);
-      const server = await startServer(context, { logger: false, ingest: true });
-      const events = generateEvents({
-        seed: 42,
-        tenantId: DEMO_TENANT,
-        workspaceIds: DEMO_WORKSPACES,
-        events: DEMO_EVENTS,
-        visitors: DEMO_VISITORS,
-        start: new Date(Date.now() - 30 * DAY_MS),
-        end: new Date(),
-      });
-      const sent = await sendToCollector(server.url, tokens.collector, events);
-      await server.ingestNow();
-      process.stdout.write(
-        `Sent ${sent.accepted} demo events through the collector and ingested them.\n`,
-      );
-      await waitForQuiet(receiver);
-      process.stdout.write(
-        `${await segmentSummary(server.url, tokens)}\n${webhookSummary(receiver)}\n`,
-      );
-      receiver.onWebhook = (webhook) =>
-        process.stdout.write(
-          `webhook  ${webhook.type}  ${webhook.segmentId}  ${webhook.profileId}${webhook.verified ? '' : '  (bad signature)'}\n`,
+      // The receiver keeps the process alive: it closes however the demo ends.
+      try {
+        const context = await openContext({
+          data_dir: dir,
+          port: options.port,
+          webhook_url: receiver.url,
+          webhook_secret: secret,
+          webhook_retry_base_ms: 1000,
+        });
+        writeFileSync(join(dir, MARKER), 'made by cds demo; removed and recreated on each run\n');
+        const tokens = await setUpDemo(context);
+        const server = await startServer(context, { logger: false, ingest: true }).catch(
+          async (error: unknown) => {
+            await context.store.close();
+            throw error;
+          },
         );
-      const closed = closeOnSignals(server);
-      process.stdout.write(instructions(server.url, tokens));
-      await closed;
-      await receiver.close();
+        // A demo that fails before it is ready stops its server too, or the process stays up.
+        try {
+          const events = generateEvents({
+            seed: 42,
+            tenantId: DEMO_TENANT,
+            workspaceIds: DEMO_WORKSPACES,
+            events: DEMO_EVENTS,
+            visitors: DEMO_VISITORS,
+            start: new Date(Date.now() - 30 * DAY_MS),
+            end: new Date(),
+          });
+          const sent = await sendToCollector(server.url, tokens.collector, events);
+          await server.ingestNow();
+          process.stdout.write(
+            `Sent ${sent.accepted} demo events through the collector and ingested them.\n`,
+          );
+          await waitForQuiet(receiver);
+          process.stdout.write(
+            `${await segmentSummary(server.url, tokens)}\n${webhookSummary(receiver)}\n`,
+          );
+        } catch (error) {
+          await server.close();
+          throw error;
+        }
+        receiver.onWebhook = (webhook) =>
+          process.stdout.write(
+            `webhook  ${webhook.type}  ${webhook.segmentId}  ${webhook.profileId}${webhook.verified ? '' : '  (bad signature)'}\n`,
+          );
+        const closed = closeOnSignals(server);
+        process.stdout.write(instructions(server.url, tokens));
+        await closed;
+      } finally {
+        await receiver.close();
+      }
     });
 }

@@ -57,6 +57,9 @@ export function serveCommand(): Command {
                 everyMs: options.snapshotEvery * 1000,
               },
             }),
+      }).catch(async (error: unknown) => {
+        await context.store.close();
+        throw error;
       });
       // Signals are handled before readiness is announced: a supervisor may stop us at once.
       const closed = closeOnSignals(server);
