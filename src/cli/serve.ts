@@ -6,6 +6,7 @@ import type { Context } from '../context.js';
 import { IngestLoop } from '../ingest/loop.js';
 import { snapshotEvery } from '../store/snapshot.js';
 import { configuredSender } from '../webhooks/sender.js';
+import { cleaningUpOnFailure } from './on-failure.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -45,11 +46,9 @@ export async function startServer(context: Context, options: ServeOptions): Prom
     ingestFailure: () => loop?.failure ?? null,
     logger: options.logger ? { level: 'info' } : false,
   });
-  const address = await listenOn(app, context.config.port, context.config.host).catch(
-    async (error: unknown) => {
-      await collector.close();
-      throw error;
-    },
+  const address = await cleaningUpOnFailure(
+    listenOn(app, context.config.port, context.config.host),
+    () => collector.close(),
   );
   loop?.start({ watch: false });
   if (loop) collector.writer.onSealed = () => loop.tick();

@@ -7,6 +7,7 @@ import { loadConfig } from '../../config.js';
 import { ValidationError } from '../../errors.js';
 import { openDataDir } from '../../store/data-dir.js';
 import type { GlobalOptions } from '../admin-client.js';
+import { cleaningUpOnFailure } from '../on-failure.js';
 import { closeOnSignals } from '../serve.js';
 
 export function collectCommand(): Command {
@@ -33,10 +34,9 @@ export function collectCommand(): Command {
       const collector = await openFileCollector(dataDir, config);
       const app = createBaseApp({ level: 'info' });
       await app.register((scope) => collectorRoutes(scope, collector));
-      const url = await listenOn(app, config.port, config.host).catch(async (error: unknown) => {
-        await collector.close();
-        throw error;
-      });
+      const url = await cleaningUpOnFailure(listenOn(app, config.port, config.host), () =>
+        collector.close(),
+      );
       const closed = closeOnSignals({
         close: async () => {
           await app.close();

@@ -8,8 +8,9 @@ import { DemoReceiver } from '../../demo/receiver.js';
 import { ValidationError } from '../../errors.js';
 import type { GlobalOptions } from '../admin-client.js';
 import { DEMO_TENANT, DEMO_WORKSPACES, type DemoTokens, setUpDemo } from '../demo-setup.js';
+import { cleaningUpOnFailure } from '../on-failure.js';
 import { openContext } from '../open-context.js';
-import { closeOnSignals, startServer } from '../serve.js';
+import { closeOnSignals, type RunningServer, startServer } from '../serve.js';
 
 const MARKER = '.cds-demo';
 const DEMO_EVENTS = 5000;
@@ -96,6 +97,32 @@ function webhookSummary(receiver: DemoReceiver): string {
   ].join('\n');
 }
 
+/** Sends the demo's events through the collector, ingests them and prints what they did. */
+async function loadDemoEvents(
+  server: RunningServer,
+  tokens: DemoTokens,
+  receiver: DemoReceiver,
+): Promise<void> {
+  const events = generateEvents({
+    seed: 42,
+    tenantId: DEMO_TENANT,
+    workspaceIds: DEMO_WORKSPACES,
+    events: DEMO_EVENTS,
+    visitors: DEMO_VISITORS,
+    start: new Date(Date.now() - 30 * DAY_MS),
+    end: new Date(),
+  });
+  const sent = await sendToCollector(server.url, tokens.collector, events);
+  await server.ingestNow();
+  process.stdout.write(
+    `Sent ${sent.accepted} demo events through the collector and ingested them.\n`,
+  );
+  await waitForQuiet(receiver);
+  process.stdout.write(
+    `${await segmentSummary(server.url, tokens)}\n${webhookSummary(receiver)}\n`,
+  );
+}
+
 export function demoCommand(): Command {
   return new Command('demo')
     .description('create a demo data dir (default ./cds-demo), set up a demo tenant and serve it')
@@ -119,36 +146,11 @@ export function demoCommand(): Command {
         });
         writeFileSync(join(dir, MARKER), 'made by cds demo; removed and recreated on each run\n');
         const tokens = await setUpDemo(context);
-        const server = await startServer(context, { logger: false, ingest: true }).catch(
-          async (error: unknown) => {
-            await context.store.close();
-            throw error;
-          },
+        const server = await cleaningUpOnFailure(
+          startServer(context, { logger: false, ingest: true }),
+          () => context.store.close(),
         );
-        // A demo that fails before it is ready stops its server too, or the process stays up.
-        try {
-          const events = generateEvents({
-            seed: 42,
-            tenantId: DEMO_TENANT,
-            workspaceIds: DEMO_WORKSPACES,
-            events: DEMO_EVENTS,
-            visitors: DEMO_VISITORS,
-            start: new Date(Date.now() - 30 * DAY_MS),
-            end: new Date(),
-          });
-          const sent = await sendToCollector(server.url, tokens.collector, events);
-          await server.ingestNow();
-          process.stdout.write(
-            `Sent ${sent.accepted} demo events through the collector and ingested them.\n`,
-          );
-          await waitForQuiet(receiver);
-          process.stdout.write(
-            `${await segmentSummary(server.url, tokens)}\n${webhookSummary(receiver)}\n`,
-          );
-        } catch (error) {
-          await server.close();
-          throw error;
-        }
+        await cleaningUpOnFailure(loadDemoEvents(server, tokens, receiver), () => server.close());
         receiver.onWebhook = (webhook) =>
           process.stdout.write(
             `webhook  ${webhook.type}  ${webhook.segmentId}  ${webhook.profileId}${webhook.verified ? '' : '  (bad signature)'}\n`,

@@ -2,6 +2,7 @@ import { join, resolve } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { DATA_DIR_SNAPSHOT } from '../../store/snapshot.js';
 import type { GlobalOptions } from '../admin-client.js';
+import { cleaningUpOnFailure } from '../on-failure.js';
 import { openContext } from '../open-context.js';
 import { closeOnSignals, startServer } from '../serve.js';
 
@@ -44,23 +45,23 @@ export function serveCommand(): Command {
         port: options.port,
         host: options.host,
       });
-      const server = await startServer(context, {
-        logger: !options.quiet,
-        ingest: options.ingest,
-        ...(options.snapshotEvery === undefined
-          ? {}
-          : {
-              snapshot: {
-                path: resolve(
-                  options.snapshotPath ?? join(context.dataDir.root, DATA_DIR_SNAPSHOT),
-                ),
-                everyMs: options.snapshotEvery * 1000,
-              },
-            }),
-      }).catch(async (error: unknown) => {
-        await context.store.close();
-        throw error;
-      });
+      const server = await cleaningUpOnFailure(
+        startServer(context, {
+          logger: !options.quiet,
+          ingest: options.ingest,
+          ...(options.snapshotEvery === undefined
+            ? {}
+            : {
+                snapshot: {
+                  path: resolve(
+                    options.snapshotPath ?? join(context.dataDir.root, DATA_DIR_SNAPSHOT),
+                  ),
+                  everyMs: options.snapshotEvery * 1000,
+                },
+              }),
+        }),
+        () => context.store.close(),
+      );
       // Signals are handled before readiness is announced: a supervisor may stop us at once.
       const closed = closeOnSignals(server);
       process.stdout.write(`cds listening on ${server.url} (data: ${context.dataDir.root})\n`);
