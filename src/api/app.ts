@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyServerOptions } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { collectorRoutes } from '../collector/routes.js';
 import { type CollectorRuntime, publishRegistry } from '../collector/runtime.js';
 import type { Context } from '../context.js';
@@ -18,7 +18,8 @@ import { whoamiRoutes } from './routes/whoami.js';
 import { workspaceRoutes } from './routes/workspaces.js';
 
 export interface AppOptions {
-  logger?: FastifyServerOptions['logger'];
+  /** Log each request (its path only: see createBaseApp). */
+  logRequests?: boolean;
   /** Serve the collector endpoints on the same port (design §1: `cds serve`). */
   collector?: CollectorRuntime;
   /** The failing batches of the ingest loop this process runs, for `/readyz`. */
@@ -29,7 +30,7 @@ const CONTROL_PLANE_WRITE = /^\/v1\/(tenants|operator)\//;
 
 /** The whole HTTP surface over one store; `cds serve`, the CLI and the tests all build it here. */
 export function buildApp(context: Context, options: AppOptions = {}): FastifyInstance {
-  const app = createBaseApp(options.logger);
+  const app = createBaseApp(options.logRequests);
   registerAuth(app, context);
 
   healthRoutes(app, context, options.ingestFailure ?? (() => null));

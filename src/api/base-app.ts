@@ -1,4 +1,4 @@
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -8,11 +8,28 @@ import { handleError, handleNotFound } from './error-handler.js';
 /** The largest body any route takes: a collector batch (design §8). */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
+/**
+ * A logged request shows its path, never its query: a profile lookup carries the email or phone
+ * there (`…/profiles/lookup?email=…`), and identifiers are never kept in plain text.
+ */
+function requestLine(request: FastifyRequest) {
+  return {
+    method: request.method,
+    url: request.url.split('?')[0],
+    remoteAddress: request.ip,
+    remotePort: request.socket?.remotePort,
+  };
+}
+
 /** What every cds HTTP process shares: zod schemas, JSON-only bodies and the one error answer. */
-export function createBaseApp(logger: FastifyServerOptions['logger'] = false): FastifyInstance {
+export function createBaseApp(logRequests = false): FastifyInstance {
   // Fastify answers requests that arrive while it closes with a 503 of its own body; ours says
   // the same in the one error body (design §6).
-  const app = Fastify({ logger, bodyLimit: BODY_LIMIT_BYTES, return503OnClosing: false });
+  const app = Fastify({
+    logger: logRequests && { level: 'info', serializers: { req: requestLine } },
+    bodyLimit: BODY_LIMIT_BYTES,
+    return503OnClosing: false,
+  });
   let closing = false;
   app.addHook('preClose', async () => {
     closing = true;

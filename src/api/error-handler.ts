@@ -49,7 +49,7 @@ export function handleError(
     if (known.status >= 500) request.log.error({ err: error }, 'request failed');
     return reply.code(known.status).send(errorBody(known));
   }
-  request.log.error({ err: error, url: request.url, method: request.method }, 'unexpected error');
+  request.log.error({ err: error }, 'unexpected error');
   return reply.code(500).send({ error: { code: 'internal', message: 'internal error' } });
 }
 

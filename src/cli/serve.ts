@@ -23,7 +23,7 @@ export interface RunningServer {
 }
 
 export interface ServeOptions {
-  logger: boolean;
+  logRequests: boolean;
   /** Run the ingest loop in this process (design §1: `--no-ingest` turns it off). */
   ingest: boolean;
   /** Rewrite an analysts' snapshot this often (design §3: `--snapshot-every`). */
@@ -44,7 +44,7 @@ export async function startServer(context: Context, options: ServeOptions): Prom
   const app = buildApp(context, {
     collector,
     ingestFailure: () => loop?.failure ?? null,
-    logger: options.logger ? { level: 'info' } : false,
+    logRequests: options.logRequests,
   });
   const address = await cleaningUpOnFailure(
     listenOn(app, context.config.port, context.config.host),

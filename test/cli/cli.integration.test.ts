@@ -288,6 +288,25 @@ describe('cds CLI', () => {
       expect((await cds('tenants', 'list')).code).toBe(0);
     });
 
+    it('logs requests by path, so an email or phone looked up never reaches the log', async () => {
+      const created = await cds('tenants', 'create', 'acme', '-w', 'eu');
+      const tenantToken = created.stdout.split('\n').find((line) => line.startsWith('cpt_'));
+      const server = await startCli(['--data-dir', dir, 'serve', '--port', '0'], LISTENING);
+      servers.push(server);
+      for (const query of ['email=Secret.Person%40example.com', 'phone=98765%2043210']) {
+        const lookup = await fetch(
+          `${server.url}/v1/tenants/acme/workspaces/eu/profiles/lookup?${query}`,
+          { headers: { authorization: `Bearer ${tenantToken}` } },
+        );
+        expect(lookup.status).toBe(404);
+      }
+      expect(await server.stop()).toBe(0);
+      servers = [];
+      const log = server.output() + server.errors();
+      expect(log).toContain('"url":"/v1/tenants/acme/workspaces/eu/profiles/lookup"');
+      expect(log).not.toMatch(/secret|person|98765|43210/i);
+    });
+
     it('says which port is taken when serve, collect or demo cannot listen, and exits 1', async () => {
       await cds('tenants', 'create', 'acme', '-w', 'eu');
       const holder = createServer();

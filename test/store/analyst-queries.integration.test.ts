@@ -28,7 +28,7 @@ describe("the analysts' guide (docs/analysts.md)", () => {
   beforeAll(async () => {
     const context = await openContext({ data_dir: join(dir, 'data'), port: '0' });
     const tokens = await setUpDemo(context);
-    const server = await startServer(context, { logger: false, ingest: true });
+    const server = await startServer(context, { logRequests: false, ingest: true });
     try {
       const now = Date.now();
       await sendToCollector(

@@ -32,7 +32,7 @@ export function collectCommand(): Command {
         );
       }
       const collector = await openFileCollector(dataDir, config);
-      const app = createBaseApp({ level: 'info' });
+      const app = createBaseApp(true);
       await app.register((scope) => collectorRoutes(scope, collector));
       const url = await cleaningUpOnFailure(listenOn(app, config.port, config.host), () =>
         collector.close(),

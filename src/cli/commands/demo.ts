@@ -147,7 +147,7 @@ export function demoCommand(): Command {
         writeFileSync(join(dir, MARKER), 'made by cds demo; removed and recreated on each run\n');
         const tokens = await setUpDemo(context);
         const server = await cleaningUpOnFailure(
-          startServer(context, { logger: false, ingest: true }),
+          startServer(context, { logRequests: false, ingest: true }),
           () => context.store.close(),
         );
         await cleaningUpOnFailure(loadDemoEvents(server, tokens, receiver), () => server.close());

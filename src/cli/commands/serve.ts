@@ -47,7 +47,7 @@ export function serveCommand(): Command {
       });
       const server = await cleaningUpOnFailure(
         startServer(context, {
-          logger: !options.quiet,
+          logRequests: !options.quiet,
           ingest: options.ingest,
           ...(options.snapshotEvery === undefined
             ? {}
