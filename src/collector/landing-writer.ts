@@ -1,7 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { type FileHandle, mkdir, open, readdir, rename, unlink } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { LandingWriteError } from '../errors.js';
+import { syncDirectory } from '../sync-directory.js';
 
 export const OPEN_SUFFIX = '.ndjson.open';
 export const SEALED_SUFFIX = '.ndjson';
@@ -47,6 +48,20 @@ interface Pending {
 /** `<pid>x<random>`: the pid lets a later process tell an orphaned `.open` file from a live one. */
 export function newCollectorId(): string {
   return `c${process.pid}x${randomBytes(3).toString('hex')}`;
+}
+
+/**
+ * The folders whose entries changed when `dir` got a new file: `dir`, and when `mkdir` made
+ * folders from `firstCreated` down to `dir`, the parent of each of them.
+ */
+function foldersToSync(root: string, dir: string, firstCreated: string | undefined): string[] {
+  const folders = [dir];
+  if (firstCreated === undefined) return folders;
+  for (let folder = dir; folder !== dirname(firstCreated) && folder.startsWith(root); ) {
+    folder = dirname(folder);
+    folders.push(folder);
+  }
+  return folders;
 }
 
 /** Tenant and workspace ids are validated slugs, so the path needs no normalising. */
@@ -215,7 +230,7 @@ export class LandingWriter {
     const existing = this.files.get(partition);
     if (existing) return existing;
     const dir = join(this.config.root, partition);
-    await mkdir(dir, { recursive: true });
+    const firstCreated = await mkdir(dir, { recursive: true });
     this.sequence += 1;
     const openPath = join(
       dir,
@@ -227,6 +242,11 @@ export class LandingWriter {
       bytes: 0,
       openedAt: Date.now(),
     };
+    // The file's name, and the partition folders made for it, are synced before its first lines
+    // are acknowledged: a power cut could otherwise lose the file with synced lines in it.
+    for (const folder of foldersToSync(this.config.root, dir, firstCreated)) {
+      await syncDirectory(folder);
+    }
     this.files.set(partition, file);
     return file;
   }

@@ -2,6 +2,7 @@ import { createReadStream } from 'node:fs';
 import { open, readdir, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { SEALED_SUFFIX } from '../collector/landing-writer.js';
+import { syncDirectory } from '../sync-directory.js';
 
 /** A part is written under this suffix, which ingest does not read, then renamed to `.ndjson`. */
 const PART_WRITING_SUFFIX = '.ndjson.splitting';
@@ -13,15 +14,6 @@ const NEWLINE = 0x0a;
  */
 function partPath(path: string, part: number, suffix: string): string {
   return `${path.slice(0, -SEALED_SUFFIX.length)}.p${String(part).padStart(6, '0')}${suffix}`;
-}
-
-async function syncDirectory(path: string): Promise<void> {
-  const directory = await open(path, 'r');
-  try {
-    await directory.sync();
-  } finally {
-    await directory.close();
-  }
 }
 
 /** Parts an earlier split left half-written when it was cut off. */
