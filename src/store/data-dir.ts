@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { ValidationError } from '../errors.js';
 
 export interface DataDir {
@@ -27,6 +27,26 @@ function parseMasterKey(text: string, origin: string): Buffer {
   return key;
 }
 
+/**
+ * The key is on disk, name and bytes, before anything is encrypted with it: a power cut soon
+ * after the first start must not leave committed ciphertext whose key was still in the page cache.
+ */
+function writeNewFileDurably(path: string, bytes: Buffer): void {
+  const file = openSync(path, 'wx', 0o600);
+  try {
+    if (writeSync(file, bytes) !== bytes.length) throw new Error(`${path}: short write`);
+    fsyncSync(file);
+  } finally {
+    closeSync(file);
+  }
+  const folder = openSync(dirname(path), 'r');
+  try {
+    fsyncSync(folder);
+  } finally {
+    closeSync(folder);
+  }
+}
+
 function readOrCreateMasterKey(path: string): Buffer {
   try {
     return Buffer.from(readFileSync(path));
@@ -36,7 +56,7 @@ function readOrCreateMasterKey(path: string): Buffer {
   const key = randomBytes(MASTER_KEY_BYTES);
   // 'wx' so that two processes starting together cannot both create a different key.
   try {
-    writeFileSync(path, key, { mode: 0o600, flag: 'wx' });
+    writeNewFileDurably(path, key);
     return key;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EEXIST') return Buffer.from(readFileSync(path));
