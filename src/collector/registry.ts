@@ -1,5 +1,7 @@
-import { readFile, rename, writeFile } from 'node:fs/promises';
+import { open, readFile, rename } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import type { Session } from '../store/session.js';
+import { syncDirectory } from '../sync-directory.js';
 import { digestToken, isWellFormedToken, sameDigest } from '../tenancy/token-format.js';
 
 interface CollectorTokenEntry {
@@ -58,8 +60,16 @@ export async function readRegistrySnapshot(
 /** Written atomically (temp file, then rename), so a collector never reads half a file. */
 export async function writeRegistryFile(path: string, snapshot: RegistrySnapshot): Promise<void> {
   const temporary = `${path}.${process.pid}.tmp`;
-  await writeFile(temporary, JSON.stringify(snapshot), { mode: 0o600 });
+  // Synced before the rename, so a power cut leaves the old file or the new one, never an empty one.
+  const file = await open(temporary, 'w', 0o600);
+  try {
+    await file.writeFile(JSON.stringify(snapshot));
+    await file.datasync();
+  } finally {
+    await file.close();
+  }
   await rename(temporary, path);
+  await syncDirectory(dirname(path));
 }
 
 export async function readRegistryFile(path: string): Promise<RegistrySnapshot> {
