@@ -8,6 +8,7 @@ import {
   metricTime,
   needsDecay,
 } from '../metrics/materialize.js';
+import { resumePurges } from '../privacy/erase.js';
 import {
   type EvaluationOptions,
   evaluateAwaitingSegments,
@@ -34,9 +35,11 @@ export async function evaluateAfterMetricStep(
 /**
  * The work the ingest loop does besides batches, each part in its own transaction: backfill new
  * metric definitions, let windowed values decay when a day begins, and evaluate segments created
- * or activated since the last pass.
+ * or activated since the last pass. An erasure whose file rewrite failed is purged here too, once
+ * its pause is over, so a running server does not wait for a restart to purge it.
  */
 export async function runUpkeep(context: Context): Promise<void> {
+  await resumePurges(context);
   const time = metricTime(nowIso(context));
   const due = await context.store.read(async (session) => ({
     backfill: await hasPendingBackfill(session),

@@ -103,6 +103,14 @@ export async function eraseProfile(
 const queuedRewrites = new WeakMap<Store, Promise<void>>();
 
 /**
+ * After a failed rewrite (most likely a disk without room for a copy of the file) the next one
+ * waits this long, doubling up to an hour: each attempt copies the whole file while writes wait.
+ */
+const FIRST_RETRY_MS = 60_000;
+const LONGEST_RETRY_MS = 60 * 60_000;
+const failedRewrites = new WeakMap<Store, { attempts: number; retryAt: number }>();
+
+/**
  * The answer goes out once the erasure is committed; the file is then replaced by a copy of its
  * live data (`Store.replaceWithCopy`), in the write queue, so whatever writes next waits for it.
  * Erasures that arrive while one rewrite is still queued share it. Before the swap, a snapshot
@@ -123,17 +131,33 @@ function scheduleRewrite(context: Context): void {
   });
   queuedRewrites.set(
     store,
-    replaced.catch((error: unknown) => {
-      process.stderr.write(`rewriting the database file failed: ${(error as Error).message}\n`);
-    }),
+    replaced.then(
+      () => {
+        failedRewrites.delete(store);
+      },
+      (error: unknown) => {
+        const attempts = (failedRewrites.get(store)?.attempts ?? 0) + 1;
+        const delayMs = Math.min(FIRST_RETRY_MS * 2 ** (attempts - 1), LONGEST_RETRY_MS);
+        failedRewrites.set(store, {
+          attempts,
+          retryAt: context.clock.now().getTime() + delayMs,
+        });
+        process.stderr.write(
+          `rewriting the database file failed: ${(error as Error).message}; the erased rows stay in it until the rewrite is tried again in ${delayMs / 1000} s\n`,
+        );
+      },
+    ),
   );
 }
 
 /**
  * Erasures committed but not yet purged from the file, because a crash or a failed rewrite cut
- * the rewrite off, are rewritten now: called when a process opens the store.
+ * the rewrite off, are rewritten now: called when a process opens the store, and by the ingest
+ * loop's upkeep, which tries a failed rewrite again once its pause is over.
  */
 export async function resumePurges(context: Context): Promise<void> {
+  const failed = failedRewrites.get(context.store);
+  if (failed && context.clock.now().getTime() < failed.retryAt) return;
   const pending = await context.store.read((session) =>
     session.one<{ unpurged: number }>('erasure_unpurged'),
   );

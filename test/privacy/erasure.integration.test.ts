@@ -329,6 +329,30 @@ describe('erasure', () => {
     expect(filesHolding(env.dir, annEvents[1] as string)).not.toEqual([]);
   });
 
+  it('tries a failed file rewrite again in the running process once its pause is over', async () => {
+    const [annEvent] = await send(order({ email: 'ann.retry@shop.test' }));
+    await env.ingest();
+    const ann = (await lookup('email=ann.retry@shop.test')) as string;
+    const copyPath = `${env.context.store.path}.rewrite`;
+    mkdirSync(copyPath);
+    expect((await erase(ann)).statusCode).toBe(200);
+    await env.context.store.checkpoint();
+    rmdirSync(copyPath);
+    const purgedAt = async () =>
+      (await call(env.app, tokens.tenant, 'GET', ERASURES)).json().erasures[0].purged_at;
+
+    // The ingest loop's upkeep waits out the pause after a failure, then rewrites.
+    await env.ingest();
+    await env.context.store.checkpoint();
+    expect(await purgedAt()).toBeNull();
+    expect(filesHolding(env.dir, annEvent as string)).not.toEqual([]);
+    env.clock.advance(60_000);
+    await env.ingest();
+    await env.context.store.checkpoint();
+    expect(await purgedAt()).not.toBeNull();
+    expect(filesHolding(env.dir, annEvent as string)).toEqual([]);
+  });
+
   it('leaves no byte of the erased identifiers or event ids in the data directory, and every other profile intact', async () => {
     const annEvents = await send(
       order({ email: 'ann.erased@shop.test', phone: '9123456780' }),
