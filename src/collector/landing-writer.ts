@@ -261,8 +261,17 @@ export class LandingWriter {
       )
         continue;
       this.files.delete(partition);
-      await file.handle.close();
-      await this.seal(file);
+      // A file that cannot be sealed keeps its synced lines under its `.open` name, and the next
+      // collector to start seals it (sealOrphans); the other files are sealed all the same, and
+      // the requests whose write came before this seal stay acknowledged.
+      try {
+        await file.handle.close();
+        await this.seal(file);
+      } catch (error) {
+        process.stderr.write(
+          `could not seal ${file.openPath}: ${(error as Error).message}; its events wait in it until a collector starts again\n`,
+        );
+      }
     }
   }
 

@@ -1,12 +1,13 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { describe, expect, it } from 'vitest';
 import { DEMO_TENANT, setUpDemo } from '../../src/cli/demo-setup.js';
 import { openContext } from '../../src/cli/open-context.js';
 import { openOwnedCollector } from '../../src/collector/runtime.js';
-import { CDS_BIN, runCli } from '../helpers/cli.js';
+import { CDS_BIN, runCli, startCli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/context.js';
 
 /** Landing files may not grow past this under the collector's file-size limit (`ulimit -f`). */
@@ -114,5 +115,57 @@ describe('a landing file the disk stops taking', () => {
     expect(stored.filter((id) => acknowledged.includes(id)).sort()).toEqual(
       [...acknowledged].sort(),
     );
+  });
+
+  it('says on stderr which file it could not seal, and goes on taking and sealing events', async () => {
+    const dir = tempDir();
+    const context = await openContext({ data_dir: dir });
+    await setUpDemo(context);
+    await (await openOwnedCollector(context)).close();
+    await context.store.close();
+    const collector = await startCli(
+      ['--data-dir', dir, 'collect', '--port', '0'],
+      /cds collector listening on (http:\/\/\S+)/,
+      20_000,
+      { CDS_LANDING_MAX_AGE_MS: '300' },
+    );
+    const send = (id: string) =>
+      fetch(`${collector.url}/v1/events`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-tenant-id': DEMO_TENANT,
+          'x-workspace-id': 'brand-eu',
+        },
+        body: JSON.stringify(visit(id)),
+      });
+    const landing = join(dir, 'landing');
+    const files = (suffix: string) =>
+      readdirSync(landing, { recursive: true, withFileTypes: true })
+        .filter((entry) => entry.isFile() && entry.name.endsWith(suffix))
+        .map((entry) => join(entry.parentPath, entry.name));
+    try {
+      expect((await send('blocked')).status).toBe(202);
+      const [open] = files('.ndjson.open');
+      // A folder where the sealed file should go makes the rename fail.
+      mkdirSync(join((open as string).slice(0, -'.open'.length), 'in-the-way'), {
+        recursive: true,
+      });
+      for (let waited = 0; !collector.errors().includes('could not seal'); waited += 50) {
+        if (waited > 5_000) throw new Error(`no seal failure reported: ${collector.errors()}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(collector.errors()).toContain(`could not seal ${open}: `);
+      expect(readFileSync(open as string, 'utf8')).toContain('"blocked"');
+
+      expect((await send('after')).status).toBe(202);
+      for (let waited = 0; files('.ndjson').length === 0; waited += 50) {
+        if (waited > 5_000) throw new Error('the next file was not sealed');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      expect(readFileSync(files('.ndjson')[0] as string, 'utf8')).toContain('"after"');
+    } finally {
+      await collector.stop();
+    }
   });
 });
