@@ -132,6 +132,17 @@ export class OutOfMemoryError extends AppError {
   }
 }
 
+/** `--server` named a cds serve that did not answer (the CLI's own failure; nothing was sent). */
+export class ServerUnreachableError extends AppError {
+  constructor(server: string, cause: string) {
+    super(
+      503,
+      'server_unreachable',
+      `could not reach ${server} (${cause}); is cds serve running there?`,
+    );
+  }
+}
+
 /** The database file is held by another process (design §1: one owner process). */
 export class StoreLockedError extends AppError {
   constructor(

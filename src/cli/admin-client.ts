@@ -1,6 +1,6 @@
 import { buildApp } from '../api/app.js';
 import { loadConfig } from '../config.js';
-import { AppError } from '../errors.js';
+import { AppError, ServerUnreachableError, ValidationError } from '../errors.js';
 import { openDataDir } from '../store/data-dir.js';
 import { operatorToken } from '../tenancy/operator.js';
 import { openContext } from './open-context.js';
@@ -50,8 +50,8 @@ export async function withAdminClient<T>(
   work: (client: AdminClient) => Promise<T>,
 ): Promise<T> {
   if (options.server) {
+    const base = serverBase(options.server);
     const token = options.token ?? operatorTokenFromDataDir(options.dataDir);
-    const base = options.server.replace(/\/$/, '');
     return work(async (request) => {
       const response = await fetch(base + urlOf(request), {
         method: request.method,
@@ -60,6 +60,10 @@ export async function withAdminClient<T>(
           ...(request.body === undefined ? {} : { 'content-type': 'application/json' }),
         },
         body: request.body === undefined ? undefined : JSON.stringify(request.body),
+      }).catch((error: unknown) => {
+        const cause =
+          (error as Error & { cause?: Error }).cause?.message ?? (error as Error).message;
+        throw new ServerUnreachableError(base, cause);
       });
       return answer(response.status, await response.text());
     });
@@ -81,6 +85,18 @@ export async function withAdminClient<T>(
     await app.close();
     await context.store.close();
   }
+}
+
+/** `--server` as the base the API paths are appended to. */
+function serverBase(server: string): string {
+  const url = URL.canParse(server) ? new URL(server) : null;
+  if (!url || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    throw ValidationError.field(
+      '--server',
+      'must be the URL of a cds serve, e.g. http://127.0.0.1:8080',
+    );
+  }
+  return server.replace(/\/$/, '');
 }
 
 function operatorTokenFromDataDir(dataDir: string | undefined): string {

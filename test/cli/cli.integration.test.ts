@@ -307,6 +307,23 @@ describe('cds CLI', () => {
       expect(log).not.toMatch(/secret|person|98765|43210/i);
     });
 
+    it('says so when --server is no URL or nothing answers there, and exits 1', async () => {
+      const closed = createServer();
+      await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+      const { port } = closed.address() as AddressInfo;
+      await new Promise((resolve) => closed.close(resolve));
+      const unreachable = await cds('--server', `http://127.0.0.1:${port}`, 'tenants', 'list');
+      expect(unreachable).toMatchObject({
+        code: 1,
+        stderr: `cds: could not reach http://127.0.0.1:${port} (connect ECONNREFUSED 127.0.0.1:${port}); is cds serve running there?\n`,
+      });
+      const malformed = await cds('--server', '127.0.0.1:8080', 'tenants', 'list');
+      expect(malformed).toMatchObject({
+        code: 1,
+        stderr: 'cds: --server: must be the URL of a cds serve, e.g. http://127.0.0.1:8080\n',
+      });
+    });
+
     it('says which port is taken when serve, collect or demo cannot listen, and exits 1', async () => {
       await cds('tenants', 'create', 'acme', '-w', 'eu');
       const holder = createServer();
