@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { ValidationError } from '../errors.js';
 import type { Store } from './database.js';
 import type { Session } from './session.js';
@@ -40,6 +40,9 @@ export async function writeSnapshot(
   }
   if (existsSync(path) && !options.replace) {
     throw ValidationError.field('path', `${path} already exists`);
+  }
+  if (!existsSync(dirname(path))) {
+    throw ValidationError.field('path', `the folder ${dirname(path)} does not exist`);
   }
   const rows = await store.exclusive((session) => copySnapshot(session, path));
   return { path, rows };

@@ -645,6 +645,11 @@ describe('cds CLI', () => {
       expect(again.code).toBe(1);
       expect(again.stderr).toBe(`cds: path: ${out} already exists\n`);
       expect((await cds('snapshot', out, '--replace')).code).toBe(0);
+      const nowhere = join(dir, 'no-such-folder', 'analysts.duckdb');
+      expect(await cds('snapshot', nowhere)).toMatchObject({
+        code: 1,
+        stderr: `cds: path: the folder ${join(dir, 'no-such-folder')} does not exist\n`,
+      });
     });
 
     it('serve --snapshot-every keeps a snapshot in the data dir', async () => {
@@ -695,10 +700,16 @@ describe('cds CLI', () => {
       expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
     });
 
-    it('refuses a count that is not a positive whole number with exit 2', async () => {
+    it('refuses a count that is not a positive whole number with exit 2, and an --out it cannot write with exit 1', async () => {
       const result = await runCli(['generate-events', '--events', '0']);
       expect(result.code).toBe(2);
       expect(result.stderr).toContain('must be a positive whole number');
+      const out = join(dir, 'no-such-folder', 'events.ndjson');
+      const unwritable = await runCli(['generate-events', '--out', out]);
+      expect(unwritable.code).toBe(1);
+      expect(unwritable.stderr).toMatch(
+        new RegExp(`^cds: --out: ${out.replaceAll('.', '\\.')} cannot be written: ENOENT`),
+      );
     });
   });
 

@@ -1,13 +1,22 @@
 import { once } from 'node:events';
-import { createWriteStream } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { Command, InvalidArgumentError } from 'commander';
 import { generateEvents } from '../../demo/generator.js';
+import { ValidationError } from '../../errors.js';
 
 function positiveInteger(value: string): number {
   const parsed = Number(value);
   if (!Number.isInteger(parsed) || parsed < 1)
     throw new InvalidArgumentError('must be a positive whole number');
   return parsed;
+}
+
+/** The `--out` file, or a clear refusal when it cannot be written (no such folder, no right). */
+async function openOutput(path: string) {
+  const file = await open(path, 'w').catch((error: Error) => {
+    throw ValidationError.field('--out', `${path} cannot be written: ${error.message}`);
+  });
+  return file.createWriteStream();
 }
 
 interface GenerateFlags {
@@ -38,7 +47,7 @@ export function generateEventsCommand(): Command {
       '\nExample:\n  cds generate-events --events 60 --seed 1 --out fixtures/sample-events.ndjson',
     )
     .action(async (options: GenerateFlags) => {
-      const sink = options.out ? createWriteStream(options.out) : process.stdout;
+      const sink = options.out ? await openOutput(options.out) : process.stdout;
       for (const item of generateEvents({
         seed: options.seed,
         tenantId: options.tenant,
