@@ -1,5 +1,6 @@
 import { open, readFile, rename } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { ValidationError } from '../errors.js';
 import type { Session } from '../store/session.js';
 import { syncDirectory } from '../sync-directory.js';
 import { digestToken, isWellFormedToken, sameDigest } from '../tenancy/token-format.js';
@@ -72,8 +73,19 @@ export async function writeRegistryFile(path: string, snapshot: RegistrySnapshot
   await syncDirectory(dirname(path));
 }
 
+/** The snapshot the owner wrote; a file that is not one is refused, naming the way to rewrite it. */
 export async function readRegistryFile(path: string): Promise<RegistrySnapshot> {
-  return JSON.parse(await readFile(path, 'utf8')) as RegistrySnapshot;
+  const text = await readFile(path, 'utf8');
+  try {
+    const snapshot = JSON.parse(text) as RegistrySnapshot;
+    if (typeof snapshot?.tenants === 'object' && snapshot.tenants !== null) return snapshot;
+  } catch {
+    // Reported below, as for JSON that is not a snapshot.
+  }
+  throw ValidationError.field(
+    'registry.json',
+    'is not a registry the owner wrote; start cds serve on this data dir, or change anything with an admin command, to write it again',
+  );
 }
 
 /** The current snapshot, with the look-ups the collector routes make on every request. */

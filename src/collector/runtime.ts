@@ -99,10 +99,22 @@ export async function openFileCollector(
   await sealOrphans(dataDir.landingDir);
   const writer = landingWriter(dataDir.landingDir, config);
   writer.start();
+  // A file that cannot be read leaves the last good registry in force; that is said once, not on
+  // every poll, and again if the failure changes.
+  let lastFailure: string | null = null;
   const reload = () => {
     readRegistryFile(dataDir.registryPath).then(
-      (snapshot) => registry.replace(snapshot),
-      () => undefined,
+      (snapshot) => {
+        registry.replace(snapshot);
+        lastFailure = null;
+      },
+      (error: Error) => {
+        if (error.message === lastFailure) return;
+        lastFailure = error.message;
+        process.stderr.write(
+          `${error.message}; events are still checked against the registry read before it\n`,
+        );
+      },
     );
   };
   watchFile(dataDir.registryPath, { interval: REGISTRY_POLL_MS }, reload);

@@ -440,6 +440,30 @@ describe('cds CLI', () => {
       expect((await cds('ingest')).stdout).toMatch(/^Ingested 1 files, 1 events/);
     });
 
+    it('cds collect keeps the registry it has when registry.json breaks, says so once, and will not start on it', async () => {
+      await servers.pop()?.stop();
+      const collector = await startCli(
+        ['--data-dir', dir, 'collect', '--port', '0'],
+        /collector listening on (http:\/\/\S+)/,
+      );
+      servers.push(collector);
+      writeFileSync(join(dir, 'registry.json'), '{"tenants": ');
+      const broken =
+        'cds: registry.json: is not a registry the owner wrote; start cds serve on this data dir, or change anything with an admin command, to write it again';
+      for (let waited = 0; !collector.errors().includes('is not a registry'); waited += 100) {
+        if (waited > 5_000) throw new Error(`not reported: ${collector.errors()}`);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      const browser = { 'x-tenant-id': 'acme', 'x-workspace-id': 'eu' };
+      expect((await post(collector.url, '/v1/events', event('kept'), browser)).status).toBe(202);
+      await new Promise((resolve) => setTimeout(resolve, 1_500));
+      expect(collector.errors().split('is not a registry').length - 1).toBe(1);
+      expect(await collector.stop()).toBe(0);
+      servers = [];
+
+      expect(await cds('collect', '--port', '0')).toMatchObject({ code: 1, stderr: `${broken}\n` });
+    });
+
     it('cds collect follows admin commands run without a server: a revoked token stops at once', async () => {
       await servers.pop()?.stop();
       const issued = await cdsJson<{ token: string; token_id: string }>(
