@@ -10,6 +10,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CDS_BIN, type ChildServer, runCli, runJson, startCli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/context.js';
 import { Receiver } from '../helpers/receiver.js';
+import { waitUntil } from '../helpers/wait.js';
 
 const LISTENING = /cds listening on (http:\/\/\S+)/;
 
@@ -367,6 +368,17 @@ describe('cds CLI', () => {
       properties: {},
     });
 
+    /** `cds collect` in place of the server that beforeEach started. */
+    const collectInstead = async () => {
+      await servers.pop()?.stop();
+      const collector = await startCli(
+        ['--data-dir', dir, 'collect', '--port', '0'],
+        /collector listening on (http:\/\/\S+)/,
+      );
+      servers.push(collector);
+      return collector;
+    };
+
     beforeEach(async () => {
       await cds('tenants', 'create', 'acme', '-w', 'eu');
       const server = await serve();
@@ -418,12 +430,7 @@ describe('cds CLI', () => {
     });
 
     it('cds collect accepts events from registry.json without opening the database', async () => {
-      await servers.pop()?.stop();
-      const collector = await startCli(
-        ['--data-dir', dir, 'collect', '--port', '0'],
-        /collector listening on (http:\/\/\S+)/,
-      );
-      servers.push(collector);
+      const collector = await collectInstead();
       const browser = { 'x-tenant-id': 'acme', 'x-workspace-id': 'eu' };
       expect((await post(collector.url, '/v1/events', event('x'), browser)).status).toBe(202);
       const unknown = await post(
@@ -441,19 +448,14 @@ describe('cds CLI', () => {
     });
 
     it('cds collect keeps the registry it has when registry.json breaks, says so once, and will not start on it', async () => {
-      await servers.pop()?.stop();
-      const collector = await startCli(
-        ['--data-dir', dir, 'collect', '--port', '0'],
-        /collector listening on (http:\/\/\S+)/,
-      );
-      servers.push(collector);
+      const collector = await collectInstead();
       writeFileSync(join(dir, 'registry.json'), '{"tenants": ');
       const broken =
         'cds: registry.json: is not a registry the owner wrote; start cds serve on this data dir, or change anything with an admin command, to write it again';
-      for (let waited = 0; !collector.errors().includes('is not a registry'); waited += 100) {
-        if (waited > 5_000) throw new Error(`not reported: ${collector.errors()}`);
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
+      await waitUntil(
+        () => collector.errors().includes('is not a registry'),
+        'the broken registry to be reported',
+      );
       const browser = { 'x-tenant-id': 'acme', 'x-workspace-id': 'eu' };
       expect((await post(collector.url, '/v1/events', event('kept'), browser)).status).toBe(202);
       await new Promise((resolve) => setTimeout(resolve, 1_500));
@@ -493,12 +495,12 @@ describe('cds CLI', () => {
       expect((await sendServerEvent()).status).toBe(202);
 
       expect((await cds('tokens', 'revoke', issued.token_id, '-t', 'acme')).code).toBe(0);
-      let status = 202;
-      for (let waited = 0; status === 202 && waited < 5_000; waited += 100) {
-        await new Promise((resolve) => setTimeout(resolve, 100));
-        status = (await sendServerEvent()).status;
-      }
-      expect(status).toBe(401);
+      await waitUntil(
+        async () => (await sendServerEvent()).status !== 202,
+        'the revoked token to be refused',
+        5_000,
+      );
+      expect((await sendServerEvent()).status).toBe(401);
     });
   });
 
@@ -573,9 +575,7 @@ describe('cds CLI', () => {
         collector,
       );
       expect(sent.status).toBe(202);
-      for (let waited = 0; receiver.received.length === 0 && waited < 15_000; waited += 100) {
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
+      await waitUntil(() => receiver.received.length > 0, 'a webhook', 15_000);
       expect(receiver.bodies()).toMatchObject([
         { type: 'segment.entered', data: { segment_id: 'buyers', backfill: false } },
       ]);
@@ -684,9 +684,7 @@ describe('cds CLI', () => {
       );
       servers.push(server);
       const path = join(dir, 'snapshot.duckdb');
-      for (let waited = 0; !existsSync(path) && waited < 10_000; waited += 100) {
-        await new Promise((resolve) => setTimeout(resolve, 100));
-      }
+      await waitUntil(() => existsSync(path), 'the first snapshot');
       expect(await server.stop()).toBe(0);
       servers = [];
       expect(await tablesOf(path)).toContain('profiles');

@@ -9,6 +9,7 @@ import { openContext } from '../../src/cli/open-context.js';
 import { openOwnedCollector } from '../../src/collector/runtime.js';
 import { CDS_BIN, runCli, startCli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/context.js';
+import { waitUntil } from '../helpers/wait.js';
 
 /** Landing files may not grow past this under the collector's file-size limit (`ulimit -f`). */
 const FILE_LIMIT_KIB = 64;
@@ -151,18 +152,15 @@ describe('a landing file the disk stops taking', () => {
       mkdirSync(join((open as string).slice(0, -'.open'.length), 'in-the-way'), {
         recursive: true,
       });
-      for (let waited = 0; !collector.errors().includes('could not seal'); waited += 50) {
-        if (waited > 5_000) throw new Error(`no seal failure reported: ${collector.errors()}`);
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+      await waitUntil(
+        () => collector.errors().includes('could not seal'),
+        'the seal failure to be reported',
+      );
       expect(collector.errors()).toContain(`could not seal ${open}: `);
       expect(readFileSync(open as string, 'utf8')).toContain('"blocked"');
 
       expect((await send('after')).status).toBe(202);
-      for (let waited = 0; files('.ndjson').length === 0; waited += 50) {
-        if (waited > 5_000) throw new Error('the next file was not sealed');
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+      await waitUntil(() => files('.ndjson').length > 0, 'the next file to be sealed');
       expect(readFileSync(files('.ndjson')[0] as string, 'utf8')).toContain('"after"');
     } finally {
       await collector.stop();

@@ -11,6 +11,7 @@ import type { IngestStatus } from '../../src/ingest/status.js';
 import { CDS_BIN, type ChildServer, startCli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/context.js';
 import { Receiver } from '../helpers/receiver.js';
+import { waitUntil } from '../helpers/wait.js';
 
 const LISTENING = /cds listening on (http:\/\/\S+)/;
 const EVENTS = 20_000;
@@ -76,12 +77,16 @@ async function readiness(server: ChildServer): Promise<Readiness['ingest']> {
 }
 
 async function waitFor(server: ChildServer, done: (ingest: Readiness['ingest']) => boolean) {
-  for (let waited = 0; waited < 30_000; waited += 100) {
-    const ingest = await readiness(server);
-    if (done(ingest)) return ingest;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`not reached: ${JSON.stringify(await readiness(server))}`);
+  let ingest = await readiness(server);
+  await waitUntil(
+    async () => {
+      ingest = await readiness(server);
+      return done(ingest);
+    },
+    'the ingest counters in /readyz',
+    30_000,
+  );
+  return ingest;
 }
 
 describe('an ingest loop whose batches fail', () => {
@@ -171,14 +176,10 @@ describe('cds ingest --watch', () => {
 
     for (const round of [1, 2]) {
       const files = writeBacklog(dir, 100, `ctest-0000000${round}`);
-      for (let waited = 0; files.some(existsSync) && waited < 20_000; waited += 50) {
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+      await waitUntil(() => !files.some(existsSync), 'the files to be ingested', 20_000);
       expect(files.filter(existsSync)).toEqual([]);
     }
-    for (let waited = 0; receiver.received.length === 0 && waited < 10_000; waited += 50) {
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
+    await waitUntil(() => receiver.received.length > 0, 'a webhook');
     child.kill('SIGTERM');
     const [code] = (await exited) as [number | null];
     expect(code).toBe(0);
