@@ -35,8 +35,25 @@ const configSchema = z.object({
   /** A landing file is sealed, and so ingested, this long after it was opened at the latest. */
   landing_max_age_ms: z.coerce.number().int().positive().default(2000),
   max_batch_events: z.coerce.number().int().positive().default(250_000),
-  /** Collector requests a tenant may send per second before 429. */
+  /**
+   * Collector requests per second before 429: for each browser (tenant, workspace) pair and for
+   * each collector token, the single and batch endpoints counted together.
+   */
   collector_rate_limit: z.coerce.number().int().positive().default(1000),
+  /** Control-plane requests per second each token (the operator's included) may make before 429. */
+  control_plane_rate_limit: z.coerce.number().int().positive().default(100),
+  /**
+   * Requests per second one client address may have refused for their credentials or scope
+   * (unknown token, tenant or workspace) before the next ones get 429 unlooked-at.
+   */
+  refused_rate_limit: z.coerce.number().int().positive().default(20),
+  /** What one tenant may hold at most (writes beyond answer 409 quota_exceeded). */
+  quota_workspaces: z.coerce.number().int().positive().default(100),
+  quota_segments: z.coerce.number().int().positive().default(1000),
+  quota_metric_definitions: z.coerce.number().int().positive().default(500),
+  quota_event_types: z.coerce.number().int().positive().default(500),
+  /** Tokens not revoked, of every kind. */
+  quota_tokens: z.coerce.number().int().positive().default(1000),
   master_key: z.string().optional(),
   /**
    * DuckDB's buffer pool limit (`384MB`, `2GB`); unset, DuckDB takes 80% of RAM. The database never

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Context } from '../context.js';
 import { UnauthorizedError } from '../errors.js';
+import { RateLimiter } from '../rate-limit.js';
 import { type Access, authorize } from '../tenancy/access.js';
 import { isOperatorToken } from '../tenancy/operator.js';
 import { authenticateToken, type Principal } from '../tenancy/tokens.js';
@@ -53,16 +54,27 @@ export function requestedWorkspace(request: FastifyRequest): string | undefined 
 }
 
 /**
- * Authenticates and authorises on `onRequest`, before the body is parsed or validated, so that a
- * caller without the right gets 401/403 whatever it sends.
+ * Authenticates, rate-limits and authorises on `onRequest`, before the body is parsed or
+ * validated, so that a caller without the right gets 401/403 (or 429) whatever it sends.
  */
 export function registerAuth(app: FastifyInstance, context: Context): void {
+  const perToken = new RateLimiter(context.config.control_plane_rate_limit, context.clock);
+  const refusedPerAddress = new RateLimiter(context.config.refused_rate_limit, context.clock);
   // Set by the hook below before any route that declares `access` runs.
   app.decorateRequest('principal', null as never);
   app.addHook('onRequest', async (request) => {
     const access = request.routeOptions.config.access;
     if (!access) return;
-    request.principal = await authenticate(context, request);
+    // An address that keeps presenting bad tokens is refused before its next token is looked up.
+    refusedPerAddress.check(request.ip);
+    try {
+      request.principal = await authenticate(context, request);
+    } catch (error) {
+      if (error instanceof UnauthorizedError) refusedPerAddress.take(request.ip);
+      throw error;
+    }
+    // Counted before authorisation, so a token probing other tenants spends its own budget.
+    perToken.take(request.principal.tokenId);
     const params = request.params as Record<string, string | undefined>;
     authorize(request.principal, access, {
       tenantId: params.tenant,

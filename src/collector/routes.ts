@@ -1,18 +1,13 @@
 import cors from '@fastify/cors';
-import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import {
-  ForbiddenError,
-  NotFoundError,
-  RateLimitedError,
-  UnauthorizedError,
-  ValidationError,
-} from '../errors.js';
+import { ForbiddenError, NotFoundError, UnauthorizedError, ValidationError } from '../errors.js';
+import { RateLimiter } from '../rate-limit.js';
 import { faultError, type IntakeScope, intake } from './accept.js';
 import type { EventSource } from './envelope.js';
 import { encodeLines } from './landing-writer.js';
+import type { CollectorPrincipal } from './registry.js';
 import type { CollectorRuntime } from './runtime.js';
 
 const accepted = z.object({ accepted: z.number() });
@@ -42,8 +37,8 @@ function browserScope(runtime: CollectorRuntime, request: FastifyRequest): Intak
   return { source: 'browser', tenantId, workspaceId };
 }
 
-/** Server requests carry a collector token (design §7). */
-function serverScope(runtime: CollectorRuntime, request: FastifyRequest): IntakeScope {
+/** Server requests carry a collector token (design §7); the token is what they are counted by. */
+function serverPrincipal(runtime: CollectorRuntime, request: FastifyRequest): CollectorPrincipal {
   const token = /^Bearer\s+(\S+)$/i.exec(request.headers.authorization ?? '')?.[1];
   if (!token) throw new UnauthorizedError('missing bearer token (a collector token, cpc_…)');
   const principal = runtime.registry.authenticateCollector(token);
@@ -52,7 +47,30 @@ function serverScope(runtime: CollectorRuntime, request: FastifyRequest): Intake
       throw new ForbiddenError('server events take a collector token (cpc_…)');
     throw new UnauthorizedError('unknown or revoked collector token');
   }
-  return { source: 'server', tenantId: principal.tenantId, workspaceId: principal.workspaceId };
+  return principal;
+}
+
+interface Admission {
+  scope: IntakeScope;
+  /** What the request is counted by: its (tenant, workspace) pair, or its token. */
+  budgetKey: string;
+}
+
+function admission(
+  runtime: CollectorRuntime,
+  source: EventSource,
+  request: FastifyRequest,
+): Admission {
+  if (source === 'browser') {
+    const scope = browserScope(runtime, request);
+    // Registry ids never hold a slash, so the pair makes one unambiguous key.
+    return { scope, budgetKey: `${scope.tenantId}/${scope.workspaceId}` };
+  }
+  const principal = serverPrincipal(runtime, request);
+  return {
+    scope: { source, tenantId: principal.tenantId, workspaceId: principal.workspaceId },
+    budgetKey: principal.tokenId,
+  };
 }
 
 function allOriginsOf(runtime: CollectorRuntime): Set<string> {
@@ -67,16 +85,30 @@ export async function collectorRoutes(
   app: FastifyInstance,
   runtime: CollectorRuntime,
 ): Promise<void> {
-  await app.register(rateLimit, {
-    global: false,
-    errorResponseBuilder: (_request, context) =>
-      new RateLimitedError(Math.max(1, Math.ceil(context.ttl / 1000))),
-  });
-  const limit = {
-    max: runtime.rateLimitPerSecond,
-    timeWindow: 1000,
-    keyGenerator: (request: FastifyRequest) =>
-      header(request, 'x-tenant-id') ?? request.headers.authorization ?? request.ip,
+  // Budgets are keyed on what the registry vouches for, never on a header as sent: a browser
+  // request spends its (tenant, workspace) pair's, a server request its token's. One the registry
+  // refuses spends its address's budget for refusals and nothing of any tenant's.
+  const perWorkspace = new RateLimiter(runtime.rateLimitPerSecond, runtime.clock);
+  const perToken = new RateLimiter(runtime.rateLimitPerSecond, runtime.clock);
+  const refusedPerAddress = new RateLimiter(runtime.refusedRateLimitPerSecond, runtime.clock);
+  const scopes = new WeakMap<FastifyRequest, IntakeScope>();
+
+  /** Runs before the body is read, so a refused request costs no parsing. */
+  const admit = (source: EventSource) => async (request: FastifyRequest) => {
+    let admitted: Admission;
+    try {
+      admitted = admission(runtime, source, request);
+    } catch (error) {
+      refusedPerAddress.take(request.ip);
+      throw error;
+    }
+    (source === 'browser' ? perWorkspace : perToken).take(admitted.budgetKey);
+    scopes.set(request, admitted.scope);
+  };
+  const scopeOf = (request: FastifyRequest): IntakeScope => {
+    const scope = scopes.get(request);
+    if (!scope) throw new Error('a collector route ran without its admission hook');
+    return scope;
   };
 
   const receiveOne = async (scope: IntakeScope, event: unknown) => {
@@ -106,12 +138,10 @@ export async function collectorRoutes(
   };
 
   const routesFor = async (api: FastifyInstance, prefix: string, source: EventSource) => {
-    const scopeOf = (request: FastifyRequest) =>
-      source === 'browser' ? browserScope(runtime, request) : serverScope(runtime, request);
     api.withTypeProvider<ZodTypeProvider>().post(
       prefix,
       {
-        config: { rateLimit: limit },
+        onRequest: admit(source),
         schema: { body: z.unknown(), response: { 202: accepted } },
       },
       async (request, reply) =>
@@ -128,7 +158,7 @@ export async function collectorRoutes(
       batch.withTypeProvider<ZodTypeProvider>().post(
         `${prefix}/batch`,
         {
-          config: { rateLimit: limit },
+          onRequest: admit(source),
           schema: { body: z.string(), response: { 202: batchAnswer } },
         },
         async (request, reply) =>

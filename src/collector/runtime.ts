@@ -37,7 +37,10 @@ export interface CollectorRuntime {
   /** Checks batches, the large ones off the request thread. */
   intakePool: IntakePool;
   corsOrigins: Record<string, string[]>;
+  /** Requests per second of each browser (tenant, workspace) pair and of each collector token. */
   rateLimitPerSecond: number;
+  /** Requests per second one address may have refused (unknown tenant, workspace or token). */
+  refusedRateLimitPerSecond: number;
   /** Stamps `received_at` on every line. */
   clock: Clock;
   /** Re-reads the registry after a control-plane change; a no-op where the database is elsewhere. */
@@ -76,6 +79,7 @@ export async function openOwnedCollector(context: Context): Promise<CollectorRun
     intakePool,
     corsOrigins: context.config.cors_origins,
     rateLimitPerSecond: context.config.collector_rate_limit,
+    refusedRateLimitPerSecond: context.config.refused_rate_limit,
     clock: context.clock,
     async refresh() {
       registry.replace(await publishRegistry(context));
@@ -125,6 +129,7 @@ export async function openFileCollector(
     intakePool,
     corsOrigins: config.cors_origins,
     rateLimitPerSecond: config.collector_rate_limit,
+    refusedRateLimitPerSecond: config.refused_rate_limit,
     clock: systemClock,
     refresh: async () => undefined,
     async close() {

@@ -43,7 +43,13 @@ export async function openTestEnv(
 ): Promise<TestEnv> {
   const dir = tempDir();
   const config = loadConfig(
-    { data_dir: dir, collector_rate_limit: 100_000, ...options.config },
+    {
+      data_dir: dir,
+      collector_rate_limit: 100_000,
+      control_plane_rate_limit: 100_000,
+      refused_rate_limit: 100_000,
+      ...options.config,
+    },
     {},
   );
   const dataDir = openDataDir(config.data_dir, config.master_key);
