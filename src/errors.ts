@@ -53,6 +53,21 @@ export class ConflictError extends AppError {
   }
 }
 
+/**
+ * A create that would take a tenant past one of its quotas (design §6: 409, the request conflicts
+ * with what the tenant holds; retrying does not help until something is deleted or revoked).
+ */
+export class QuotaExceededError extends AppError {
+  constructor(quota: string, limit: number) {
+    super(
+      409,
+      'quota_exceeded',
+      `this tenant already has the most ${quota.replaceAll('_', ' ')} it may have (${limit}); delete some first, or ask the operator to raise quota_${quota}`,
+      { quota, limit },
+    );
+  }
+}
+
 export class PayloadTooLargeError extends AppError {
   constructor(message: string) {
     super(413, 'payload_too_large', message);

@@ -1,6 +1,7 @@
 import { type Context, nowIso } from '../context.js';
 import { ConflictError, NotFoundError } from '../errors.js';
 import type { Session } from '../store/session.js';
+import { requireRoom } from '../tenancy/quotas.js';
 
 export interface EventType {
   event_name: string;
@@ -32,6 +33,7 @@ export async function putEventType(
 ): Promise<{ eventType: EventType; created: boolean }> {
   return context.store.write(async (session) => {
     const existing = await findEventType(session, tenantId, eventName);
+    if (!existing) await requireRoom(session, context.config, tenantId, 'event_types');
     await session.run(existing ? 'update_event_type' : 'insert_event_type', {
       tenant_id: tenantId,
       event_name: eventName,

@@ -1,6 +1,7 @@
 import { findEventType } from '../catalog/event-types.js';
 import { type Context, nowIso } from '../context.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
+import { requireRoom } from '../tenancy/quotas.js';
 import { findWorkspace } from '../tenancy/workspaces.js';
 import type { MetricDefinitionInput } from './definition-schema.js';
 import { freezeDefinition, metricTime } from './materialize.js';
@@ -78,6 +79,7 @@ export async function createMetricDefinition(
         `metric ${input.metric_name} on event ${input.event_name} is already defined for workspace ${input.workspace_id}`,
       );
     }
+    await requireRoom(session, context.config, tenantId, 'metric_definitions');
     await session.run('insert_metric_definition', {
       ...key,
       value_kind: input.value_kind,

@@ -3,6 +3,7 @@ import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { metricShapes } from '../metrics/shapes.js';
 import { decodeCursor, type Page, segmentCursorSchema, toPage } from '../store/cursor.js';
 import type { Session } from '../store/session.js';
+import { requireRoom } from '../tenancy/quotas.js';
 import { findWorkspace, requireWorkspace } from '../tenancy/workspaces.js';
 import { parsePredicate } from './predicate.js';
 
@@ -107,6 +108,7 @@ export async function createSegment(
         `segment ${key.segmentId} already exists in workspace ${key.workspaceId}`,
       );
     }
+    await requireRoom(session, context.config, key.tenantId, 'segments');
     await session.run('insert_segment', {
       ...keyParams(key),
       display_name: input.display_name,

@@ -1,6 +1,7 @@
 import { type Context, nowIso } from '../context.js';
 import { ConflictError } from '../errors.js';
 import { DEFAULT_IDENTIFIER_TYPES } from '../identity/identifier-types.js';
+import { requireRoom } from './quotas.js';
 import { requireTenant, tenantExists } from './tenant-lookup.js';
 import { type IssuedToken, insertToken } from './tokens.js';
 
@@ -18,7 +19,9 @@ export async function createTenant(
       throw new ConflictError(`tenant ${tenantId} already exists`);
     const now = nowIso(context);
     await session.run('insert_tenant', { tenant_id: tenantId, now });
-    for (const workspaceId of new Set(workspaceIds)) {
+    const workspaces = new Set(workspaceIds);
+    await requireRoom(session, context.config, tenantId, 'workspaces', workspaces.size);
+    for (const workspaceId of workspaces) {
       await session.run('insert_workspace', {
         tenant_id: tenantId,
         workspace_id: workspaceId,
@@ -52,6 +55,7 @@ export async function issueTenantToken(
 ): Promise<IssuedToken> {
   return context.store.write(async (session) => {
     await requireTenant(session, tenantId);
+    await requireRoom(session, context.config, tenantId, 'tokens');
     return insertToken(session, nowIso(context), {
       tenantId,
       kind: 'tenant',

@@ -1,6 +1,7 @@
 import { type Context, nowIso } from '../context.js';
 import { NotFoundError, ValidationError } from '../errors.js';
 import type { Session } from '../store/session.js';
+import { requireRoom } from './quotas.js';
 import {
   digestToken,
   generateToken,
@@ -70,6 +71,7 @@ export async function issueToken(
     if (spec.workspaceId !== null && !(await findWorkspace(session, tenantId, spec.workspaceId))) {
       throw ValidationError.field('workspace_id', `workspace ${spec.workspaceId} does not exist`);
     }
+    await requireRoom(session, context.config, tenantId, 'tokens');
     return insertToken(session, nowIso(context), { tenantId, ...spec });
   });
 }

@@ -1,6 +1,7 @@
 import { type Context, nowIso } from '../context.js';
 import { NotFoundError } from '../errors.js';
 import type { Session } from '../store/session.js';
+import { requireRoom } from './quotas.js';
 
 export interface Workspace {
   workspace_id: string;
@@ -46,6 +47,7 @@ export async function putWorkspace(
       now: nowIso(context),
     };
     const existing = await findWorkspace(session, tenantId, workspaceId);
+    if (!existing) await requireRoom(session, context.config, tenantId, 'workspaces');
     await session.run(existing ? 'update_workspace' : 'insert_workspace', params);
     return {
       workspace: await requireWorkspace(session, tenantId, workspaceId),

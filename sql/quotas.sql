@@ -1,0 +1,14 @@
+/* @name quota_count_workspaces */
+SELECT count(*) AS held FROM workspaces WHERE tenant_id = $tenant_id;
+
+/* @name quota_count_segments */
+SELECT count(*) AS held FROM segments WHERE tenant_id = $tenant_id;
+
+/* @name quota_count_metric_definitions */
+SELECT count(*) AS held FROM metric_definitions WHERE tenant_id = $tenant_id;
+
+/* @name quota_count_event_types */
+SELECT count(*) AS held FROM event_types WHERE tenant_id = $tenant_id;
+
+/* @name quota_count_tokens */
+SELECT count(*) AS held FROM tokens WHERE tenant_id = $tenant_id AND revoked_at IS NULL;
