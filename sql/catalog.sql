@@ -11,9 +11,13 @@ UPDATE event_types
 SET dedup_entity = $dedup_entity, dedup_key_paths = CAST($dedup_key_paths AS JSON)::VARCHAR[], updated_at = $now::TIMESTAMP
 WHERE tenant_id = $tenant_id AND event_name = $event_name;
 
-/* @name list_event_types */
+/* @name list_event_types_page */
+-- Keyset paging on event_name; $after_event is NULL on the first page.
 SELECT event_name, dedup_entity, dedup_key_paths, created_at, updated_at
-FROM event_types WHERE tenant_id = $tenant_id ORDER BY event_name;
+FROM event_types
+WHERE tenant_id = $tenant_id AND ($after_event IS NULL OR event_name > $after_event)
+ORDER BY event_name
+LIMIT $limit;
 
 /* @name delete_event_type */
 DELETE FROM event_types WHERE tenant_id = $tenant_id AND event_name = $event_name;

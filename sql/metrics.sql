@@ -13,12 +13,16 @@ INSERT INTO metric_definitions (tenant_id, workspace_scope, metric_name, event_n
 VALUES ($tenant_id, $workspace_scope, $metric_name, $event_name, $value_kind, $value_path,
   $aggregation, $keep, $window_days, $display_name, $description, $now::TIMESTAMP);
 
-/* @name list_metric_definitions */
+/* @name list_metric_definitions_page */
+-- Keyset paging on (metric_name, event_name, workspace_scope); $after_* are NULL on the first page.
 SELECT workspace_scope AS workspace_id, metric_name, event_name, value_kind, value_path, display_name,
   description, window_days, aggregation, keep, created_at
 FROM metric_definitions
 WHERE tenant_id = $tenant_id AND ($workspace_id IS NULL OR workspace_scope IN ('*', $workspace_id))
-ORDER BY metric_name, event_name, workspace_scope;
+  AND ($after_metric IS NULL
+    OR (metric_name, event_name, workspace_scope) > ($after_metric, $after_event, $after_scope))
+ORDER BY metric_name, event_name, workspace_scope
+LIMIT $limit;
 
 /* @name delete_metric_definition */
 DELETE FROM metric_definitions

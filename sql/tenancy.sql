@@ -9,6 +9,14 @@ SELECT t.tenant_id, t.created_at, count(w.workspace_id) AS workspaces
 FROM tenants t LEFT JOIN workspaces w USING (tenant_id)
 GROUP BY ALL ORDER BY t.tenant_id;
 
+/* @name list_tenants_page */
+-- Keyset paging on tenant_id; $after_tenant is NULL on the first page.
+SELECT t.tenant_id, t.created_at, count(w.workspace_id) AS workspaces
+FROM tenants t LEFT JOIN workspaces w USING (tenant_id)
+WHERE $after_tenant IS NULL OR t.tenant_id > $after_tenant
+GROUP BY ALL ORDER BY t.tenant_id
+LIMIT $limit;
+
 /* @name get_workspace */
 SELECT workspace_id, display_name, created_at, updated_at
 FROM workspaces WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id;
@@ -21,9 +29,13 @@ VALUES ($tenant_id, $workspace_id, $display_name, $now::TIMESTAMP, $now::TIMESTA
 UPDATE workspaces SET display_name = $display_name, updated_at = $now::TIMESTAMP
 WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id;
 
-/* @name list_workspaces */
+/* @name list_workspaces_page */
+-- Keyset paging on workspace_id; $after_workspace is NULL on the first page.
 SELECT workspace_id, display_name, created_at, updated_at
-FROM workspaces WHERE tenant_id = $tenant_id ORDER BY workspace_id;
+FROM workspaces
+WHERE tenant_id = $tenant_id AND ($after_workspace IS NULL OR workspace_id > $after_workspace)
+ORDER BY workspace_id
+LIMIT $limit;
 
 /* @name insert_token */
 INSERT INTO tokens (token_id, tenant_id, kind, workspace_id, name, token_lookup, token_hash, created_at)
@@ -33,9 +45,14 @@ VALUES ($token_id, $tenant_id, $kind, $workspace_id, $name, $token_lookup, $toke
 SELECT token_id, tenant_id, kind, workspace_id, token_hash
 FROM tokens WHERE token_lookup = $token_lookup AND revoked_at IS NULL;
 
-/* @name list_tokens */
+/* @name list_tokens_page */
+-- Keyset paging on (created_at, token_id); $after_* are NULL on the first page.
 SELECT token_id, kind, workspace_id, name, created_at, revoked_at
-FROM tokens WHERE tenant_id = $tenant_id ORDER BY created_at, token_id;
+FROM tokens
+WHERE tenant_id = $tenant_id
+  AND ($after_token IS NULL OR (created_at, token_id) > ($after_created::TIMESTAMP, $after_token))
+ORDER BY created_at, token_id
+LIMIT $limit;
 
 /* @name revoke_token */
 UPDATE tokens SET revoked_at = $now::TIMESTAMP

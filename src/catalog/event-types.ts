@@ -1,5 +1,7 @@
+import { z } from 'zod';
 import { type Context, nowIso } from '../context.js';
 import { ConflictError, NotFoundError } from '../errors.js';
+import { decodeCursor, type Page, type PageQuery, toPage } from '../store/cursor.js';
 import type { Session } from '../store/session.js';
 import { requireRoom } from '../tenancy/quotas.js';
 
@@ -48,9 +50,26 @@ export async function putEventType(
   });
 }
 
-export async function listEventTypes(context: Context, tenantId: string): Promise<EventType[]> {
-  return context.store.read((session) =>
-    session.all<EventType>('list_event_types', { tenant_id: tenantId }),
+const eventTypeCursor = z.strictObject({ e: z.string() });
+
+export async function listEventTypes(
+  context: Context,
+  tenantId: string,
+  query: PageQuery,
+): Promise<Page<EventType>> {
+  const after = query.cursor === null ? null : decodeCursor(query.cursor, eventTypeCursor);
+  const rows = await context.store.read((session) =>
+    session.all<EventType>('list_event_types_page', {
+      tenant_id: tenantId,
+      after_event: after?.e ?? null,
+      limit: query.limit + 1,
+    }),
+  );
+  return toPage(
+    rows,
+    query.limit,
+    (row) => ({ e: row.event_name }),
+    (row) => row,
   );
 }
 

@@ -1,6 +1,8 @@
+import { z } from 'zod';
 import { findEventType } from '../catalog/event-types.js';
 import { type Context, nowIso } from '../context.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
+import { decodeCursor, type Page, type PageQuery, toPage } from '../store/cursor.js';
 import { requireRoom } from '../tenancy/quotas.js';
 import { findWorkspace } from '../tenancy/workspaces.js';
 import type { MetricDefinitionInput } from './definition-schema.js';
@@ -95,17 +97,31 @@ export async function createMetricDefinition(
   });
 }
 
+const definitionCursor = z.strictObject({ m: z.string(), e: z.string(), w: z.string() });
+
 /** Every definition of the tenant, or with `workspaceId` only those that apply to that workspace. */
 export async function listMetricDefinitions(
   context: Context,
   tenantId: string,
   workspaceId: string | null,
-): Promise<MetricDefinition[]> {
-  return context.store.read((session) =>
-    session.all<MetricDefinition>('list_metric_definitions', {
+  query: PageQuery,
+): Promise<Page<MetricDefinition>> {
+  const after = query.cursor === null ? null : decodeCursor(query.cursor, definitionCursor);
+  const rows = await context.store.read((session) =>
+    session.all<MetricDefinition>('list_metric_definitions_page', {
       tenant_id: tenantId,
       workspace_id: workspaceId,
+      after_metric: after?.m ?? null,
+      after_event: after?.e ?? null,
+      after_scope: after?.w ?? null,
+      limit: query.limit + 1,
     }),
+  );
+  return toPage(
+    rows,
+    query.limit,
+    (row) => ({ m: row.metric_name, e: row.event_name, w: row.workspace_id }),
+    (row) => row,
   );
 }
 

@@ -4,6 +4,12 @@ import { ValidationError } from '../errors.js';
 export const DEFAULT_PAGE_SIZE = 100;
 export const MAX_PAGE_SIZE = 500;
 
+/** What a listing route takes (design §6): `limit` rows after `cursor`, from the start without one. */
+export interface PageQuery {
+  limit: number;
+  cursor: string | null;
+}
+
 export interface Page<T> {
   items: T[];
   next_cursor: string | null;

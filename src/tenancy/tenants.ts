@@ -1,6 +1,8 @@
+import { z } from 'zod';
 import { type Context, nowIso } from '../context.js';
 import { ConflictError } from '../errors.js';
 import { DEFAULT_IDENTIFIER_TYPES } from '../identity/identifier-types.js';
+import { decodeCursor, type Page, type PageQuery, toPage } from '../store/cursor.js';
 import { requireRoom } from './quotas.js';
 import { requireTenant, tenantExists } from './tenant-lookup.js';
 import { type IssuedToken, insertToken } from './tokens.js';
@@ -71,6 +73,23 @@ export interface TenantSummary {
   workspaces: number;
 }
 
-export async function listTenants(context: Context): Promise<TenantSummary[]> {
-  return context.store.read((session) => session.all<TenantSummary>('list_tenants'));
+const tenantCursor = z.strictObject({ t: z.string() });
+
+export async function listTenants(
+  context: Context,
+  query: PageQuery,
+): Promise<Page<TenantSummary>> {
+  const after = query.cursor === null ? null : decodeCursor(query.cursor, tenantCursor);
+  const rows = await context.store.read((session) =>
+    session.all<TenantSummary>('list_tenants_page', {
+      after_tenant: after?.t ?? null,
+      limit: query.limit + 1,
+    }),
+  );
+  return toPage(
+    rows,
+    query.limit,
+    (row) => ({ t: row.tenant_id }),
+    (row) => row,
+  );
 }

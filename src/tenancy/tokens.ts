@@ -1,5 +1,7 @@
+import { z } from 'zod';
 import { type Context, nowIso } from '../context.js';
 import { NotFoundError, ValidationError } from '../errors.js';
+import { decodeCursor, type Page, type PageQuery, toPage } from '../store/cursor.js';
 import type { Session } from '../store/session.js';
 import { requireRoom } from './quotas.js';
 import {
@@ -76,9 +78,28 @@ export async function issueToken(
   });
 }
 
-export async function listTokens(context: Context, tenantId: string): Promise<TokenListing[]> {
-  return context.store.read((session) =>
-    session.all<TokenListing>('list_tokens', { tenant_id: tenantId }),
+const tokenCursor = z.strictObject({ c: z.iso.datetime(), t: z.string() });
+
+/** Oldest first, revoked ones included. */
+export async function listTokens(
+  context: Context,
+  tenantId: string,
+  query: PageQuery,
+): Promise<Page<TokenListing>> {
+  const after = query.cursor === null ? null : decodeCursor(query.cursor, tokenCursor);
+  const rows = await context.store.read((session) =>
+    session.all<TokenListing>('list_tokens_page', {
+      tenant_id: tenantId,
+      after_created: after?.c ?? null,
+      after_token: after?.t ?? null,
+      limit: query.limit + 1,
+    }),
+  );
+  return toPage(
+    rows,
+    query.limit,
+    (row) => ({ c: row.created_at, t: row.token_id }),
+    (row) => row,
   );
 }
 

@@ -1,5 +1,7 @@
+import { z } from 'zod';
 import { type Context, nowIso } from '../context.js';
 import { NotFoundError } from '../errors.js';
+import { decodeCursor, type Page, type PageQuery, toPage } from '../store/cursor.js';
 import type { Session } from '../store/session.js';
 import { requireRoom } from './quotas.js';
 
@@ -56,8 +58,25 @@ export async function putWorkspace(
   });
 }
 
-export async function listWorkspaces(context: Context, tenantId: string): Promise<Workspace[]> {
-  return context.store.read((session) =>
-    session.all<Workspace>('list_workspaces', { tenant_id: tenantId }),
+const workspaceCursor = z.strictObject({ w: z.string() });
+
+export async function listWorkspaces(
+  context: Context,
+  tenantId: string,
+  query: PageQuery,
+): Promise<Page<Workspace>> {
+  const after = query.cursor === null ? null : decodeCursor(query.cursor, workspaceCursor);
+  const rows = await context.store.read((session) =>
+    session.all<Workspace>('list_workspaces_page', {
+      tenant_id: tenantId,
+      after_workspace: after?.w ?? null,
+      limit: query.limit + 1,
+    }),
+  );
+  return toPage(
+    rows,
+    query.limit,
+    (row) => ({ w: row.workspace_id }),
+    (row) => row,
   );
 }

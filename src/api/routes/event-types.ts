@@ -9,6 +9,7 @@ import {
   eventTypeResponse,
   noContent,
   optionalBody,
+  pagingQuery,
   tenantParams,
 } from '../schemas.js';
 
@@ -64,10 +65,22 @@ export function eventTypeRoutes(app: FastifyInstance, context: Context): void {
       config: { access: 'tenant-member' },
       schema: {
         params: tenantParams,
-        response: { 200: z.object({ event_types: z.array(eventTypeResponse) }) },
+        querystring: pagingQuery,
+        response: {
+          200: z.object({
+            event_types: z.array(eventTypeResponse),
+            next_cursor: z.string().nullable(),
+          }),
+        },
       },
     },
-    async (request) => ({ event_types: await listEventTypes(context, request.params.tenant) }),
+    async (request) => {
+      const page = await listEventTypes(context, request.params.tenant, {
+        limit: request.query.limit,
+        cursor: request.query.cursor ?? null,
+      });
+      return { event_types: page.items, next_cursor: page.next_cursor };
+    },
   );
   api.delete(
     '/v1/tenants/:tenant/event-types/:event_name',

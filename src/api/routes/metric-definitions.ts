@@ -14,7 +14,7 @@ import {
   listMetricDefinitions,
 } from '../../metrics/definitions.js';
 import { requestedWorkspace } from '../auth.js';
-import { metricDefinitionResponse, noContent, tenantParams } from '../schemas.js';
+import { metricDefinitionResponse, noContent, pagingQuery, tenantParams } from '../schemas.js';
 
 export function metricDefinitionRoutes(app: FastifyInstance, context: Context): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
@@ -45,17 +45,24 @@ export function metricDefinitionRoutes(app: FastifyInstance, context: Context): 
       config: { access: 'workspace-member' },
       schema: {
         params: tenantParams,
-        querystring: z.object({ workspace_id: idSchema.optional() }),
-        response: { 200: z.object({ metric_definitions: z.array(metricDefinitionResponse) }) },
+        querystring: pagingQuery.extend({ workspace_id: idSchema.optional() }),
+        response: {
+          200: z.object({
+            metric_definitions: z.array(metricDefinitionResponse),
+            next_cursor: z.string().nullable(),
+          }),
+        },
       },
     },
-    async (request) => ({
-      metric_definitions: await listMetricDefinitions(
+    async (request) => {
+      const page = await listMetricDefinitions(
         context,
         request.params.tenant,
         requestedWorkspace(request) ?? null,
-      ),
-    }),
+        { limit: request.query.limit, cursor: request.query.cursor ?? null },
+      );
+      return { metric_definitions: page.items, next_cursor: page.next_cursor };
+    },
   );
   api.delete(
     '/v1/tenants/:tenant/metric-definitions',

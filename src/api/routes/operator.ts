@@ -7,7 +7,13 @@ import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../store/cursor.js';
 import { writeSnapshot } from '../../store/snapshot.js';
 import { createTenant, issueTenantToken, listTenants } from '../../tenancy/tenants.js';
 import { listWebhooks, retryFailedWebhooks } from '../../webhooks/outbox.js';
-import { issuedTokenResponse, optionalBody, tenantParams, webhookResponse } from '../schemas.js';
+import {
+  issuedTokenResponse,
+  optionalBody,
+  pagingQuery,
+  tenantParams,
+  webhookResponse,
+} from '../schemas.js';
 
 /**
  * Operator-only routes behind the CLI's `cds tenants`, `cds tokens issue-tenant`, `cds webhooks`
@@ -45,16 +51,24 @@ export function operatorRoutes(app: FastifyInstance, context: Context): void {
     {
       config: { access: 'operator' },
       schema: {
+        querystring: pagingQuery,
         response: {
           200: z.object({
             tenants: z.array(
               z.object({ tenant_id: z.string(), created_at: z.string(), workspaces: z.number() }),
             ),
+            next_cursor: z.string().nullable(),
           }),
         },
       },
     },
-    async () => ({ tenants: await listTenants(context) }),
+    async (request) => {
+      const page = await listTenants(context, {
+        limit: request.query.limit,
+        cursor: request.query.cursor ?? null,
+      });
+      return { tenants: page.items, next_cursor: page.next_cursor };
+    },
   );
   api.post(
     '/v1/operator/tenants/:tenant/tenant-tokens',

@@ -4,7 +4,13 @@ import { z } from 'zod';
 import type { Context } from '../../context.js';
 import { idSchema } from '../../ids.js';
 import { issueToken, listTokens, revokeToken } from '../../tenancy/tokens.js';
-import { issuedTokenResponse, noContent, tenantParams, tokenListingResponse } from '../schemas.js';
+import {
+  issuedTokenResponse,
+  noContent,
+  pagingQuery,
+  tenantParams,
+  tokenListingResponse,
+} from '../schemas.js';
 
 const tokenName = z.string().min(1).max(200);
 
@@ -37,10 +43,22 @@ export function tokenRoutes(app: FastifyInstance, context: Context): void {
       config: { access: 'tenant-token' },
       schema: {
         params: tenantParams,
-        response: { 200: z.object({ tokens: z.array(tokenListingResponse) }) },
+        querystring: pagingQuery,
+        response: {
+          200: z.object({
+            tokens: z.array(tokenListingResponse),
+            next_cursor: z.string().nullable(),
+          }),
+        },
       },
     },
-    async (request) => ({ tokens: await listTokens(context, request.params.tenant) }),
+    async (request) => {
+      const page = await listTokens(context, request.params.tenant, {
+        limit: request.query.limit,
+        cursor: request.query.cursor ?? null,
+      });
+      return { tokens: page.items, next_cursor: page.next_cursor };
+    },
   );
   api.delete(
     '/v1/tenants/:tenant/tokens/:token_id',

@@ -3,7 +3,13 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Context } from '../../context.js';
 import { listWorkspaces, putWorkspace, requireWorkspace } from '../../tenancy/workspaces.js';
-import { optionalBody, tenantParams, workspaceParams, workspaceResponse } from '../schemas.js';
+import {
+  optionalBody,
+  pagingQuery,
+  tenantParams,
+  workspaceParams,
+  workspaceResponse,
+} from '../schemas.js';
 
 export function workspaceRoutes(app: FastifyInstance, context: Context): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
@@ -34,10 +40,22 @@ export function workspaceRoutes(app: FastifyInstance, context: Context): void {
       config: { access: 'tenant-token' },
       schema: {
         params: tenantParams,
-        response: { 200: z.object({ workspaces: z.array(workspaceResponse) }) },
+        querystring: pagingQuery,
+        response: {
+          200: z.object({
+            workspaces: z.array(workspaceResponse),
+            next_cursor: z.string().nullable(),
+          }),
+        },
       },
     },
-    async (request) => ({ workspaces: await listWorkspaces(context, request.params.tenant) }),
+    async (request) => {
+      const page = await listWorkspaces(context, request.params.tenant, {
+        limit: request.query.limit,
+        cursor: request.query.cursor ?? null,
+      });
+      return { workspaces: page.items, next_cursor: page.next_cursor };
+    },
   );
   api.get(
     '/v1/tenants/:tenant/workspaces/:workspace',

@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { type GlobalOptions, withAdminClient } from '../admin-client.js';
 import { tenantOption, tenantPath } from '../options.js';
 import { output, printTable } from '../output.js';
+import { allPages } from '../paged.js';
 
 export function metricsCommand(): Command {
   const metrics = new Command('metrics').description('metric definitions');
@@ -13,13 +14,18 @@ export function metricsCommand(): Command {
     .option('-w, --workspace <workspace>', 'only those that apply to this workspace')
     .action(async (options: { tenant: string; workspace?: string }, command: Command) => {
       const globals = command.optsWithGlobals<GlobalOptions>();
-      const listing = await withAdminClient(globals, (client) =>
-        client<{ metric_definitions: Record<string, unknown>[] }>({
-          method: 'GET',
-          path: tenantPath(options.tenant, 'metric-definitions'),
-          query: { workspace_id: options.workspace },
-        }),
+      const definitions = await withAdminClient(globals, (client) =>
+        allPages<'metric_definitions', Record<string, unknown>>(
+          client,
+          {
+            method: 'GET',
+            path: tenantPath(options.tenant, 'metric-definitions'),
+            query: { workspace_id: options.workspace },
+          },
+          'metric_definitions',
+        ),
       );
+      const listing = { metric_definitions: definitions };
       output(globals.json, listing, (value) =>
         printTable(value.metric_definitions, [
           'workspace_id',

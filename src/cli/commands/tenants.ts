@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { type GlobalOptions, withAdminClient } from '../admin-client.js';
 import { output, printTable } from '../output.js';
+import { allPages } from '../paged.js';
 
 interface IssuedToken {
   token_id: string;
@@ -42,12 +43,14 @@ export function tenantsCommand(): Command {
     .description('list tenants')
     .action(async (_options: unknown, command: Command) => {
       const globals = command.optsWithGlobals<GlobalOptions>();
-      const listed = await withAdminClient(globals, (client) =>
-        client<{ tenants: Record<string, unknown>[] }>({
-          method: 'GET',
-          path: '/v1/operator/tenants',
-        }),
+      const tenants = await withAdminClient(globals, (client) =>
+        allPages<'tenants', Record<string, unknown>>(
+          client,
+          { method: 'GET', path: '/v1/operator/tenants' },
+          'tenants',
+        ),
       );
+      const listed = { tenants };
       output(globals.json, listed, (value) =>
         printTable(value.tenants, ['tenant_id', 'workspaces', 'created_at']),
       );

@@ -2,6 +2,7 @@ import { Command, Option } from 'commander';
 import { type GlobalOptions, withAdminClient } from '../admin-client.js';
 import { tenantOption, tenantPath } from '../options.js';
 import { output, printTable } from '../output.js';
+import { allPages } from '../paged.js';
 
 interface IssuedToken {
   token_id: string;
@@ -72,12 +73,14 @@ export function tokensCommand(): Command {
     .addOption(tenantOption())
     .action(async (options: { tenant: string }, command: Command) => {
       const globals = command.optsWithGlobals<GlobalOptions>();
-      const listed = await withAdminClient(globals, (client) =>
-        client<{ tokens: Record<string, unknown>[] }>({
-          method: 'GET',
-          path: tenantPath(options.tenant, 'tokens'),
-        }),
+      const tokens = await withAdminClient(globals, (client) =>
+        allPages<'tokens', Record<string, unknown>>(
+          client,
+          { method: 'GET', path: tenantPath(options.tenant, 'tokens') },
+          'tokens',
+        ),
       );
+      const listed = { tokens };
       output(globals.json, listed, (value) =>
         printTable(value.tokens, [
           'token_id',
