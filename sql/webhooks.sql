@@ -22,10 +22,12 @@ UPDATE webhook_outbox SET attempts = attempts + 1, last_error = $error,
 WHERE status = 'pending' AND webhook_id = $webhook_id;
 
 /* @name webhooks_list */
+-- Newest first; keyset paging on (created_at, webhook_id), $after_* NULL on the first page.
 SELECT webhook_id, tenant_id, workspace_id, segment_id, profile_id, type, backfill, status, attempts, created_at,
   first_attempt_at, last_attempt_at, next_attempt_at, delivered_at, last_error
 FROM webhook_outbox
 WHERE ($status IS NULL OR status = $status)
+  AND ($after_webhook IS NULL OR (created_at, webhook_id) < ($after_created::TIMESTAMP, $after_webhook))
 ORDER BY created_at DESC, webhook_id DESC
 LIMIT $limit;
 

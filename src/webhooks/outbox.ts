@@ -1,4 +1,6 @@
+import { z } from 'zod';
 import type { Context } from '../context.js';
+import { decodeCursor, type Page, type PageQuery, toPage } from '../store/cursor.js';
 
 export type WebhookStatus = 'pending' | 'delivered' | 'failed';
 
@@ -20,12 +22,26 @@ export interface OutboxEntry {
   last_error: string | null;
 }
 
+const webhookCursor = z.strictObject({ c: z.iso.datetime(), h: z.string() });
+
 export async function listWebhooks(
   context: Context,
-  query: { status: WebhookStatus | null; limit: number },
-): Promise<OutboxEntry[]> {
-  return context.store.read((session) =>
-    session.all<OutboxEntry>('webhooks_list', { status: query.status, limit: query.limit }),
+  query: PageQuery & { status: WebhookStatus | null },
+): Promise<Page<OutboxEntry>> {
+  const after = query.cursor === null ? null : decodeCursor(query.cursor, webhookCursor);
+  const rows = await context.store.read((session) =>
+    session.all<OutboxEntry>('webhooks_list', {
+      status: query.status,
+      after_created: after?.c ?? null,
+      after_webhook: after?.h ?? null,
+      limit: query.limit + 1,
+    }),
+  );
+  return toPage(
+    rows,
+    query.limit,
+    (row) => ({ c: row.created_at, h: row.webhook_id }),
+    (row) => row,
   );
 }
 

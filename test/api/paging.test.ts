@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operatorToken } from '../../src/tenancy/operator.js';
 import { openTestEnv, type TestEnv } from '../helpers/context.js';
+import { envelope, registerEventTypes, sendServer } from '../helpers/events.js';
 import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
 
 const ACME = '/v1/tenants/acme';
@@ -140,4 +141,54 @@ describe('paged listings', () => {
       }
     },
   );
+});
+
+describe('paged webhook outbox', () => {
+  it('pages the operator’s webhook list newest first, visiting each once', async () => {
+    const outer = env;
+    // Nothing is sent: the sender is not started, so the deliveries stay pending in the outbox.
+    env = await openTestEnv({
+      collector: true,
+      config: { webhook_url: 'http://127.0.0.1:9/unused', webhook_secret: 'whsec_dGVzdA==' },
+    });
+    try {
+      const own = await seedTenants(env.context);
+      const operatorOfOwn = operatorToken(env.context.dataDir.masterKey);
+      await registerEventTypes(env, own.tenant);
+      await call(env.app, own.tenant, 'PUT', `${ACME}/metric-definitions`, {
+        metric_name: 'orders',
+        event_name: 'order_completed',
+        value_kind: 'count',
+      });
+      const segment = await call(env.app, own.tenant, 'PUT', `${ACME}/segments/buyers`, {
+        workspace_id: 'eu',
+        display_name: 'buyers',
+        predicate: { metric: 'orders', op: 'gte', value: 1 },
+      });
+      expect(segment.statusCode, segment.body).toBe(201);
+      // Two batches a minute apart: some deliveries share created_at, some do not.
+      for (const emails of [['a', 'b', 'c'], ['d', 'e']]) {
+        const events = emails.map((email) =>
+          envelope({
+            name: 'order_completed',
+            identifiers: { email: `${email}@shop.test` },
+            properties: { order_id: email },
+          }),
+        );
+        expect((await sendServer(env, own.collector, events)).statusCode).toBe(202);
+        await env.ingest();
+        env.clock.advance(60_000);
+      }
+      const paged = await walk(operatorOfOwn, '/v1/operator/webhooks?status=pending', 'webhooks');
+      const whole = (await call(env.app, operatorOfOwn, 'GET', '/v1/operator/webhooks')).json();
+      expect(whole.webhooks).toHaveLength(5);
+      expect(paged.items).toEqual(whole.webhooks);
+      expect(paged.pages).toBe(3);
+      const bad = await call(env.app, operatorOfOwn, 'GET', '/v1/operator/webhooks?cursor=nope');
+      expect(bad.statusCode).toBe(422);
+    } finally {
+      await env.close();
+      env = outer;
+    }
+  });
 });

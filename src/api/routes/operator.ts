@@ -3,7 +3,6 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Context } from '../../context.js';
 import { idSchema } from '../../ids.js';
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../store/cursor.js';
 import { writeSnapshot } from '../../store/snapshot.js';
 import { createTenant, issueTenantToken, listTenants } from '../../tenancy/tenants.js';
 import { listWebhooks, retryFailedWebhooks } from '../../webhooks/outbox.js';
@@ -90,19 +89,25 @@ export function operatorRoutes(app: FastifyInstance, context: Context): void {
     {
       config: { access: 'operator' },
       schema: {
-        querystring: z.object({
+        querystring: pagingQuery.extend({
           status: z.enum(['pending', 'delivered', 'failed']).optional(),
-          limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).default(DEFAULT_PAGE_SIZE),
         }),
-        response: { 200: z.object({ webhooks: z.array(webhookResponse) }) },
+        response: {
+          200: z.object({
+            webhooks: z.array(webhookResponse),
+            next_cursor: z.string().nullable(),
+          }),
+        },
       },
     },
-    async (request) => ({
-      webhooks: await listWebhooks(context, {
+    async (request) => {
+      const page = await listWebhooks(context, {
         status: request.query.status ?? null,
         limit: request.query.limit,
-      }),
-    }),
+        cursor: request.query.cursor ?? null,
+      });
+      return { webhooks: page.items, next_cursor: page.next_cursor };
+    },
   );
   api.post(
     '/v1/operator/webhooks/retry',

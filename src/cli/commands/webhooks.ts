@@ -1,6 +1,7 @@
 import { Command, Option } from 'commander';
 import { type GlobalOptions, withAdminClient } from '../admin-client.js';
-import { output, printTable } from '../output.js';
+import { cursorOption } from '../options.js';
+import { output, printNextPage, printTable } from '../output.js';
 
 export function webhooksCommand(): Command {
   const webhooks = new Command('webhooks').description('segment webhook deliveries (the outbox)');
@@ -17,17 +18,25 @@ export function webhooksCommand(): Command {
       ]),
     )
     .option('--limit <n>', 'how many (1-500)')
+    .addOption(cursorOption())
     .action(
-      async (options: { failed?: boolean; status?: string; limit?: string }, command: Command) => {
+      async (
+        options: { failed?: boolean; status?: string; limit?: string; cursor?: string },
+        command: Command,
+      ) => {
         const globals = command.optsWithGlobals<GlobalOptions>();
         const listing = await withAdminClient(globals, (client) =>
-          client<{ webhooks: Record<string, unknown>[] }>({
+          client<{ webhooks: Record<string, unknown>[]; next_cursor: string | null }>({
             method: 'GET',
             path: '/v1/operator/webhooks',
-            query: { status: options.failed ? 'failed' : options.status, limit: options.limit },
+            query: {
+              status: options.failed ? 'failed' : options.status,
+              limit: options.limit,
+              cursor: options.cursor,
+            },
           }),
         );
-        output(globals.json, listing, (value) =>
+        output(globals.json, listing, (value) => {
           printTable(value.webhooks, [
             'webhook_id',
             'type',
@@ -37,8 +46,9 @@ export function webhooksCommand(): Command {
             'attempts',
             'created_at',
             'last_error',
-          ]),
-        );
+          ]);
+          printNextPage(value.next_cursor);
+        });
       },
     );
 
