@@ -48,9 +48,7 @@ export function handleError(
   const known = error instanceof AppError ? error : fromFastify(error);
   if (known) {
     if (known.status >= 500) request.log.error({ err: error }, 'request failed');
-    if (known instanceof RateLimitedError) {
-      reply.header('retry-after', String(known.retryAfterSeconds));
-    }
+    if (known instanceof RateLimitedError) reply.header('retry-after', known.retryAfterSeconds);
     return reply.code(known.status).send(errorBody(known));
   }
   request.log.error({ err: error }, 'unexpected error');
