@@ -167,7 +167,10 @@ describe('paged webhook outbox', () => {
       });
       expect(segment.statusCode, segment.body).toBe(201);
       // Two batches a minute apart: some deliveries share created_at, some do not.
-      for (const emails of [['a', 'b', 'c'], ['d', 'e']]) {
+      for (const emails of [
+        ['a', 'b', 'c'],
+        ['d', 'e'],
+      ]) {
         const events = emails.map((email) =>
           envelope({
             name: 'order_completed',
