@@ -21,6 +21,8 @@ const readiness = z.object({
     backlog_files: z.number(),
     backlog_bytes: z.number(),
     lag_seconds: z.number(),
+    quarantined_files: z.number(),
+    quarantined_lines: z.number(),
     error: z.string().nullable(),
     error_since: z.string().nullable(),
     failed_attempts: z.number(),
