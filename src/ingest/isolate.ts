@@ -2,7 +2,7 @@ import { sep } from 'node:path';
 import { type Context, nowIso } from '../context.js';
 import { AppError } from '../errors.js';
 import { type BatchResult, ingestBatch } from './batch.js';
-import { type QuarantinedFile, quarantineFile } from './quarantine.js';
+import { type QuarantinedFile, quarantineFile, scrubErasedFromQuarantine } from './quarantine.js';
 import { halveSealedFile } from './split-file.js';
 
 /**
@@ -71,7 +71,11 @@ async function ingestInto(context: Context, paths: string[], outcome: IsolatedIn
   const only = paths[0] as string;
   const halves = await halveSealedFile(only);
   if (halves.length === 0) {
-    outcome.quarantined.push(await quarantineFile(context.dataDir, only, failure, nowIso(context)));
+    const record = await quarantineFile(context.dataDir, only, failure, nowIso(context));
+    if (record.tenant_id !== null && record.workspace_id !== null) {
+      await scrubErasedFromQuarantine(context, record.tenant_id, record.workspace_id);
+    }
+    outcome.quarantined.push(record);
     return;
   }
   for (const half of halves) await ingestInto(context, [half], outcome);

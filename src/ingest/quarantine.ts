@@ -2,7 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import { z } from 'zod';
+import type { Context } from '../context.js';
 import { NotFoundError } from '../errors.js';
+import { normalizeIdentifier } from '../identity/normalize.js';
+import type { TenantKeys } from '../identity/tenant-keys.js';
 import { withoutQuotedValues } from '../privacy/redact.js';
 import { decodeCursor, type Page, toPage } from '../store/cursor.js';
 import type { DataDir } from '../store/data-dir.js';
@@ -145,4 +148,92 @@ export async function retryQuarantined(dataDir: DataDir, id?: string): Promise<s
   }
   await syncDirectory(folder).catch(() => undefined);
   return records.map((record) => record.quarantine_id);
+}
+
+/**
+ * A quarantined line that may hold what an erasure removed (design §15: afterwards no byte of the
+ * erased identifiers remains in the data directory). A line is kept only when it parses and none
+ * of its identifiers, keyed as ingest keys them, was erased at or after the line was received;
+ * a line that does not parse cannot be read for its identifiers, nor ever ingested, so it goes.
+ */
+function holdsErased(line: string, keys: TenantKeys, tombstones: Map<string, string>): boolean {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(line);
+  } catch {
+    return true;
+  }
+  const { received_at: receivedAt, event } = (parsed ?? {}) as {
+    received_at?: unknown;
+    event?: { anon_id?: unknown; properties?: { identifiers?: unknown } };
+  };
+  const candidates: [string, unknown][] = [];
+  if (typeof event?.anon_id === 'string' && event.anon_id.startsWith('cookie:')) {
+    candidates.push(['cookie', event.anon_id.slice('cookie:'.length)]);
+  }
+  const identifiers = event?.properties?.identifiers;
+  if (typeof identifiers === 'object' && identifiers !== null) {
+    candidates.push(...Object.entries(identifiers));
+  }
+  return candidates.some(([type, raw]) => {
+    const normalized = normalizeIdentifier(type, raw);
+    const erasedAt =
+      normalized === null ? undefined : tombstones.get(keys.identifierKey(type, normalized));
+    if (erasedAt === undefined) return false;
+    const received = typeof receivedAt === 'string' ? Date.parse(receivedAt) : Number.NaN;
+    return !(received > Date.parse(erasedAt));
+  });
+}
+
+/**
+ * Removes from one workspace's quarantined files the lines that carry an identifier an erasure
+ * removed; a file left without lines leaves the quarantine. Called after every erasure and for
+ * every newly quarantined file (its lines may have been in flight for an erased profile).
+ */
+export async function scrubErasedFromQuarantine(
+  context: Pick<Context, 'dataDir' | 'store' | 'keyRing'>,
+  tenantId: string,
+  workspaceId: string,
+): Promise<void> {
+  const records = (await listQuarantine(context.dataDir)).filter(
+    (record) => record.tenant_id === tenantId && record.workspace_id === workspaceId,
+  );
+  if (records.length === 0) return;
+  const rows = await context.store.read((session) =>
+    session.all<{ identifier_key: string; erased_at: string }>('quarantine_tombstones', {
+      tenant_id: tenantId,
+      workspace_id: workspaceId,
+    }),
+  );
+  if (rows.length === 0) return;
+  const tombstones = new Map(rows.map((row) => [row.identifier_key, row.erased_at]));
+  const keys = context.keyRing.forTenant(tenantId);
+  const folder = quarantineDir(context.dataDir);
+  for (const record of records) {
+    const path = join(folder, `${record.quarantine_id}${DATA_SUFFIX}`);
+    const lines = (await readFile(path, 'utf8')).split('\n');
+    const ended = lines.at(-1) === '';
+    if (ended) lines.pop();
+    const kept = lines.filter((line) => !holdsErased(line, keys, tombstones));
+    if (kept.length === lines.length) continue;
+    if (kept.length === 0) {
+      await rm(path, { force: true });
+      await rm(join(folder, `${record.quarantine_id}${RECORD_SUFFIX}`), { force: true });
+      continue;
+    }
+    const text = kept.join('\n') + (ended ? '\n' : '');
+    await replaceSynced(path, text);
+    await replaceSynced(
+      join(folder, `${record.quarantine_id}${RECORD_SUFFIX}`),
+      JSON.stringify({ ...record, lines: kept.length, bytes: Buffer.byteLength(text) }),
+    );
+  }
+  await syncDirectory(folder);
+}
+
+/** The file's new content under a temporary name, synced, then renamed over it. */
+async function replaceSynced(path: string, text: string): Promise<void> {
+  const temporary = `${path}.${randomBytes(6).toString('hex')}.tmp`;
+  await writeSynced(temporary, text);
+  await rename(temporary, path);
 }

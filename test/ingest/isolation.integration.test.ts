@@ -1,5 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import {
@@ -199,6 +207,36 @@ describe('one tenant’s poison in a shared backlog', () => {
     });
     expect(unknown.statusCode).toBe(404);
     expect(unknown.json()).toMatchObject({ error: { code: 'not_found' } });
+  });
+
+  it('removes a quarantined line that carries an erased customer’s identifier', async () => {
+    const pad = 'p'.repeat(17 * 1024 * 1024);
+    const poison = (email: string) =>
+      JSON.stringify({
+        received_at: '2026-03-01T11:00:00.000Z',
+        source: 'server',
+        collector_id: 'ctest',
+        event: envelope({ tenant: 'acme', identifiers: { email }, properties: { pad } }),
+      });
+    await ingestBeside(serverEvent('acme', 'ada@acme.test'), poison(' Ada@Acme.test'));
+    land(env.context.dataDir.landingDir, 'acme', 'eu', [], poison('bob@acme.test'));
+    await env.ingest();
+    expect(await listQuarantine(env.context.dataDir)).toHaveLength(2);
+
+    const ada = await profileOf(env, tokens.tenant, 'acme', 'ada@acme.test');
+    const erased = await call(
+      env.app,
+      tokens.tenant,
+      'DELETE',
+      `/v1/tenants/acme/workspaces/eu/profiles/${ada}`,
+    );
+    expect(erased.statusCode).toBe(200);
+    const left = await listQuarantine(env.context.dataDir);
+    expect(left).toHaveLength(1);
+    const folder = quarantineDir(env.context.dataDir);
+    const kept = readdirSync(folder).map((name) => readFileSync(join(folder, name), 'utf8'));
+    expect(kept.some((text) => text.includes('bob@acme.test'))).toBe(true);
+    expect(kept.some((text) => text.toLowerCase().includes('ada@acme.test'))).toBe(false);
   });
 
   it('refuses a retry of an id it does not hold', async () => {
