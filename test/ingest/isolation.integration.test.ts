@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import {
   existsSync,
   mkdirSync,
@@ -25,6 +25,7 @@ import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
 type Line = { source: 'browser' | 'server'; event: Record<string, unknown> } | string;
 
 let sequence = 0;
+const SECRET = `whsec_${randomBytes(24).toString('base64')}`;
 
 /**
  * Lines as a collector leaves them in a sealed file of the partition, in the order given; a
@@ -91,10 +92,36 @@ describe('one tenant’s poison in a shared backlog', () => {
   let env: TestEnv;
   let tokens: Tokens;
   beforeEach(async () => {
-    env = await openTestEnv();
+    env = await openTestEnv({
+      config: { webhook_url: 'http://127.0.0.1:9/hooks', webhook_secret: SECRET },
+    });
     tokens = await seedTenants(env.context);
     await registerEventTypes(env, tokens.tenant, 'acme');
     await registerEventTypes(env, tokens.otherTenant, 'globex');
+    const metric = await call(
+      env.app,
+      tokens.otherTenant,
+      'PUT',
+      '/v1/tenants/globex/metric-definitions',
+      {
+        metric_name: 'views',
+        event_name: 'page_viewed',
+        value_kind: 'count',
+      },
+    );
+    expect(metric.statusCode, metric.body).toBe(201);
+    const segment = await call(
+      env.app,
+      tokens.otherTenant,
+      'PUT',
+      '/v1/tenants/globex/segments/viewers',
+      {
+        workspace_id: 'eu',
+        display_name: 'viewers',
+        predicate: { metric: 'views', op: 'gte', value: 1 },
+      },
+    );
+    expect(segment.statusCode, segment.body).toBe(201);
   });
   afterEach(() => env.close());
 
@@ -116,7 +143,26 @@ describe('one tenant’s poison in a shared backlog', () => {
       serverEvent('globex', 'ada@globex.test'),
     ]);
     await env.ingest();
-    expect(await profileOf(env, tokens.otherTenant, 'globex', 'ada@globex.test')).not.toBeNull();
+    const ada = await profileOf(env, tokens.otherTenant, 'globex', 'ada@globex.test');
+    const view = await call(
+      env.app,
+      tokens.otherTenant,
+      'GET',
+      `/v1/tenants/globex/workspaces/eu/profiles/${ada}`,
+    );
+    expect(view.json()).toMatchObject({
+      metrics: { views: 1 },
+      segments: [{ segment_id: 'viewers' }],
+    });
+    const outbox = await call(
+      env.app,
+      operatorToken(env.context.dataDir.masterKey),
+      'GET',
+      '/v1/operator/webhooks',
+    );
+    expect(outbox.json()).toMatchObject({
+      webhooks: [{ type: 'segment.entered', segment_id: 'viewers', profile_id: ada }],
+    });
     expect(await profileOf(env, tokens.tenant, 'acme', 'before@acme.test')).not.toBeNull();
     expect(await profileOf(env, tokens.tenant, 'acme', 'after@acme.test')).not.toBeNull();
     return listQuarantine(env.context.dataDir);
