@@ -1,5 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import {
+  appendFileSync,
   existsSync,
   mkdirSync,
   readdirSync,
@@ -186,6 +187,28 @@ describe('one tenant’s poison in a shared backlog', () => {
       'utf8',
     );
     expect(kept).toBe(tail);
+  });
+
+  it('gets past lines of bytes that are not text (invalid UTF-8, NUL, a lone surrogate)', async () => {
+    const path = land(env.context.dataDir.landingDir, 'acme', 'eu', [
+      serverEvent('acme', 'before@acme.test'),
+    ]);
+    appendFileSync(
+      path,
+      Buffer.from([0xff, 0xfe, 0x00, 0x7b, 0x22, 0xc3, 0x28, 0x0a, 0xed, 0xa0, 0x80, 0x0a]),
+    );
+    appendFileSync(
+      path,
+      `${JSON.stringify({ received_at: '2026-03-01T11:00:00.000Z', source: 'server', collector_id: 'ctest', event: envelope({ tenant: 'acme', identifiers: { email: 'after@acme.test' } }) })}\n`,
+    );
+    land(env.context.dataDir.landingDir, 'globex', 'eu', [
+      serverEvent('globex', 'ada@globex.test'),
+    ]);
+    await env.ingest();
+    expect(await profileOf(env, tokens.otherTenant, 'globex', 'ada@globex.test')).not.toBeNull();
+    expect(await profileOf(env, tokens.tenant, 'acme', 'before@acme.test')).not.toBeNull();
+    expect(await profileOf(env, tokens.tenant, 'acme', 'after@acme.test')).not.toBeNull();
+    expect((await listQuarantine(env.context.dataDir)).length).toBeLessThanOrEqual(2);
   });
 
   it('takes identifier keys that look like JSON paths as data', async () => {
