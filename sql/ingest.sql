@@ -21,6 +21,8 @@ SELECT
 -- utc_timestamp: a string ending in Z takes the plain cast, four times cheaper than the
 -- time-zone-aware one, which only explicit offsets need (a plain cast would drop them). A line
 -- keeps its file as a position in $paths, not the path: it is held for every line of the batch.
+-- A dedup key of key paths holds their values as a JSON array, so no value can pass for two
+-- (joined with '|', ("c1|7", "1") and ("c1", "7|1") were one key); a missing value counts as "".
 CREATE OR REPLACE TEMP MACRO utc_timestamp(text) AS CASE
   WHEN ends_with(text, 'Z') THEN try_cast(text AS TIMESTAMP)
   ELSE try_cast(text AS TIMESTAMPTZ)::TIMESTAMP
@@ -41,8 +43,8 @@ FROM (
   SELECT *,
     CASE
       WHEN event_type.paths IS NULL THEN 'id:' || event_id
-      ELSE event_type.entity || ':' || array_to_string(
-        list_transform(event_type.paths, path -> coalesce(json_extract_string(properties, path), '')), '|')
+      ELSE event_type.entity || ':' || to_json(
+        list_transform(event_type.paths, path -> coalesce(json_extract_string(properties, path), '')))::VARCHAR
     END AS dedup_key
   FROM (
     SELECT list_position(CAST($paths AS JSON)::VARCHAR[], r.filename)::UINTEGER AS file_index, utc_timestamp(r.received_at) AS received_at, r.source,
