@@ -34,7 +34,8 @@ export interface CollectorRuntime {
   writer: LandingWriter;
   /** Checks batches, the large ones off the request thread. */
   intakePool: IntakePool;
-  corsOrigins: Record<string, string[]>;
+  /** Allowed browser origins by tenant id. */
+  corsOrigins: ReadonlyMap<string, readonly string[]>;
   rateLimitPerSecond: number;
   /** Stamps `received_at` on every line. */
   clock: Clock;
@@ -61,6 +62,11 @@ export function publishRegistry(context: Context): Promise<RegistrySnapshot> {
   return publisher.publish();
 }
 
+/** `cors_origins` of the configuration, by tenant id: tenant ids are never keys of a plain object. */
+function corsOriginsOf(config: Pick<Config, 'cors_origins'>): Map<string, readonly string[]> {
+  return new Map(Object.entries(config.cors_origins));
+}
+
 /** The collector inside the process that owns the database: the registry comes from it. */
 export async function openOwnedCollector(context: Context): Promise<CollectorRuntime> {
   const registry = new Registry(await publishRegistry(context));
@@ -72,7 +78,7 @@ export async function openOwnedCollector(context: Context): Promise<CollectorRun
     registry,
     writer,
     intakePool,
-    corsOrigins: context.config.cors_origins,
+    corsOrigins: corsOriginsOf(context.config),
     rateLimitPerSecond: context.config.collector_rate_limit,
     clock: context.clock,
     async refresh() {
@@ -125,7 +131,7 @@ export async function openFileCollector(
     registry,
     writer,
     intakePool,
-    corsOrigins: config.cors_origins,
+    corsOrigins: corsOriginsOf(config),
     rateLimitPerSecond: config.collector_rate_limit,
     clock: systemClock,
     refresh: async () => undefined,
