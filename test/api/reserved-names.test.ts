@@ -171,6 +171,21 @@ describe('reserved names (constructor, __proto__, toString …) as ids, names, h
         'segments cursor',
         await acme('GET', `/segments?workspace_id=eu&cursor=${path}`),
       ]);
+      for (const cursor of [
+        `{"${name}": {"w": "eu", "s": "a"}}`,
+        `{"w": "eu", "s": "a", "${name}": 1}`,
+        `{"p": "${name}"}`,
+      ]) {
+        const encoded = Buffer.from(cursor).toString('base64url');
+        answers.push([
+          `crafted cursor ${cursor}`,
+          await acme('GET', `/segments?workspace_id=eu&cursor=${encoded}`),
+        ]);
+        answers.push([
+          `crafted summary cursor ${cursor}`,
+          await acme('GET', `/workspaces/eu/profiles/summary?cursor=${encoded}`),
+        ]);
+      }
       answers.push([
         'token name',
         await acme('POST', '/tokens', { kind: 'collector', name, workspace_id: 'eu' }),
@@ -180,6 +195,20 @@ describe('reserved names (constructor, __proto__, toString …) as ids, names, h
       answers.push([
         'profile summary',
         await acme('GET', `/workspaces/${path}/profiles/summary?segment_id=${path}&cursor=${path}`),
+      ]);
+      answers.push([
+        'webhook retry',
+        await call(env.app, operator(), 'POST', '/v1/operator/webhooks/retry', {
+          webhook_id: name,
+        }),
+      ]);
+      answers.push([
+        'erasures',
+        await acme('GET', `/erasures?workspace_id=${path}&cursor=${path}`),
+      ]);
+      answers.push([
+        'erase dry run',
+        await acme('DELETE', `/workspaces/eu/profiles/${path}?dry_run=true`),
       ]);
       answers.push([
         'event name',
