@@ -51,6 +51,8 @@ export async function startServer(context: Context, options: ServeOptions): Prom
     () => collector.close(),
   );
   loop?.start({ watch: false });
+  // The loop waits up to a minute between failed attempts; the database back, it goes on at once.
+  if (loop) context.store.onReopened(() => loop.catchUp().catch(() => undefined));
   if (loop) collector.writer.onSealed = () => loop.tick();
   sender?.start();
   const snapshots = options.snapshot
