@@ -51,14 +51,16 @@ export async function startServer(context: Context, options: ServeOptions): Prom
     () => collector.close(),
   );
   loop?.start({ watch: false });
-  // The loop waits up to a minute between failed attempts; the database back, it goes on at once.
-  if (loop) context.store.onReopened(() => loop.catchUp().catch(() => undefined));
   if (loop) collector.writer.onSealed = () => loop.tick();
   sender?.start();
   const snapshots = options.snapshot
     ? snapshotEvery(context.store, options.snapshot.path, options.snapshot.everyMs)
     : null;
   let closing: Promise<void> | undefined;
+  // The loop waits up to a minute between failed attempts; the database back, it goes on at once.
+  context.store.onReopened(() => {
+    if (loop && !closing) loop.catchUp().catch(() => undefined);
+  });
   return {
     app,
     url: address,
