@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { describe, expect, it } from 'vitest';
@@ -249,6 +249,22 @@ describe('cds serve on a disk that fills up', () => {
         `cds: ${join(dir, 'cds.duckdb')} could not be opened: the disk is full (ENOSPC)`,
       );
       expect(result.stderr).not.toContain('triggerUncaughtException');
+    } finally {
+      disk.unmount();
+    }
+  });
+
+  it('refuses a first start on a full disk saying so, and leaves no short master.key behind', async () => {
+    const disk = mountSmallDisk(16);
+    const dir = join(disk.dir, 'data');
+    try {
+      disk.fillLeaving(0);
+      const result = await runCli(['--data-dir', dir, 'serve', '--port', '0']);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toBe(
+        `cds: ${join(dir, 'master.key')} could not be opened: the disk is full (ENOSPC). Free space on its disk (or repair it) and start again\n`,
+      );
+      expect(existsSync(join(dir, 'master.key'))).toBe(false);
     } finally {
       disk.unmount();
     }
