@@ -31,7 +31,8 @@ const readiness = z.object({
 
 /**
  * A failing ingest loop leaves the server ready: the collector still takes events, and they wait
- * in landing files. `/readyz` says why the backlog grows.
+ * in landing files. `/readyz` says why the backlog grows. A database DuckDB invalidated makes
+ * it not ready (503 `store_unavailable`) until the store has reopened it.
  */
 export function healthRoutes(
   app: FastifyInstance,
@@ -40,6 +41,8 @@ export function healthRoutes(
 ): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
   api.get('/readyz', { schema: { response: { 200: readiness } } }, async () => {
+    const unavailable = context.store.unavailable();
+    if (unavailable) throw unavailable;
     const failure = ingestFailure();
     return {
       status: 'ready' as const,

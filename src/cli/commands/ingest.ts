@@ -130,6 +130,8 @@ export function ingestCommand(): Command {
       if (options.watch) {
         spinner.text = `watching ${context.dataDir.landingDir}`;
         loop.start({ watch: true });
+        // As in serve: once the store has reopened the database, the batch is tried at once.
+        context.store.onReopened(() => loop.catchUp().catch(() => undefined));
         sender?.start();
         await closeOnSignals({
           close: async () => {
