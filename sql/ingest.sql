@@ -21,6 +21,8 @@ SELECT
 -- utc_timestamp: a string ending in Z takes the plain cast, four times cheaper than the
 -- time-zone-aware one, which only explicit offsets need (a plain cast would drop them). A line
 -- keeps its file as a position in $paths, not the path: it is held for every line of the batch.
+-- A dedup key of key paths holds their values as a JSON array, so no value can pass for two
+-- (joined with '|', ("c1|7", "1") and ("c1", "7|1") were one key); a missing value counts as "".
 CREATE OR REPLACE TEMP MACRO utc_timestamp(text) AS CASE
   WHEN ends_with(text, 'Z') THEN try_cast(text AS TIMESTAMP)
   ELSE try_cast(text AS TIMESTAMPTZ)::TIMESTAMP
@@ -41,8 +43,8 @@ FROM (
   SELECT *,
     CASE
       WHEN event_type.paths IS NULL THEN 'id:' || event_id
-      ELSE event_type.entity || ':' || array_to_string(
-        list_transform(event_type.paths, path -> coalesce(json_extract_string(properties, path), '')), '|')
+      ELSE event_type.entity || ':' || to_json(
+        list_transform(event_type.paths, path -> coalesce(json_extract_string(properties, path), '')))::VARCHAR
     END AS dedup_key
   FROM (
     SELECT list_position(CAST($paths AS JSON)::VARCHAR[], r.filename)::UINTEGER AS file_index, utc_timestamp(r.received_at) AS received_at, r.source,
@@ -287,6 +289,17 @@ SEMI JOIN (SELECT DISTINCT tenant_id, workspace_id, profile_id FROM ingest_open_
   USING (tenant_id, workspace_id, profile_id)
 GROUP BY ALL;
 
+/* @name ingest_set_repeats */
+-- The later events of the sets named, at their places in the batch (counted as set ids are),
+-- for resolveIdentities to resolve one by one where the set's first event did not settle it.
+SELECT s.set_id, (s.seq - b.first_rowid)::INTEGER AS event_offset, a.event_id,
+  strftime(a.occured_at, '%Y-%m-%dT%H:%M:%S.%gZ') AS at
+FROM ingest_event_sets s
+JOIN ingest_accepted a USING (seq)
+CROSS JOIN (SELECT min(rowid) AS first_rowid FROM ingest_checked) b
+WHERE list_contains(CAST($set_ids AS JSON)::INTEGER[], s.set_id) AND s.seq - b.first_rowid <> s.set_id
+ORDER BY event_offset;
+
 /* @name ingest_resolve_fresh */
 -- The fresh sets' new profiles and identifiers, beside what JS resolved (ingest_settle_sets).
 INSERT INTO ingest_resolution SELECT set_id, profile_id FROM ingest_fresh;
@@ -306,6 +319,7 @@ LEFT JOIN ingest_merges m
 /* @name ingest_create_outcome_tables */
 -- Filled by the appender from the identity resolution in src/identity/resolve.ts.
 CREATE TEMP TABLE ingest_resolution (set_id INTEGER, profile_id VARCHAR);
+CREATE TEMP TABLE ingest_repeat_resolution (event_offset INTEGER, profile_id VARCHAR);
 CREATE TEMP TABLE ingest_new_profiles (tenant_id VARCHAR, workspace_id VARCHAR, profile_id VARCHAR, created_at VARCHAR);
 CREATE TEMP TABLE ingest_new_identifiers (
   tenant_id VARCHAR, workspace_id VARCHAR, identifier_key VARCHAR, identifier_type VARCHAR, profile_id VARCHAR,
@@ -391,9 +405,13 @@ FROM ingest_conflicts;
 
 /* @name ingest_assign_profiles */
 -- The profile each event goes to: what every step after resolution reads.
+-- A repeat resolved on its own (ingest_set_repeats) goes where it was resolved, not with its set.
 CREATE TEMP TABLE ingest_event_profiles AS
-SELECT s.seq, r.profile_id
-FROM ingest_event_sets s JOIN ingest_resolution r USING (set_id);
+SELECT s.seq, coalesce(o.profile_id, r.profile_id) AS profile_id
+FROM ingest_event_sets s
+JOIN ingest_resolution r USING (set_id)
+LEFT JOIN ingest_repeat_resolution o
+  ON o.event_offset = s.seq - (SELECT min(rowid) FROM ingest_checked);
 
 /* @name ingest_insert_events */
 -- properties.identifiers is replaced by the keys: no identifier value is stored with an event.
@@ -464,7 +482,7 @@ DROP TABLE IF EXISTS ingest_identifiers; DROP TABLE IF EXISTS ingest_id_map; DRO
 DROP TABLE IF EXISTS ingest_lookup_pads; DROP TABLE IF EXISTS ingest_js_normalized; DROP TABLE IF EXISTS ingest_sealed;
 DROP TABLE IF EXISTS ingest_to_seal; DROP TABLE IF EXISTS ingest_event_keys;
 DROP TABLE IF EXISTS ingest_key_lists;
-DROP TABLE IF EXISTS ingest_sets; DROP TABLE IF EXISTS ingest_event_sets; DROP TABLE IF EXISTS ingest_resolution; DROP TABLE IF EXISTS ingest_new_profiles; DROP TABLE IF EXISTS ingest_new_identifiers;
+DROP TABLE IF EXISTS ingest_sets; DROP TABLE IF EXISTS ingest_event_sets; DROP TABLE IF EXISTS ingest_resolution; DROP TABLE IF EXISTS ingest_repeat_resolution; DROP TABLE IF EXISTS ingest_new_profiles; DROP TABLE IF EXISTS ingest_new_identifiers;
 DROP TABLE IF EXISTS ingest_merges; DROP TABLE IF EXISTS ingest_conflicts; DROP TABLE IF EXISTS ingest_erased;
 DROP TABLE IF EXISTS ingest_known; DROP TABLE IF EXISTS ingest_set_keys; DROP TABLE IF EXISTS ingest_settled;
 DROP TABLE IF EXISTS ingest_open_known; DROP TABLE IF EXISTS ingest_fresh;

@@ -147,6 +147,50 @@ export class OutOfMemoryError extends AppError {
   }
 }
 
+/**
+ * The disk under the database failed it (full, failing). `cause` says how in a few words and
+ * never names the file; DuckDB's own message goes to the server's log.
+ */
+export class StoreUnavailableError extends AppError {
+  /**
+   * DuckDB invalidated the database after a failed write to disk: nothing can be read or written
+   * until the store reopens the file, which it tries by itself (`Store`, reopening).
+   */
+  static invalidated(cause: string, details: { reason: string; since: string; attempts: number }) {
+    return new StoreUnavailableError(
+      `the database is unavailable since ${details.since}: ${cause}. cds reopens it by itself once it can, and nothing acknowledged is lost; retry later`,
+      cause,
+      details,
+    );
+  }
+
+  /** One write failed and was rolled back; the database is still open. */
+  static writeFailed(cause: string, reason: string) {
+    return new StoreUnavailableError(
+      `the database could not write: ${cause}; nothing of this write was stored. Retry later`,
+      cause,
+      { reason },
+    );
+  }
+
+  /** The file could not be opened (a command exits with this). */
+  static atOpen(path: string, cause: string) {
+    return new StoreUnavailableError(
+      `${path} could not be opened: ${cause}. Free space on its disk (or repair it) and start again`,
+      cause,
+    );
+  }
+
+  private constructor(
+    message: string,
+    /** The fault of the disk in a few words ("the disk is full (ENOSPC)"). */
+    readonly storageCause: string,
+    details?: unknown,
+  ) {
+    super(503, 'store_unavailable', message, details);
+  }
+}
+
 /** `--server` named a cds serve that did not answer (the CLI's own failure; nothing was sent). */
 export class ServerUnreachableError extends AppError {
   constructor(server: string, cause: string) {

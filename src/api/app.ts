@@ -30,7 +30,7 @@ const CONTROL_PLANE_WRITE = /^\/v1\/(tenants|operator)\//;
 
 /** The whole HTTP surface over one store; `cds serve`, the CLI and the tests all build it here. */
 export function buildApp(context: Context, options: AppOptions = {}): FastifyInstance {
-  const app = createBaseApp(options.logRequests);
+  const app = createBaseApp(options.logRequests, () => context.store.unavailable());
   registerAuth(app, context);
 
   healthRoutes(app, context, options.ingestFailure ?? (() => null));

@@ -2,7 +2,7 @@ import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { ShuttingDownError, ValidationError } from '../errors.js';
+import { type AppError, ShuttingDownError, ValidationError } from '../errors.js';
 import { handleError, handleNotFound } from './error-handler.js';
 
 /** The largest body any route takes: a collector batch (design §8). */
@@ -21,8 +21,14 @@ function requestLine(request: FastifyRequest) {
   };
 }
 
-/** What every cds HTTP process shares: zod schemas, JSON-only bodies and the one error answer. */
-export function createBaseApp(logRequests = false): FastifyInstance {
+/**
+ * What every cds HTTP process shares: zod schemas, JSON-only bodies and the one error answer.
+ * `/healthz` answers the error `fault` gives, while it gives one (the database is unavailable).
+ */
+export function createBaseApp(
+  logRequests = false,
+  fault: () => AppError | null = () => null,
+): FastifyInstance {
   // Fastify answers requests that arrive while it closes with a 503 of its own body; ours says
   // the same in the one error body (design §6).
   const app = Fastify({
@@ -48,9 +54,11 @@ export function createBaseApp(logRequests = false): FastifyInstance {
     .get(
       '/healthz',
       { schema: { response: { 200: z.object({ status: z.literal('ok') }) } } },
-      async () => ({
-        status: 'ok' as const,
-      }),
+      async () => {
+        const error = fault();
+        if (error) throw error;
+        return { status: 'ok' as const };
+      },
     );
   return app;
 }

@@ -119,6 +119,18 @@ export const profileRowResponse = z.object({
   segment_ids: z.array(z.string()),
 });
 
+/** A landing file ingest set aside (src/ingest/quarantine.ts). */
+export const quarantinedResponse = z.object({
+  quarantine_id: z.string(),
+  tenant_id: z.string().nullable(),
+  workspace_id: z.string().nullable(),
+  landing_path: z.string(),
+  lines: z.number(),
+  bytes: z.number(),
+  reason: z.string(),
+  quarantined_at: z.string(),
+});
+
 export const webhookResponse = z.object({
   webhook_id: z.string(),
   tenant_id: z.string(),

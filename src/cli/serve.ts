@@ -57,6 +57,10 @@ export async function startServer(context: Context, options: ServeOptions): Prom
     ? snapshotEvery(context.store, options.snapshot.path, options.snapshot.everyMs)
     : null;
   let closing: Promise<void> | undefined;
+  // The loop waits up to a minute between failed attempts; the database back, it goes on at once.
+  context.store.onReopened(() => {
+    if (loop && !closing) loop.catchUp().catch(() => undefined);
+  });
   return {
     app,
     url: address,

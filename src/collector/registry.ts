@@ -1,28 +1,42 @@
-import { open, readFile, rename } from 'node:fs/promises';
+import { randomUUID } from 'node:crypto';
+import { open, readFile, rename, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { z } from 'zod';
 import { ValidationError } from '../errors.js';
 import type { Session } from '../store/session.js';
 import { syncDirectory } from '../sync-directory.js';
 import { digestToken, isWellFormedToken, sameDigest } from '../tenancy/token-format.js';
 
-interface CollectorTokenEntry {
-  token_id: string;
-  workspace_id: string | null;
-  token_lookup: string;
-  token_hash: string;
-}
+const collectorTokenEntry = z.object({
+  token_id: z.string(),
+  workspace_id: z.string().nullable(),
+  token_lookup: z.string(),
+  token_hash: z.string(),
+});
 
-interface TenantEntry {
-  workspaces: string[];
-  event_types: string[];
-  collector_tokens: CollectorTokenEntry[];
-}
+// Tenants are a list, not an object keyed by tenant id: a tenant named `constructor` or
+// `__proto__` is data, never a key of a plain object (here, in the file or in JSON.parse).
+const tenantEntry = z.object({
+  tenant_id: z.string(),
+  workspaces: z.array(z.string()),
+  event_types: z.array(z.string()),
+  collector_tokens: z.array(collectorTokenEntry),
+});
 
-/** What a collector needs to accept or refuse an event without the database (design §1, §8). */
-export interface RegistrySnapshot {
-  generated_at: string;
-  tenants: Record<string, TenantEntry>;
-}
+const registrySnapshot = z.object({
+  version: z.number().int().nonnegative(),
+  generated_at: z.string(),
+  tenants: z.array(tenantEntry),
+});
+
+type CollectorTokenEntry = z.infer<typeof collectorTokenEntry>;
+type TenantEntry = z.infer<typeof tenantEntry>;
+
+/**
+ * What a collector needs to accept or refuse an event without the database (design §1, §8).
+ * `version` only grows: a collector never replaces a registry by one with a lower version.
+ */
+export type RegistrySnapshot = z.infer<typeof registrySnapshot>;
 
 export interface CollectorPrincipal {
   tenantId: string;
@@ -33,55 +47,46 @@ export interface CollectorPrincipal {
 export async function readRegistrySnapshot(
   session: Session,
   now: string,
+  version: number,
 ): Promise<RegistrySnapshot> {
-  const tenants: Record<string, TenantEntry> = {};
-  const entry = (tenantId: string): TenantEntry => {
-    tenants[tenantId] ??= { workspaces: [], event_types: [], collector_tokens: [] };
-    return tenants[tenantId];
-  };
-  for (const row of await session.all<{ tenant_id: string; workspaces: string[] | null }>(
-    'registry_workspaces',
-  )) {
-    entry(row.tenant_id).workspaces = row.workspaces ?? [];
-  }
-  for (const row of await session.all<{ tenant_id: string; event_types: string[] }>(
-    'registry_event_types',
-  )) {
-    entry(row.tenant_id).event_types = row.event_types;
-  }
-  for (const row of await session.all<CollectorTokenEntry & { tenant_id: string }>(
-    'registry_collector_tokens',
-  )) {
-    const { tenant_id, ...token } = row;
-    entry(tenant_id).collector_tokens.push(token);
-  }
-  return { generated_at: now, tenants };
+  const tenants = await session.json<TenantEntry[]>('registry_snapshot');
+  return { version, generated_at: now, tenants };
 }
 
-/** Written atomically (temp file, then rename), so a collector never reads half a file. */
+/**
+ * Written atomically (a temp file of its own, then rename), so a collector never reads half a
+ * file, and two writes never write into one temp file.
+ */
 export async function writeRegistryFile(path: string, snapshot: RegistrySnapshot): Promise<void> {
-  const temporary = `${path}.${process.pid}.tmp`;
-  // Synced before the rename, so a power cut leaves the old file or the new one, never an empty one.
-  const file = await open(temporary, 'w', 0o600);
+  const temporary = `${path}.${process.pid}.${randomUUID()}.tmp`;
   try {
-    await file.writeFile(JSON.stringify(snapshot));
-    await file.datasync();
-  } finally {
-    await file.close();
+    // Synced before the rename, so a power cut leaves the old file or the new one, never an empty one.
+    const file = await open(temporary, 'wx', 0o600);
+    try {
+      await file.writeFile(JSON.stringify(snapshot));
+      await file.datasync();
+    } finally {
+      await file.close();
+    }
+    await rename(temporary, path);
+  } catch (error) {
+    await rm(temporary, { force: true });
+    throw error;
   }
-  await rename(temporary, path);
   await syncDirectory(dirname(path));
 }
 
 /** The snapshot the owner wrote; a file that is not one is refused, naming the way to rewrite it. */
 export async function readRegistryFile(path: string): Promise<RegistrySnapshot> {
   const text = await readFile(path, 'utf8');
+  let parsed: unknown;
   try {
-    const snapshot = JSON.parse(text) as RegistrySnapshot;
-    if (typeof snapshot?.tenants === 'object' && snapshot.tenants !== null) return snapshot;
+    parsed = JSON.parse(text);
   } catch {
     // Reported below, as for JSON that is not a snapshot.
   }
+  const snapshot = registrySnapshot.safeParse(parsed);
+  if (snapshot.success) return snapshot.data;
   throw ValidationError.field(
     'registry.json',
     'is not a registry the owner wrote; start cds serve on this data dir, or change anything with an admin command, to write it again',
@@ -90,49 +95,59 @@ export async function readRegistryFile(path: string): Promise<RegistrySnapshot> 
 
 /** The current snapshot, with the look-ups the collector routes make on every request. */
 export class Registry {
+  private tenants = new Map<string, TenantEntry>();
   private workspaces = new Map<string, Set<string>>();
   private eventTypes = new Map<string, Set<string>>();
   private tokensByLookup = new Map<string, (CollectorTokenEntry & { tenant_id: string })[]>();
-  private snapshot: RegistrySnapshot = { generated_at: '', tenants: {} };
+  private generatedAt = '';
+  private currentVersion = -1;
 
   constructor(snapshot: RegistrySnapshot) {
     this.replace(snapshot);
   }
 
-  replace(snapshot: RegistrySnapshot): void {
+  /** The version in force. */
+  get version(): number {
+    return this.currentVersion;
+  }
+
+  /**
+   * Takes a newer snapshot; one no newer than the registry in force is ignored (false), so a
+   * revocation or a new workspace, once seen, is never undone by an older snapshot.
+   */
+  replace(snapshot: RegistrySnapshot): boolean {
+    if (snapshot.version <= this.currentVersion) return false;
+    const tenants = new Map<string, TenantEntry>();
     const workspaces = new Map<string, Set<string>>();
     const eventTypes = new Map<string, Set<string>>();
     const tokens = new Map<string, (CollectorTokenEntry & { tenant_id: string })[]>();
-    for (const [tenantId, tenant] of Object.entries(snapshot.tenants)) {
-      workspaces.set(tenantId, new Set(tenant.workspaces));
-      eventTypes.set(tenantId, new Set(tenant.event_types));
+    for (const tenant of snapshot.tenants) {
+      tenants.set(tenant.tenant_id, tenant);
+      workspaces.set(tenant.tenant_id, new Set(tenant.workspaces));
+      eventTypes.set(tenant.tenant_id, new Set(tenant.event_types));
       for (const token of tenant.collector_tokens) {
         tokens.set(token.token_lookup, [
           ...(tokens.get(token.token_lookup) ?? []),
-          { ...token, tenant_id: tenantId },
+          { ...token, tenant_id: tenant.tenant_id },
         ]);
       }
     }
+    this.tenants = tenants;
     this.workspaces = workspaces;
     this.eventTypes = eventTypes;
     this.tokensByLookup = tokens;
-    this.snapshot = snapshot;
+    this.generatedAt = snapshot.generated_at;
+    this.currentVersion = snapshot.version;
+    return true;
   }
 
   /** The workspaces and event types of one tenant, without its tokens: what checking events takes. */
   eventCatalogOf(tenantId: string): RegistrySnapshot {
-    const tenant = this.snapshot.tenants[tenantId];
+    const tenant = this.tenants.get(tenantId);
     return {
-      generated_at: this.snapshot.generated_at,
-      tenants: tenant
-        ? {
-            [tenantId]: {
-              workspaces: tenant.workspaces,
-              event_types: tenant.event_types,
-              collector_tokens: [],
-            },
-          }
-        : {},
+      version: this.currentVersion,
+      generated_at: this.generatedAt,
+      tenants: tenant ? [{ ...tenant, collector_tokens: [] }] : [],
     };
   }
 

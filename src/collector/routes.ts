@@ -31,7 +31,7 @@ function browserScope(runtime: CollectorRuntime, request: FastifyRequest): Intak
     throw new NotFoundError(`no workspace ${workspaceId} in tenant ${tenantId}`);
   }
   const origin = header(request, 'origin');
-  if (origin && !(runtime.corsOrigins[tenantId] ?? []).includes(origin)) {
+  if (origin && !(runtime.corsOrigins.get(tenantId) ?? []).includes(origin)) {
     throw new ForbiddenError(`origin ${origin} may not send events for tenant ${tenantId}`);
   }
   return { source: 'browser', tenantId, workspaceId };
@@ -74,7 +74,7 @@ function admission(
 }
 
 function allOriginsOf(runtime: CollectorRuntime): Set<string> {
-  return new Set(Object.values(runtime.corsOrigins).flat());
+  return new Set([...runtime.corsOrigins.values()].flat());
 }
 
 /**
@@ -173,7 +173,9 @@ export async function collectorRoutes(
     await browser.register(cors, () => async (request: FastifyRequest) => {
       const origin = header(request, 'origin');
       const tenantId = header(request, 'x-tenant-id');
-      const allowed = tenantId ? (runtime.corsOrigins[tenantId] ?? []) : [...allOriginsOf(runtime)];
+      const allowed = tenantId
+        ? (runtime.corsOrigins.get(tenantId) ?? [])
+        : [...allOriginsOf(runtime)];
       return {
         origin: origin !== undefined && allowed.includes(origin) ? origin : false,
         methods: ['POST'],

@@ -21,7 +21,10 @@ export class PlaceholderRules {
   private readonly byTenantType = new Map<string, Set<string>>();
 
   add(tenantId: string, type: string, values: readonly string[]): void {
-    const builtIn = [...(BUILT_IN_PLACEHOLDERS['*'] ?? []), ...(BUILT_IN_PLACEHOLDERS[type] ?? [])];
+    const builtIn = [
+      ...(BUILT_IN_PLACEHOLDERS.get('*') ?? []),
+      ...(BUILT_IN_PLACEHOLDERS.get(type) ?? []),
+    ];
     this.byTenantType.set(`${tenantId}/${type}`, new Set([...builtIn, ...values]));
   }
 

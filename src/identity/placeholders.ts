@@ -1,14 +1,20 @@
 import type { Context } from '../context.js';
 import { requireTenant } from '../tenancy/tenant-lookup.js';
 
-/** Values that are noise for every type and every tenant; compared after normalisation. */
-export const BUILT_IN_PLACEHOLDERS: Readonly<Record<string, readonly string[]>> = {
-  '*': ['null', 'undefined', 'none', 'n/a', 'na', '-', 'unknown', '0'],
-  email: ['test@test.com', 'test@example.com', 'noreply@example.com'],
-  phone: ['0000000000', '+910000000000', '1234567890', '+911234567890'],
-};
+/**
+ * Values that are noise for every type and every tenant, by type (`*` for any type); compared
+ * after normalisation. A Map: identifier types are tenants' names (`constructor` is one).
+ */
+export const BUILT_IN_PLACEHOLDERS: ReadonlyMap<string, readonly string[]> = new Map([
+  ['*', ['null', 'undefined', 'none', 'n/a', 'na', '-', 'unknown', '0']],
+  ['email', ['test@test.com', 'test@example.com', 'noreply@example.com']],
+  ['phone', ['0000000000', '+910000000000', '1234567890', '+911234567890']],
+]);
 
-/** Placeholder values by identifier type (`*` for any type). */
+/**
+ * Placeholder values by identifier type (`*` for any type), as JSON answers them. Built only
+ * with Object.fromEntries, which defines own keys: a type may be named `constructor`.
+ */
 export type PlaceholderValues = Record<string, string[]>;
 
 export interface Placeholders {
@@ -17,17 +23,15 @@ export interface Placeholders {
 }
 
 function groupByType(rows: { identifier_type: string; value: string }[]): PlaceholderValues {
-  const values: PlaceholderValues = {};
+  const values = new Map<string, string[]>();
   for (const row of rows) {
-    values[row.identifier_type] = [...(values[row.identifier_type] ?? []), row.value];
+    values.set(row.identifier_type, [...(values.get(row.identifier_type) ?? []), row.value]);
   }
-  return values;
+  return Object.fromEntries(values);
 }
 
 function builtIns(): PlaceholderValues {
-  return Object.fromEntries(
-    Object.entries(BUILT_IN_PLACEHOLDERS).map(([type, list]) => [type, [...list]]),
-  );
+  return Object.fromEntries([...BUILT_IN_PLACEHOLDERS].map(([type, list]) => [type, [...list]]));
 }
 
 /**

@@ -12,6 +12,20 @@ export interface IdentitySet {
   firstAt: string;
 }
 
+/**
+ * A later event of a set whose first event left its keys with more than one profile, or with
+ * none (a key refused by `max_per_profile`, a merge it blocked, a browser event that merged
+ * nothing). Such a repeat may resolve otherwise than the first event did, so it is resolved at
+ * its own place in the batch, as if the events came one by one.
+ */
+export interface Repeat {
+  setId: number;
+  /** The event's place in the batch; sets are numbered by their first event's place. */
+  offset: number;
+  eventId: string;
+  at: string;
+}
+
 export interface KnownProfile {
   profileId: string;
   createdAt: string;
@@ -28,6 +42,8 @@ export interface ResolutionInput {
   /** Profiles that already hold some of the batch's keys, and which key is whose. */
   profileOfKey: ReadonlyMap<string, string>;
   profiles: ReadonlyMap<string, KnownProfile>;
+  /** Later events of unsettled sets, to resolve at their places (`unsettledSets` names the sets). */
+  repeats?: readonly Repeat[];
 }
 
 export interface NewIdentifier {
@@ -57,6 +73,13 @@ export interface Resolution {
   conflicts: Conflict[];
   /** The final profile of each set's events, by set id. */
   profileOfSet: Map<number, string>;
+  /** The final profile of each repeat given, by its offset: it overrides its set's. */
+  profileOfRepeat: Map<number, string>;
+  /**
+   * Sets whose first event left their keys with more than one profile or none: their later
+   * events must be given as repeats for the resolution to be that of one event at a time.
+   */
+  unsettledSets: Set<number>;
 }
 
 /** Deterministic, so the same stream gives the same ids however it is cut into batches. */
@@ -73,12 +96,25 @@ interface LiveProfile extends KnownProfile {
   mergedInto: string | null;
 }
 
+/** One event resolved: a set's first event, or a repeat. */
+interface Occurrence {
+  set: IdentitySet;
+  offset: number;
+  eventId: string;
+  at: string;
+  first: boolean;
+}
+
 /**
  * Identity resolution for one workspace and one batch (design §10), as if its events came one by
  * one: keys matching no profile start one; keys matching one attach to it; keys matching several
  * merge them into the oldest, unless the event came from a browser (it goes to the profile of its
  * first known key and nothing merges) or a type would exceed its `max_per_profile` (no merge, a
- * conflict is recorded). Sets arrive in order of first use; a repeat of a set changes nothing.
+ * conflict is recorded). Sets arrive in order of first use. A later event of a set whose first
+ * event left all its keys with one profile changes nothing, as every key it names is that
+ * profile's (merges keep them together); any other later event is a `Repeat`, resolved at its
+ * place. The caller resolves again with the repeats of every set in `unsettledSets` until no new
+ * set is named there (`resolveExactly`).
  */
 export function resolveIdentities(input: ResolutionInput): Resolution {
   const profiles = new Map<string, LiveProfile>();
@@ -92,6 +128,8 @@ export function resolveIdentities(input: ResolutionInput): Resolution {
     merges: [],
     conflicts: [],
     profileOfSet: new Map(),
+    profileOfRepeat: new Map(),
+    unsettledSets: new Set(),
   };
 
   const live = (profileId: string): LiveProfile => {
@@ -104,7 +142,7 @@ export function resolveIdentities(input: ResolutionInput): Resolution {
     const max = input.maxPerProfile.get(type);
     return max === undefined || (profile.typeCounts.get(type) ?? 0) + extra <= max;
   };
-  const attach = (profile: LiveProfile, key: string, set: IdentitySet) => {
+  const attach = (profile: LiveProfile, key: string, event: Occurrence) => {
     const type = typeOf(key);
     if (!roomFor(profile, type, 1)) {
       resolution.conflicts.push({
@@ -112,13 +150,13 @@ export function resolveIdentities(input: ResolutionInput): Resolution {
         otherProfileId: null,
         identifierType: type,
         reason: 'max_per_profile',
-        eventId: set.firstEventId,
+        eventId: event.eventId,
       });
       return;
     }
     profile.typeCounts.set(type, (profile.typeCounts.get(type) ?? 0) + 1);
     profileOfKey.set(key, profile.profileId);
-    resolution.newIdentifiers.push({ key, profileId: profile.profileId, firstSeenAt: set.firstAt });
+    resolution.newIdentifiers.push({ key, profileId: profile.profileId, firstSeenAt: event.at });
   };
   const mergeBlockedBy = (cluster: LiveProfile[], newKeys: string[]): string | null => {
     const totals = new Map<string, number>();
@@ -134,7 +172,26 @@ export function resolveIdentities(input: ResolutionInput): Resolution {
     return null;
   };
 
-  for (const set of input.sets) {
+  const setsById = new Map(input.sets.map((set) => [set.setId, set]));
+  const occurrences: Occurrence[] = [
+    ...input.sets.map((set) => ({
+      set,
+      offset: set.setId,
+      eventId: set.firstEventId,
+      at: set.firstAt,
+      first: true,
+    })),
+    ...(input.repeats ?? []).map((repeat) => ({
+      set: setsById.get(repeat.setId) as IdentitySet,
+      offset: repeat.offset,
+      eventId: repeat.eventId,
+      at: repeat.at,
+      first: false,
+    })),
+  ].sort((a, b) => a.offset - b.offset);
+
+  for (const occurrence of occurrences) {
+    const { set } = occurrence;
     const keys = [...new Set(set.keys)];
     const firstKey = keys[0] as string;
     const unknownKeys = keys.filter((key) => !profileOfKey.has(key));
@@ -149,10 +206,15 @@ export function resolveIdentities(input: ResolutionInput): Resolution {
     let target: LiveProfile;
     const [firstKnown] = knownProfiles;
     if (firstKnown === undefined) {
-      const profileId = profileIdFor(input.tenantId, input.workspaceId, firstKey, set.firstEventId);
-      target = { profileId, createdAt: set.firstAt, typeCounts: new Map(), mergedInto: null };
+      const profileId = profileIdFor(
+        input.tenantId,
+        input.workspaceId,
+        firstKey,
+        occurrence.eventId,
+      );
+      target = { profileId, createdAt: occurrence.at, typeCounts: new Map(), mergedInto: null };
       profiles.set(profileId, target);
-      resolution.newProfiles.push({ profileId, createdAt: set.firstAt });
+      resolution.newProfiles.push({ profileId, createdAt: occurrence.at });
     } else if (knownProfiles.length === 1 || set.source === 'browser') {
       target = firstKnown;
     } else {
@@ -168,7 +230,7 @@ export function resolveIdentities(input: ResolutionInput): Resolution {
             otherProfileId: other.profileId,
             identifierType: blockedType,
             reason: 'max_per_profile',
-            eventId: set.firstEventId,
+            eventId: occurrence.eventId,
           });
         }
       } else {
@@ -181,17 +243,28 @@ export function resolveIdentities(input: ResolutionInput): Resolution {
           resolution.merges.push({
             mergedProfileId: merged.profileId,
             survivorProfileId: target.profileId,
-            eventId: set.firstEventId,
+            eventId: occurrence.eventId,
           });
         }
       }
     }
-    for (const key of unknownKeys) attach(target, key, set);
+    for (const key of unknownKeys) attach(target, key, occurrence);
+    if (!occurrence.first) {
+      resolution.profileOfRepeat.set(occurrence.offset, target.profileId);
+      continue;
+    }
     resolution.profileOfSet.set(set.setId, target.profileId);
+    const settled = keys.every((key) => {
+      const owner = profileOfKey.get(key);
+      return owner !== undefined && live(owner) === live(target.profileId);
+    });
+    if (!settled) resolution.unsettledSets.add(set.setId);
   }
 
   for (const [setId, profileId] of resolution.profileOfSet)
     resolution.profileOfSet.set(setId, live(profileId).profileId);
+  for (const [offset, profileId] of resolution.profileOfRepeat)
+    resolution.profileOfRepeat.set(offset, live(profileId).profileId);
   for (const identifier of resolution.newIdentifiers)
     identifier.profileId = live(identifier.profileId).profileId;
   for (const merge of resolution.merges)

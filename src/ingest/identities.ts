@@ -8,7 +8,9 @@ import {
 import {
   type IdentitySet,
   type KnownProfile,
+  type Repeat,
   type Resolution,
+  type ResolutionInput,
   resolveIdentities,
 } from '../identity/resolve.js';
 import type { KeyRing } from '../identity/tenant-keys.js';
@@ -151,65 +153,137 @@ async function sealNewIdentifiers(session: Session, keyRing: KeyRing): Promise<n
 /** The outcome of resolving every workspace's sets, as rows for the outcome tables. */
 interface Outcome {
   resolutionRows: AppendValue[][];
+  repeatRows: AppendValue[][];
   profileRows: AppendValue[][];
   identifierRows: AppendValue[][];
   mergeRows: AppendValue[][];
   conflictRows: AppendValue[][];
 }
 
-function resolveScopes(
-  sets: SetRow[],
-  known: Map<string, KnownRow[]>,
-  counts: Map<string, CountRow[]>,
+interface RepeatRow {
+  set_id: number;
+  event_offset: number;
+  event_id: string;
+  at: string;
+}
+
+/** What one workspace's resolution starts from, with the resolution once made. */
+interface Scope {
+  input: ResolutionInput;
+  typeOfKey: Map<string, string>;
+  resolution: Resolution;
+}
+
+function scopeInput(
+  scopeSets: SetRow[],
+  inScope: KnownRow[],
+  counts: CountRow[],
   rules: TenantRules,
-): Outcome {
-  const resolutionRows: AppendValue[][] = [];
-  const profileRows: AppendValue[][] = [];
-  const identifierRows: AppendValue[][] = [];
-  const mergeRows: AppendValue[][] = [];
-  const conflictRows: AppendValue[][] = [];
-  for (const [scope, scopeSets] of groupByScope(sets)) {
-    const { tenant_id: tenantId, workspace_id: workspaceId } = scopeSets[0] as SetRow;
-    const inScope = known.get(scope) ?? [];
-    const profiles = new Map<string, KnownProfile>();
-    for (const row of inScope) {
-      profiles.set(row.profile_id, {
-        profileId: row.profile_id,
-        createdAt: row.created_at,
-        typeCounts: new Map(),
-      });
-    }
-    for (const row of counts.get(scope) ?? []) {
-      profiles.get(row.profile_id)?.typeCounts.set(row.identifier_type, row.n);
-    }
-    const typeOfKey = new Map<string, string>();
-    const identitySets: IdentitySet[] = scopeSets.map((row) => {
-      for (const [index, key] of row.keys.entries()) typeOfKey.set(key, row.types[index] as string);
-      return {
-        setId: row.set_id,
-        source: row.source,
-        keys: row.keys,
-        firstEventId: row.first_event_id,
-        firstAt: row.first_at,
-      };
+): { input: ResolutionInput; typeOfKey: Map<string, string> } {
+  const { tenant_id: tenantId, workspace_id: workspaceId } = scopeSets[0] as SetRow;
+  const profiles = new Map<string, KnownProfile>();
+  for (const row of inScope) {
+    profiles.set(row.profile_id, {
+      profileId: row.profile_id,
+      createdAt: row.created_at,
+      typeCounts: new Map(),
     });
-    const resolution: Resolution = resolveIdentities({
+  }
+  for (const row of counts)
+    profiles.get(row.profile_id)?.typeCounts.set(row.identifier_type, row.n);
+  const typeOfKey = new Map<string, string>();
+  const sets: IdentitySet[] = scopeSets.map((row) => {
+    for (const [index, key] of row.keys.entries()) typeOfKey.set(key, row.types[index] as string);
+    return {
+      setId: row.set_id,
+      source: row.source,
+      keys: row.keys,
+      firstEventId: row.first_event_id,
+      firstAt: row.first_at,
+    };
+  });
+  return {
+    input: {
       tenantId,
       workspaceId,
-      sets: identitySets,
+      sets,
       typeOfKey,
       maxPerProfile: rules.maxPerProfile.get(tenantId) ?? new Map(),
       profileOfKey: new Map(inScope.map((row) => [row.identifier_key, row.profile_id])),
       profiles,
+    },
+    typeOfKey,
+  };
+}
+
+/**
+ * Resolves every workspace's sets exactly as one event at a time would: sets first, then again
+ * with the later events of each set whose first event did not settle its keys, fetched from the
+ * batch, until every unsettled set's later events were given. Most batches need one pass: a set
+ * is unsettled only where `max_per_profile` refused a key or a merge, or a browser event named
+ * keys of two profiles.
+ */
+async function resolveExactly(
+  session: Session,
+  sets: SetRow[],
+  known: Map<string, KnownRow[]>,
+  counts: Map<string, CountRow[]>,
+  rules: TenantRules,
+): Promise<Scope[]> {
+  const scopes = new Map<string, Scope>();
+  const scopeOfSet = new Map<number, string>();
+  for (const [scope, scopeSets] of groupByScope(sets)) {
+    const prepared = scopeInput(scopeSets, known.get(scope) ?? [], counts.get(scope) ?? [], rules);
+    for (const set of scopeSets) scopeOfSet.set(set.set_id, scope);
+    scopes.set(scope, { ...prepared, resolution: resolveIdentities(prepared.input) });
+  }
+  const repeated = new Set<number>();
+  for (;;) {
+    const unsettled = [...scopes.values()].flatMap((scope) =>
+      [...scope.resolution.unsettledSets].filter((setId) => !repeated.has(setId)),
+    );
+    if (unsettled.length === 0) return [...scopes.values()];
+    for (const setId of unsettled) repeated.add(setId);
+    const repeats = await session.all<RepeatRow>('ingest_set_repeats', {
+      set_ids: JSON.stringify([...repeated]),
     });
-    for (const set of identitySets) {
-      resolutionRows.push([set.setId, resolution.profileOfSet.get(set.setId) ?? null]);
+    const byScope = new Map<string, Repeat[]>();
+    for (const row of repeats) {
+      const scope = scopeOfSet.get(row.set_id) as string;
+      const list = byScope.get(scope) ?? [];
+      list.push({ setId: row.set_id, offset: row.event_offset, eventId: row.event_id, at: row.at });
+      byScope.set(scope, list);
+    }
+    for (const [key, scope] of scopes) {
+      if (![...scope.resolution.unsettledSets].some((setId) => unsettled.includes(setId))) continue;
+      scope.input = { ...scope.input, repeats: byScope.get(key) ?? [] };
+      scope.resolution = resolveIdentities(scope.input);
+    }
+  }
+}
+
+function outcomeRows(scopes: Scope[]): Outcome {
+  const outcome: Outcome = {
+    resolutionRows: [],
+    repeatRows: [],
+    profileRows: [],
+    identifierRows: [],
+    mergeRows: [],
+    conflictRows: [],
+  };
+  for (const { input, typeOfKey, resolution } of scopes) {
+    const { tenantId, workspaceId } = input;
+    for (const set of input.sets) {
+      outcome.resolutionRows.push([set.setId, resolution.profileOfSet.get(set.setId) ?? null]);
+    }
+    for (const [offset, profileId] of resolution.profileOfRepeat) {
+      outcome.repeatRows.push([offset, profileId]);
     }
     for (const profile of resolution.newProfiles) {
-      profileRows.push([tenantId, workspaceId, profile.profileId, profile.createdAt]);
+      outcome.profileRows.push([tenantId, workspaceId, profile.profileId, profile.createdAt]);
     }
     for (const identifier of resolution.newIdentifiers) {
-      identifierRows.push([
+      outcome.identifierRows.push([
         tenantId,
         workspaceId,
         identifier.key,
@@ -219,7 +293,7 @@ function resolveScopes(
       ]);
     }
     for (const merge of resolution.merges) {
-      mergeRows.push([
+      outcome.mergeRows.push([
         tenantId,
         workspaceId,
         merge.mergedProfileId,
@@ -228,7 +302,7 @@ function resolveScopes(
       ]);
     }
     for (const conflict of resolution.conflicts) {
-      conflictRows.push([
+      outcome.conflictRows.push([
         tenantId,
         workspaceId,
         conflict.profileId,
@@ -239,8 +313,7 @@ function resolveScopes(
       ]);
     }
   }
-
-  return { resolutionRows, profileRows, identifierRows, mergeRows, conflictRows };
+  return outcome;
 }
 
 /**
@@ -255,18 +328,22 @@ async function resolveInJs(
   const known = groupByScope(await session.json<KnownRow[]>('ingest_known_identifiers'));
   const counts = groupByScope(await session.all<CountRow>('ingest_profile_type_counts'));
 
-  const { resolutionRows, profileRows, identifierRows, mergeRows, conflictRows } = await traced(
-    'resolve identities',
-    async () => resolveScopes(sets, known, counts, rules),
+  const outcome = await traced('resolve identities', async () =>
+    outcomeRows(await resolveExactly(session, sets, known, counts, rules)),
   );
 
   await session.run('ingest_create_outcome_tables');
-  await session.appendTemporary('ingest_resolution', resolutionRows);
-  await session.appendTemporary('ingest_new_profiles', profileRows);
-  await session.appendTemporary('ingest_new_identifiers', identifierRows);
-  await session.appendTemporary('ingest_merges', mergeRows);
-  await session.appendTemporary('ingest_conflicts', conflictRows);
-  return { sets: sets.length, merges: mergeRows.length, conflicts: conflictRows.length };
+  await session.appendTemporary('ingest_resolution', outcome.resolutionRows);
+  await session.appendTemporary('ingest_repeat_resolution', outcome.repeatRows);
+  await session.appendTemporary('ingest_new_profiles', outcome.profileRows);
+  await session.appendTemporary('ingest_new_identifiers', outcome.identifierRows);
+  await session.appendTemporary('ingest_merges', outcome.mergeRows);
+  await session.appendTemporary('ingest_conflicts', outcome.conflictRows);
+  return {
+    sets: sets.length,
+    merges: outcome.mergeRows.length,
+    conflicts: outcome.conflictRows.length,
+  };
 }
 
 /**

@@ -1,7 +1,9 @@
 import { watch } from 'chokidar';
 import type { Context } from '../context.js';
+import { withoutQuotedValues } from '../privacy/redact.js';
 import { traced } from '../trace.js';
-import { type BatchResult, ingestBatch } from './batch.js';
+import type { BatchResult } from './batch.js';
+import { ingestIsolating, isDataFault } from './isolate.js';
 import { listSealedFiles, type SealedFile } from './landing-files.js';
 import { splitSealedFile } from './split-file.js';
 import { runUpkeep } from './upkeep.js';
@@ -48,6 +50,8 @@ export class IngestLoop {
   private bytesPerLine = INITIAL_BYTES_PER_LINE;
   private retryAt = 0;
   failure: IngestFailure | null = null;
+  /** The upkeep failure said last, so that it is said once, not on every pass. */
+  private upkeepError: string | null = null;
 
   constructor(
     private readonly context: Context,
@@ -59,19 +63,46 @@ export class IngestLoop {
     const results: BatchResult[] = [];
     for (;;) {
       // Upkeep goes between batches too, so a steady stream of files does not starve it.
-      await runUpkeep(this.context);
+      await this.upkeep();
       const batch = this.nextBatch(await this.sealedFilesInBatchSizes());
       if (batch.length === 0) return results;
-      const result = await traced('ingest batch', () =>
-        ingestBatch(
+      const { batches, quarantined } = await traced('ingest batch', () =>
+        ingestIsolating(
           this.context,
           batch.map((file) => file.path),
         ),
       );
+      for (const file of quarantined) {
+        this.config.report?.(
+          `ingest quarantined ${file.lines} line(s) of tenant ${file.tenant_id ?? '?'} that fail every batch (${file.reason}); the other lines were ingested. See cds ingest quarantine list (${file.quarantine_id})`,
+        );
+      }
       const bytes = batch.reduce((sum, file) => sum + file.bytes, 0);
-      if (result.lines > 0) this.bytesPerLine = Math.max(1, Math.round(bytes / result.lines));
-      results.push(result);
-      this.config.onBatch?.(result);
+      const lines = batches.reduce((sum, result) => sum + result.lines, 0);
+      if (lines > 0) this.bytesPerLine = Math.max(1, Math.round(bytes / lines));
+      for (const result of batches) {
+        results.push(result);
+        this.config.onBatch?.(result);
+      }
+    }
+  }
+
+  /**
+   * A definition that makes upkeep fail (a backfill, a segment's first evaluation) must not stop
+   * the batches of every tenant: the failure is said once and upkeep is tried again next pass.
+   * A fault of the machine fails the pass as a batch would.
+   */
+  private async upkeep(): Promise<void> {
+    try {
+      await runUpkeep(this.context);
+      this.upkeepError = null;
+    } catch (error) {
+      if (!isDataFault(error)) throw error;
+      const message = withoutQuotedValues((error as Error).message);
+      if (this.upkeepError !== message) {
+        this.config.report?.(`ingest upkeep failed: ${message}; batches go on`);
+      }
+      this.upkeepError = message;
     }
   }
 
@@ -144,7 +175,7 @@ export class IngestLoop {
     const delayMs = Math.min(this.config.intervalMs * 2 ** (attempts - 1), MAX_RETRY_DELAY_MS);
     if (this.failure?.error.message !== error.message) {
       this.config.report?.(
-        `ingest failed: ${error.message}. The landing files stay; trying again after pauses that grow to ${MAX_RETRY_DELAY_MS / 1000} s`,
+        `ingest failed: ${withoutQuotedValues(error.message)}. The landing files stay; trying again after pauses that grow to ${MAX_RETRY_DELAY_MS / 1000} s`,
       );
     }
     this.failure = {

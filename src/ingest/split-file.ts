@@ -76,8 +76,21 @@ async function copyRange(source: string, start: number, end: number, target: str
  * under the same names, before any of them is ingested.
  */
 export async function splitSealedFile(path: string, maxLines: number): Promise<number> {
+  return (await splitInParts(path, await lineEnds(path), maxLines)).length;
+}
+
+/**
+ * Cuts a sealed file of two lines or more into two parts, as `splitSealedFile` does, and answers
+ * their paths in order; a file of one line stays whole and answers none. Ingest halves a file
+ * whose batch fails to find the lines that fail it.
+ */
+export async function halveSealedFile(path: string): Promise<string[]> {
   const ends = await lineEnds(path);
-  if (ends.length <= maxLines) return 0;
+  return splitInParts(path, ends, Math.ceil(ends.length / 2));
+}
+
+async function splitInParts(path: string, ends: number[], maxLines: number): Promise<string[]> {
+  if (ends.length <= maxLines) return [];
   const linesPerPart = Math.ceil(ends.length / Math.ceil(ends.length / maxLines));
   const parts = Math.ceil(ends.length / linesPerPart);
   await removeUnfinishedParts(path);
@@ -87,11 +100,13 @@ export async function splitSealedFile(path: string, maxLines: number): Promise<n
     await copyRange(path, start, end, partPath(path, part, PART_WRITING_SUFFIX));
     start = end;
   }
+  const sealed: string[] = [];
   for (let part = 1; part <= parts; part++) {
+    sealed.push(partPath(path, part, SEALED_SUFFIX));
     await rename(partPath(path, part, PART_WRITING_SUFFIX), partPath(path, part, SEALED_SUFFIX));
   }
   await syncDirectory(dirname(path));
   await rm(path);
   await syncDirectory(dirname(path));
-  return parts;
+  return sealed;
 }

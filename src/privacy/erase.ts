@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { type Context, nowIso } from '../context.js';
 import { NotFoundError } from '../errors.js';
+import { scrubErasedFromQuarantine } from '../ingest/quarantine.js';
 import type { Store } from '../store/database.js';
 import type { Session } from '../store/session.js';
 import { DATA_DIR_SNAPSHOT, rewriteExistingSnapshot } from '../store/snapshot.js';
@@ -97,6 +98,7 @@ export async function eraseProfile(
   if (request.dryRun) return context.store.read(work);
   const result = await context.store.write(work);
   scheduleRewrite(context);
+  await scrubErasedFromQuarantine(context, request.tenantId, request.workspaceId);
   return result;
 }
 

@@ -1,7 +1,16 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  unlinkSync,
+  writeSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
-import { ValidationError } from '../errors.js';
+import { StoreUnavailableError, ValidationError } from '../errors.js';
+import { storageFaultOf } from './storage-fault.js';
 
 export interface DataDir {
   root: string;
@@ -60,7 +69,11 @@ function readOrCreateMasterKey(path: string): Buffer {
     return key;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EEXIST') return Buffer.from(readFileSync(path));
-    throw error;
+    // Nothing was encrypted with it yet. Left short (a full disk), it would stop every later
+    // start with "must hold exactly 32 bytes" once there is room again.
+    unlinkSync(path);
+    const fault = storageFaultOf(error);
+    throw fault ? StoreUnavailableError.atOpen(path, fault.cause) : error;
   }
 }
 

@@ -1,10 +1,16 @@
 import { readFileSync } from 'node:fs';
 import { rename, rm, stat } from 'node:fs/promises';
 import { type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
-import { StoreLockedError } from '../errors.js';
+import { StoreLockedError, StoreUnavailableError } from '../errors.js';
 import { traced } from '../trace.js';
 import { Session } from './session.js';
 import { type Migration, migrations, sqlStringLiteral } from './sql-files.js';
+import {
+  invalidatesDatabase,
+  type StorageFault,
+  storageFaultOf,
+  unknownFault,
+} from './storage-fault.js';
 
 const LOCK_HOLDER = /Conflicting lock is held in (.+?) \(PID (\d+)\)/;
 
@@ -28,6 +34,17 @@ function lockError(path: string, error: unknown): Error {
   );
 }
 
+/** A failure to open the file, said as a fault of its disk when it is one. */
+function openFailure(path: string, error: unknown): unknown {
+  if (error instanceof StoreUnavailableError) {
+    return StoreUnavailableError.atOpen(path, error.storageCause);
+  }
+  const fault = storageFaultOf(error);
+  if (!fault) return error;
+  process.stderr.write(`opening ${path} failed: ${fault.detail}\n`);
+  return StoreUnavailableError.atOpen(path, fault.cause);
+}
+
 const READERS = 4;
 
 /** The table blocks DuckDB may keep cached when its table cache is released. */
@@ -44,6 +61,18 @@ export interface StoreOptions {
 export interface RewriteSteps {
   onStart?: () => void;
   beforeSwap?: (session: Session) => Promise<void>;
+}
+
+/** After DuckDB invalidated the database, the store tries to reopen it after this… */
+const REOPEN_FIRST_DELAY_MS = 1000;
+/** …doubling each failed attempt up to this. */
+const REOPEN_MAX_DELAY_MS = 30_000;
+
+/** Since when, and why, the database is unavailable; null while it works. */
+export interface StoreFailure extends StorageFault {
+  since: string;
+  /** Attempts to reopen it that failed. */
+  attempts: number;
 }
 
 const rewriteCopyPath = (path: string) => `${path}.rewrite`;
@@ -87,6 +116,11 @@ export class Store {
   private closed = false;
   /** The limit `releaseTableCache` puts back. */
   private fullMemoryLimit: string | undefined;
+  /** False between closing the connections and opening them again (`reconnect`). */
+  private connected = true;
+  private failure: StoreFailure | null = null;
+  private reopenTimer: NodeJS.Timeout | null = null;
+  private readonly reopenListeners: (() => void)[] = [];
 
   private constructor(
     readonly path: string,
@@ -98,13 +132,37 @@ export class Store {
     this.idleReaders.push(...readers);
   }
 
+  /** A full or failing disk is said as such, whichever DuckDB error it caused. */
   static async open(path: string, options: StoreOptions = {}): Promise<Store> {
     // A copy left by a rewrite that was cut off before its swap (`replaceWithCopy`).
     await removeDatabaseFile(rewriteCopyPath(path));
-    const { instance, writer, readers } = await connectTo(path, options);
+    const { instance, writer, readers } = await connectTo(path, options).catch((error) => {
+      throw openFailure(path, error);
+    });
     const store = new Store(path, options, instance, writer, readers);
-    await store.migrate();
+    try {
+      await store.migrate();
+    } catch (error) {
+      await store.close();
+      throw openFailure(path, error);
+    }
     return store;
+  }
+
+  /** Why the database is unavailable, or null while it works (`/healthz`, `/readyz`). */
+  unavailable(): StoreUnavailableError | null {
+    const failure = this.failure;
+    if (!failure) return null;
+    return StoreUnavailableError.invalidated(failure.cause, {
+      reason: failure.reason,
+      since: failure.since,
+      attempts: failure.attempts,
+    });
+  }
+
+  /** Called each time the store has reopened the database after DuckDB invalidated it. */
+  onReopened(listener: () => void): void {
+    this.reopenListeners.push(listener);
   }
 
   /**
@@ -119,26 +177,33 @@ export class Store {
    */
   write<T>(work: (session: Session) => Promise<T>, options: { large?: boolean } = {}): Promise<T> {
     const run = async (): Promise<T> => {
+      this.throwIfUnavailable();
       await this.writer.run('BEGIN TRANSACTION');
       let result: T;
       try {
         result = await work(new Session(this.writer));
         await this.writer.run('COMMIT');
       } catch (error) {
-        await this.writer.run('ROLLBACK');
-        throw error;
+        // A COMMIT that failed was rolled back by DuckDB already, and an invalidated database
+        // refuses the ROLLBACK too: its "no transaction is active" would hide the cause.
+        await this.writer.run('ROLLBACK').catch(() => undefined);
+        throw this.failedWith(error);
       }
       await this.checkpointLog(options.large ?? false);
-      if (options.large) await this.releaseTableCache();
+      // A checkpoint that failed may have invalidated the database; the write is committed.
+      if (options.large && !this.failure) await this.releaseTableCache();
       return result;
     };
     return this.enqueue(run);
   }
 
   async read<T>(work: (session: Session) => Promise<T>): Promise<T> {
+    this.throwIfUnavailable();
     const connection = await this.acquireReader();
     try {
       return await work(new Session(connection));
+    } catch (error) {
+      throw this.failedWith(error);
     } finally {
       this.releaseReader(connection);
     }
@@ -151,9 +216,12 @@ export class Store {
   exclusive<T>(work: (session: Session) => Promise<T>): Promise<T> {
     const run = async (): Promise<T> => {
       // Readers wait too: the work may drop and recreate tables under them.
+      this.throwIfUnavailable();
       const readers = await this.acquireAllReaders();
       try {
         return await work(new Session(this.writer));
+      } catch (error) {
+        throw this.failedWith(error);
       } finally {
         for (const reader of readers) this.releaseReader(reader);
       }
@@ -172,6 +240,7 @@ export class Store {
    */
   replaceWithCopy(steps: RewriteSteps = {}): Promise<void> {
     const run = async (): Promise<void> => {
+      this.throwIfUnavailable();
       steps.onStart?.();
       const copy = rewriteCopyPath(this.path);
       await removeDatabaseFile(copy);
@@ -185,23 +254,112 @@ export class Store {
           await session.run('store_checkpoint_rewrite');
         }
       } catch (error) {
-        await session.run('store_detach_rewrite');
+        await session.run('store_detach_rewrite').catch(() => undefined);
         await removeDatabaseFile(copy);
-        throw error;
+        throw this.failedWith(error);
       }
       await session.run('store_detach_rewrite');
       await rm(`${copy}.wal`, { force: true });
-      const readers = await this.acquireAllReaders();
-      this.disconnect(readers);
-      // Nothing was written since the checkpoint, so the WAL holds nothing the copy lacks.
-      await rm(`${this.path}.wal`, { force: true });
-      await rename(copy, this.path);
-      const reopened = await connectTo(this.path, this.options);
-      this.instance = reopened.instance;
-      this.writer = reopened.writer;
-      for (const reader of reopened.readers) this.releaseReader(reader);
+      await this.reconnect(async () => {
+        // Nothing was written since the checkpoint, so the WAL holds nothing the copy lacks.
+        await rm(`${this.path}.wal`, { force: true });
+        await rename(copy, this.path);
+      }).catch((error: unknown) => {
+        // Without connections nothing works until the file opens again: reopening starts.
+        this.invalidated(storageFaultOf(error) ?? unknownFault(error));
+        throw this.unavailable();
+      });
     };
     return this.enqueue(run);
+  }
+
+  /**
+   * Closes every connection and the instance once the reads under way are done, runs
+   * `whileClosed`, and opens the file again. Opening may fail (the disk still full): the store
+   * then stays without connections until a later call opens them.
+   */
+  private async reconnect(whileClosed: () => Promise<void> = async () => undefined): Promise<void> {
+    if (this.connected) {
+      const readers = await this.acquireAllReaders();
+      this.disconnect(readers);
+      this.connected = false;
+    }
+    await whileClosed();
+    const reopened = await connectTo(this.path, this.options);
+    this.instance = reopened.instance;
+    this.writer = reopened.writer;
+    this.connected = true;
+    for (const reader of reopened.readers) this.releaseReader(reader);
+  }
+
+  private throwIfUnavailable(): void {
+    const unavailable = this.unavailable();
+    if (unavailable) throw unavailable;
+  }
+
+  /**
+   * What a failed statement means for the store. An error that invalidated the database marks the
+   * store unavailable and starts reopening it; a write the disk refused without invalidating it
+   * (a COMMIT that could not write the log) was rolled back, and is said as a fault of the disk.
+   */
+  private failedWith(error: unknown): unknown {
+    const fault = storageFaultOf(error);
+    if (!fault) return error;
+    if (!invalidatesDatabase(error))
+      return StoreUnavailableError.writeFailed(fault.cause, fault.reason);
+    this.invalidated(fault);
+    return this.unavailable();
+  }
+
+  private invalidated(fault: StorageFault): void {
+    if (this.failure) return;
+    this.failure = { ...fault, since: new Date().toISOString(), attempts: 0 };
+    process.stderr.write(
+      `the database is unavailable: ${fault.cause}. DuckDB said: ${fault.detail}\nReopening it once it can, trying after pauses that grow to ${REOPEN_MAX_DELAY_MS / 1000} s\n`,
+    );
+    this.scheduleReopen();
+  }
+
+  private scheduleReopen(): void {
+    const attempts = this.failure?.attempts ?? 0;
+    const delayMs = Math.min(REOPEN_FIRST_DELAY_MS * 2 ** attempts, REOPEN_MAX_DELAY_MS);
+    this.reopenTimer = setTimeout(() => {
+      this.reopenTimer = null;
+      this.reopen().catch(() => undefined);
+    }, delayMs);
+    // A process with nothing else to do may end meanwhile (a one-off command).
+    this.reopenTimer.unref();
+  }
+
+  /**
+   * Opens the file again, which replays DuckDB's log, and checkpoints the log into the file:
+   * until that works, the disk still refuses what the failed checkpoint wrote, and the store stays
+   * unavailable rather than fail again at the next write.
+   */
+  private reopen(): Promise<void> {
+    return this.enqueue(async () => {
+      const failure = this.failure;
+      if (this.closed || !failure) return;
+      try {
+        await this.reconnect();
+        await this.writer.run('CHECKPOINT');
+      } catch (error) {
+        const fault = storageFaultOf(error);
+        if (fault && fault.cause !== failure.cause) {
+          process.stderr.write(
+            `the database is still unavailable: ${fault.cause}. DuckDB said: ${fault.detail}\n`,
+          );
+        }
+        this.failure = { ...failure, ...(fault ?? {}), attempts: failure.attempts + 1 };
+        this.scheduleReopen();
+        return;
+      }
+      this.failure = null;
+      process.stderr.write(
+        `the database is open again, after ${failure.attempts + 1} attempts (unavailable since ${failure.since})\n`,
+      );
+      for (const listener of this.reopenListeners) listener();
+    });
   }
 
   /**
@@ -212,7 +370,9 @@ export class Store {
     const log = await stat(`${this.path}.wal`).catch(() => null);
     if (!log || (!always && log.size <= CHECKPOINT_WAL_BYTES)) return;
     await traced('checkpoint', () => this.writer.run('CHECKPOINT')).catch((error: unknown) => {
-      process.stderr.write(`checkpoint after a write failed: ${(error as Error).message}\n`);
+      // An invalidated database is reported by `invalidated`, which starts reopening it.
+      if (invalidatesDatabase(error)) this.failedWith(error);
+      else process.stderr.write(`checkpoint after a write failed: ${(error as Error).message}\n`);
     });
   }
 
@@ -266,8 +426,9 @@ export class Store {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    if (this.reopenTimer) clearTimeout(this.reopenTimer);
     await this.writeTail;
-    this.disconnect(this.idleReaders.splice(0));
+    if (this.connected) this.disconnect(this.idleReaders.splice(0));
   }
 
   private disconnect(readers: DuckDBConnection[]): void {

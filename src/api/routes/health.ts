@@ -21,6 +21,8 @@ const readiness = z.object({
     backlog_files: z.number(),
     backlog_bytes: z.number(),
     lag_seconds: z.number(),
+    quarantined_files: z.number(),
+    quarantined_lines: z.number(),
     error: z.string().nullable(),
     error_since: z.string().nullable(),
     failed_attempts: z.number(),
@@ -29,7 +31,8 @@ const readiness = z.object({
 
 /**
  * A failing ingest loop leaves the server ready: the collector still takes events, and they wait
- * in landing files. `/readyz` says why the backlog grows.
+ * in landing files. `/readyz` says why the backlog grows. A database DuckDB invalidated makes
+ * it not ready (503 `store_unavailable`) until the store has reopened it.
  */
 export function healthRoutes(
   app: FastifyInstance,
@@ -38,6 +41,8 @@ export function healthRoutes(
 ): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
   api.get('/readyz', { schema: { response: { 200: readiness } } }, async () => {
+    const unavailable = context.store.unavailable();
+    if (unavailable) throw unavailable;
     const failure = ingestFailure();
     return {
       status: 'ready' as const,

@@ -3,6 +3,8 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Context } from '../../context.js';
 import { idSchema } from '../../ids.js';
+import { quarantinePage, retryQuarantined } from '../../ingest/quarantine.js';
+import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../store/cursor.js';
 import { writeSnapshot } from '../../store/snapshot.js';
 import { createTenant, issueTenantToken, listTenants } from '../../tenancy/tenants.js';
 import { listWebhooks, retryFailedWebhooks } from '../../webhooks/outbox.js';
@@ -10,13 +12,14 @@ import {
   issuedTokenResponse,
   optionalBody,
   pagingQuery,
+  quarantinedResponse,
   tenantParams,
   webhookResponse,
 } from '../schemas.js';
 
 /**
- * Operator-only routes behind the CLI's `cds tenants`, `cds tokens issue-tenant`, `cds webhooks`
- * and `cds snapshot`.
+ * Operator-only routes behind the CLI's `cds tenants`, `cds tokens issue-tenant`, `cds webhooks`,
+ * `cds ingest quarantine` and `cds snapshot`.
  * Tenant tokens are issued by the operator, never by a tenant, and the webhook receiver is set per
  * environment: these routes take only the operator credential.
  */
@@ -120,6 +123,41 @@ export function operatorRoutes(app: FastifyInstance, context: Context): void {
     },
     async (request) => ({
       requeued: await retryFailedWebhooks(context, request.body.webhook_id ?? null),
+    }),
+  );
+  api.get(
+    '/v1/operator/quarantine',
+    {
+      config: { access: 'operator' },
+      schema: {
+        querystring: z.object({
+          limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).default(DEFAULT_PAGE_SIZE),
+          cursor: z.string().optional(),
+        }),
+        response: {
+          200: z.object({
+            quarantined: z.array(quarantinedResponse),
+            next_cursor: z.string().nullable(),
+          }),
+        },
+      },
+    },
+    async (request) => {
+      const page = await quarantinePage(context.dataDir, request.query.limit, request.query.cursor);
+      return { quarantined: page.items, next_cursor: page.next_cursor };
+    },
+  );
+  api.post(
+    '/v1/operator/quarantine/retry',
+    {
+      config: { access: 'operator' },
+      schema: {
+        body: optionalBody(z.object({ quarantine_id: z.string().min(1).max(200).nullish() })),
+        response: { 200: z.object({ requeued: z.array(z.string()) }) },
+      },
+    },
+    async (request) => ({
+      requeued: await retryQuarantined(context.dataDir, request.body.quarantine_id ?? undefined),
     }),
   );
   api.post(

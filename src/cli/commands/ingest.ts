@@ -39,6 +39,56 @@ async function printStatus(globals: GlobalOptions): Promise<void> {
   output(globals.json, ready.ingest, (status) => printTable([{ ...status }], Object.keys(status)));
 }
 
+/** `cds ingest quarantine list|retry`: the lines ingest set aside because they fail every batch. */
+function quarantineCommand(): Command {
+  const quarantine = new Command('quarantine').description(
+    'landing lines set aside because every batch holding them failed, with the reason',
+  );
+  quarantine
+    .command('list')
+    .description('list quarantined files, oldest first')
+    .option('--limit <n>', 'how many (1-500)')
+    .action(async (options: { limit?: string }, command: Command) => {
+      const globals = command.optsWithGlobals<GlobalOptions>();
+      const listing = await withAdminClient(globals, (client) =>
+        client<{ quarantined: Record<string, unknown>[] }>({
+          method: 'GET',
+          path: '/v1/operator/quarantine',
+          query: { limit: options.limit },
+        }),
+      );
+      output(globals.json, listing, (value) =>
+        printTable(value.quarantined, [
+          'quarantine_id',
+          'tenant_id',
+          'workspace_id',
+          'lines',
+          'quarantined_at',
+          'reason',
+        ]),
+      );
+    });
+  quarantine
+    .command('retry [quarantine_id]')
+    .description('put quarantined files back to be ingested again: one, or all')
+    .action(async (quarantineId: string | undefined, _options: unknown, command: Command) => {
+      const globals = command.optsWithGlobals<GlobalOptions>();
+      const result = await withAdminClient(globals, (client) =>
+        client<{ requeued: string[] }>({
+          method: 'POST',
+          path: '/v1/operator/quarantine/retry',
+          body: { quarantine_id: quarantineId ?? null },
+        }),
+      );
+      output(globals.json, result, (value) =>
+        process.stdout.write(
+          `${value.requeued.length} quarantined file(s) put back to be ingested again\n`,
+        ),
+      );
+    });
+  return quarantine;
+}
+
 export function ingestCommand(): Command {
   return new Command('ingest')
     .description(
@@ -80,6 +130,8 @@ export function ingestCommand(): Command {
       if (options.watch) {
         spinner.text = `watching ${context.dataDir.landingDir}`;
         loop.start({ watch: true });
+        // As in serve: once the store has reopened the database, the batch is tried at once.
+        context.store.onReopened(() => loop.catchUp().catch(() => undefined));
         sender?.start();
         await closeOnSignals({
           close: async () => {
@@ -100,5 +152,6 @@ export function ingestCommand(): Command {
       output(globals.json, totals, () =>
         process.stdout.write(`Ingested ${describe(totals, startedAt)}\n`),
       );
-    });
+    })
+    .addCommand(quarantineCommand());
 }

@@ -1,0 +1,272 @@
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { describe, expect, it } from 'vitest';
+import { DEMO_TENANT, setUpDemo } from '../../src/cli/demo-setup.js';
+import { openContext } from '../../src/cli/open-context.js';
+import { openOwnedCollector } from '../../src/collector/runtime.js';
+import { Store } from '../../src/store/database.js';
+import { runCli, startCli } from '../helpers/cli.js';
+import { mountSmallDisk } from '../helpers/small-disk.js';
+import { waitUntil } from '../helpers/wait.js';
+
+const MiB = 1024 * 1024;
+
+/**
+ * Free space left to `cds serve`: its landing files, DuckDB's log and the checkpoints of the
+ * first batches fit, and the database file then grows into the end of it. Less, and the landing
+ * files fill the disk before any checkpoint fails (the loop then only retries its batch).
+ */
+const HEADROOM_BYTES = 8 * MiB;
+
+/** Events a request carries, and how long the sender waits between requests. */
+const EVENTS_PER_REQUEST = 150;
+const PAUSE_MS = 100;
+
+/** The sender waits while this much is sealed and not ingested, so the database fills the disk. */
+const MAX_BACKLOG_BYTES = 2 * MiB;
+
+const visit = (id: string) => ({
+  envelop_version: '1.0',
+  id,
+  name: 'page_viewed',
+  tenant_id: DEMO_TENANT,
+  workspace_id: 'brand-eu',
+  anon_id: `cookie:${id}`,
+  occured_at: '2026-03-01T10:00:00Z',
+  properties: { path: `/products/${'x'.repeat(300)}` },
+});
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** `waitUntil` by the wall clock: each round here sends a request and may take a while. */
+async function until(done: () => Promise<boolean>, what: string, timeoutMs: number) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await done())) {
+    if (Date.now() > deadline) throw new Error(`waited ${timeoutMs} ms for ${what}`);
+    await sleep(50);
+  }
+}
+
+/** An answer of cds; the ingest counters only on `/readyz`. */
+interface Answer {
+  status: number;
+  body: { ingest?: { backlog_bytes: number; backlog_files: number } };
+}
+
+async function getJson(url: string, token?: string): Promise<Answer> {
+  const response = await fetch(url, {
+    headers: token ? { authorization: `Bearer ${token}` } : {},
+  });
+  return { status: response.status, body: (await response.json()) as Answer['body'] };
+}
+
+/** A data dir with the demo tenant set up and its registry written, as `cds serve` expects. */
+async function demoDataDir(dir: string) {
+  const context = await openContext({ data_dir: dir });
+  const tokens = await setUpDemo(context);
+  await (await openOwnedCollector(context)).close();
+  await context.store.close();
+  return tokens;
+}
+
+const unavailableBecauseFull = {
+  error: {
+    code: 'store_unavailable',
+    message: expect.stringContaining('the disk is full (ENOSPC)'),
+    details: expect.objectContaining({ reason: 'disk_full' }),
+  },
+};
+
+describe('cds serve on a disk that fills up', () => {
+  it('says the database is unavailable and why, answers 503, and reopens it by itself once space is freed, with every acknowledged event stored once', async () => {
+    const disk = mountSmallDisk(32);
+    const dir = join(disk.dir, 'data');
+    try {
+      const tokens = await demoDataDir(dir);
+      disk.fillLeaving(HEADROOM_BYTES);
+      const server = await startCli(
+        ['--data-dir', dir, 'serve', '--port', '0', '--quiet'],
+        /cds listening on (http:\/\/\S+)/,
+      );
+      const acknowledged: string[] = [];
+      const refusals: { status: number; body: unknown }[] = [];
+      let request = 0;
+      const send = async () => {
+        const events = Array.from({ length: EVENTS_PER_REQUEST }, (_, index) =>
+          visit(`r${request}-e${index}`),
+        );
+        request += 1;
+        const response = await fetch(`${server.url}/v1/events/batch`, {
+          method: 'POST',
+          headers: {
+            'content-type': 'application/json',
+            'x-tenant-id': DEMO_TENANT,
+            'x-workspace-id': 'brand-eu',
+          },
+          body: JSON.stringify({ events }),
+        });
+        if (response.status === 202) acknowledged.push(...events.map((event) => event.id));
+        else refusals.push({ status: response.status, body: await response.json() });
+        await sleep(PAUSE_MS);
+      };
+      try {
+        // Until the checkpoint of a batch finds no room: DuckDB then invalidates the database.
+        await until(
+          async () => {
+            const ready = await getJson(`${server.url}/readyz`);
+            if (
+              ready.status === 200 &&
+              (ready.body.ingest?.backlog_bytes ?? 0) > MAX_BACKLOG_BYTES
+            ) {
+              return false;
+            }
+            await send();
+            return (await getJson(`${server.url}/healthz`)).status === 503;
+          },
+          'the database to be invalidated',
+          90_000,
+        );
+        // The collector goes on taking events until the landing files fill the disk.
+        await until(
+          async () => {
+            await send();
+            return refusals.length > 0;
+          },
+          'the collector to refuse events',
+          60_000,
+        );
+        for (const refusal of refusals) {
+          expect(refusal).toMatchObject({
+            status: 503,
+            body: { error: { code: 'landing_write_failed' } },
+          });
+        }
+
+        const health = await getJson(`${server.url}/healthz`);
+        expect(health).toEqual({ status: 503, body: unavailableBecauseFull });
+        expect(await getJson(`${server.url}/readyz`)).toMatchObject({
+          status: 503,
+          body: unavailableBecauseFull,
+        });
+        expect(
+          await getJson(`${server.url}/v1/tenants/${DEMO_TENANT}/event-types`, tokens.tenant),
+        ).toMatchObject({ status: 503, body: unavailableBecauseFull });
+        expect(server.errors()).toContain(
+          'the database is unavailable: the disk is full (ENOSPC). DuckDB said: ',
+        );
+
+        disk.freeBallast();
+        await waitUntil(
+          async () => (await getJson(`${server.url}/healthz`)).status === 200,
+          'the database to be reopened',
+          60_000,
+        );
+        expect(server.errors()).toContain('the database is open again');
+        await waitUntil(
+          async () => {
+            const ready = await getJson(`${server.url}/readyz`);
+            return ready.status === 200 && ready.body.ingest?.backlog_files === 0;
+          },
+          'the backlog to be ingested',
+          60_000,
+        );
+        expect(
+          (await getJson(`${server.url}/v1/tenants/${DEMO_TENANT}/event-types`, tokens.tenant))
+            .status,
+        ).toBe(200);
+      } catch (error) {
+        console.error(`cds serve said on stderr:\n${server.errors()}`);
+        throw error;
+      } finally {
+        // Still the first process: it was never restarted, and it closes cleanly.
+        expect(server.child.exitCode).toBeNull();
+        expect(await server.stop()).toBe(0);
+      }
+
+      const instance = await DuckDBInstance.create(join(dir, 'cds.duckdb'), {
+        access_mode: 'READ_ONLY',
+      });
+      const connection = await instance.connect();
+      const rows = (
+        await connection.runAndReadAll('SELECT event_id, profile_id FROM events')
+      ).getRowObjectsJson();
+      connection.closeSync();
+      instance.closeSync();
+      const stored = rows.map((row) => String(row.event_id));
+      expect(new Set(stored).size).toBe(stored.length);
+      // Each event has an anon id of its own, so a profile of its own.
+      expect(new Set(rows.map((row) => String(row.profile_id))).size).toBe(stored.length);
+      const storedIds = new Set(stored);
+      expect(acknowledged.filter((id) => !storedIds.has(id))).toEqual([]);
+      expect(acknowledged.length).toBeGreaterThan(0);
+    } finally {
+      disk.unmount();
+    }
+  }, 300_000);
+
+  it('answers a write the full disk refuses with the cause, not DuckDB\'s "cannot rollback", and writes again once there is room', async () => {
+    const disk = mountSmallDisk(32);
+    const store = await Store.open(join(disk.dir, 'cds.duckdb'));
+    try {
+      await store.write((session) =>
+        session.runText('CREATE TABLE filler (text VARCHAR)').then(() => undefined),
+      );
+      const fill = () =>
+        store.write((session) =>
+          session.runText("INSERT INTO filler SELECT repeat('x', 1000) FROM range(20000)"),
+        );
+      disk.fillLeaving(0);
+      await expect(fill()).rejects.toMatchObject({
+        code: 'store_unavailable',
+        message: expect.stringContaining('the disk is full (ENOSPC)'),
+      });
+      disk.freeBallast();
+      await waitUntil(
+        () =>
+          fill().then(
+            () => true,
+            () => false,
+          ),
+        'a write to succeed after space was freed',
+      );
+    } finally {
+      await store.close();
+      disk.unmount();
+    }
+  });
+
+  it('refuses to start on a disk too full to create the database, saying the disk is full', async () => {
+    const disk = mountSmallDisk(16);
+    const dir = join(disk.dir, 'data');
+    try {
+      mkdirSync(join(dir, 'landing'), { recursive: true });
+      writeFileSync(join(dir, 'master.key'), Buffer.alloc(32, 1), { mode: 0o600 });
+      disk.fillLeaving(0);
+      const result = await runCli(['--data-dir', dir, 'serve', '--port', '0']);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toContain(
+        `cds: ${join(dir, 'cds.duckdb')} could not be opened: the disk is full (ENOSPC)`,
+      );
+      expect(result.stderr).not.toContain('triggerUncaughtException');
+    } finally {
+      disk.unmount();
+    }
+  });
+
+  it('refuses a first start on a full disk saying so, and leaves no short master.key behind', async () => {
+    const disk = mountSmallDisk(16);
+    const dir = join(disk.dir, 'data');
+    try {
+      disk.fillLeaving(0);
+      const result = await runCli(['--data-dir', dir, 'serve', '--port', '0']);
+      expect(result.code).toBe(1);
+      expect(result.stderr).toBe(
+        `cds: ${join(dir, 'master.key')} could not be opened: the disk is full (ENOSPC). Free space on its disk (or repair it) and start again\n`,
+      );
+      expect(existsSync(join(dir, 'master.key'))).toBe(false);
+    } finally {
+      disk.unmount();
+    }
+  });
+});
