@@ -6,7 +6,7 @@ import { type EventSpec, envelope, registerEventTypes, sendServer } from '../hel
 import { defineMetric } from '../helpers/metrics.js';
 import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
 
-const IDENTIFIER_PATHS_MIGRATION = 11;
+const IDENTIFIER_PATHS_MIGRATION = 12;
 
 /**
  * Definitions and event types stored before paths into properties.identifiers were refused:
