@@ -1,0 +1,775 @@
+import fc from 'fast-check';
+import {
+  deepNesting,
+  hostileHeaderValue,
+  hostileKey,
+  hostileNumber,
+  hostileString,
+  hostileValue,
+  type Json,
+  type JsonObject,
+  jsonObject,
+  jsonText,
+  PROTOTYPE_IDS,
+  urlText,
+  urlValue,
+  validOrMutated,
+} from './fuzz-values.js';
+
+/** The callers a fuzz request can present, set up with real tokens before the run. */
+export const CALLERS = [
+  'operator',
+  'tenant',
+  'workspace',
+  'otherWorkspace',
+  'collector',
+  'revoked',
+  'otherTenant',
+] as const;
+export type Caller = (typeof CALLERS)[number];
+
+/** What the store holds before the run, so that generated requests can name real things. */
+export interface FuzzFixture {
+  tokens: Record<Caller, string>;
+  /** Tenant `acme`: workspaces, event types, metrics and segments the requests may name. */
+  tenant: string;
+  workspaces: string[];
+  eventTypes: string[];
+  metrics: string[];
+  segments: string[];
+  profileIds: string[];
+  /** Tokens the run may revoke (never the ones in `tokens`). */
+  spareTokenIds: string[];
+  allowedOrigin: string;
+  /** Where snapshots may be written, and paths they must refuse. */
+  snapshotDir: string;
+  databasePath: string;
+  dataDir: string;
+}
+
+export interface FuzzRequest {
+  /** `METHOD /path/:param`, as `listRoutes` names it. */
+  route: string;
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+  body?: string;
+}
+
+interface RouteInput {
+  /** Who reaches the handler; other callers are tried too, less often. */
+  callers: readonly Caller[];
+  /** Query keys the route reads and values that name something real. */
+  query?: (fixture: FuzzFixture) => Record<string, readonly string[]>;
+  /** A body of the shape the route's schema takes; it is sent as is or mutated. */
+  body?: (fixture: FuzzFixture) => fc.Arbitrary<JsonObject>;
+  /** Headers the route reads besides authorization and content-type. */
+  headers?: (fixture: FuzzFixture) => fc.Arbitrary<Record<string, string>>;
+  /** A preflight: the path is one of these rather than the route's. */
+  paths?: (fixture: FuzzFixture) => fc.Arbitrary<string>;
+}
+
+/** Values that name something real, per path parameter. */
+const PARAMS: Record<string, (fixture: FuzzFixture) => readonly string[]> = {
+  tenant: (fixture) => [fixture.tenant],
+  workspace: (fixture) => fixture.workspaces,
+  event_name: (fixture) => fixture.eventTypes,
+  segment_id: (fixture) => fixture.segments,
+  profile_id: (fixture) => fixture.profileIds,
+  token_id: (fixture) => fixture.spareTokenIds,
+  type: () => ['email', 'phone', 'cookie', 'device_id', 'customer_id', ...PROTOTYPE_IDS],
+};
+
+const PROTOTYPE_KEYS = ['constructor', '__proto__', 'toString', 'hasOwnProperty'];
+const LIMITS = ['1', '2', '100', '500'];
+const optionalOf = <T>(arbitrary: fc.Arbitrary<T>) => fc.option(arbitrary, { nil: undefined });
+/** A record without the keys whose value came out undefined. */
+const present = (entries: Record<string, Json | undefined>): JsonObject =>
+  jsonObject(
+    Object.entries(entries).filter((entry): entry is [string, Json] => entry[1] !== undefined),
+  );
+const textOf = (valid: readonly string[], weight = 4) =>
+  fc.oneof(
+    { weight, arbitrary: fc.constantFrom(...valid) },
+    { weight: 1, arbitrary: hostileString },
+  );
+
+const propertyPath = fc.constantFrom(
+  'properties.amount',
+  'properties.order_id',
+  'properties.page',
+  'properties.identifiers.email',
+  'properties.identifiers.phone',
+  'properties.constructor',
+  'properties.__proto__',
+  'properties.a.b.c',
+  'properties.$x',
+  'properties',
+  'identifiers.email',
+);
+
+function comparison(fixture: FuzzFixture): fc.Arbitrary<JsonObject> {
+  return fc
+    .record({
+      metric: textOf(fixture.metrics),
+      op: textOf(['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'not_in', 'contains', 'exists']),
+      value: fc.oneof(
+        hostileNumber,
+        fc.integer({ min: -5, max: 5 }),
+        fc.boolean(),
+        textOf(['/home', 'a']),
+        fc.array(textOf(['/home', 'a']), { maxLength: 4 }),
+        hostileValue,
+      ),
+    })
+    .map((fields) => jsonObject(Object.entries(fields)));
+}
+
+function predicate(fixture: FuzzFixture): fc.Arbitrary<JsonObject> {
+  const { node } = fc.letrec<{ node: JsonObject }>((tie) => ({
+    node: fc.oneof(
+      { depthSize: 'small', withCrossShrink: true },
+      comparison(fixture),
+      fc.array(tie('node'), { maxLength: 4 }).map((of) => jsonObject([['all', of]])),
+      fc.array(tie('node'), { maxLength: 4 }).map((of) => jsonObject([['any', of]])),
+      tie('node').map((of) => jsonObject([['not', of]])),
+    ),
+  }));
+  return node;
+}
+
+/** Identifier types that a JSON path, a SQL string or a plain object reads as something else. */
+const PATH_KEYS = [
+  '$',
+  '$x',
+  '$.a',
+  'a.b',
+  '.',
+  '"',
+  "'",
+  '[',
+  ']',
+  '*',
+  'a b',
+  '',
+  ...PROTOTYPE_KEYS,
+];
+
+function identifiers(): fc.Arbitrary<JsonObject> {
+  const type = fc.oneof(
+    {
+      weight: 4,
+      arbitrary: fc.constantFrom('email', 'phone', 'cookie', 'device_id', 'customer_id'),
+    },
+    { weight: 2, arbitrary: fc.constantFrom(...PATH_KEYS) },
+    { weight: 1, arbitrary: hostileKey },
+  );
+  const value = fc.oneof(
+    {
+      weight: 4,
+      arbitrary: fc.constantFrom(
+        'ada@example.com',
+        'ADA@Example.com ',
+        '+91 99999 99999',
+        '9999999999',
+        '+44 20 7946 0958',
+        'visitor-1',
+      ),
+    },
+    { weight: 3, arbitrary: hostileValue },
+  );
+  return fc.array(fc.tuple(type, value), { maxLength: 4 }).map((entries) => jsonObject(entries));
+}
+
+/** An envelope for the collector's scope (tenant acme), sometimes wrong in one or more fields. */
+function envelope(fixture: FuzzFixture, source: 'browser' | 'server'): fc.Arbitrary<JsonObject> {
+  const properties = fc
+    .tuple(
+      optionalOf(identifiers()),
+      fc.array(
+        fc.tuple(
+          fc.oneof(fc.constantFrom('amount', 'order_id', 'page'), hostileKey),
+          fc.oneof(hostileValue, fc.integer(), fc.constantFrom('/home', 'o-1')),
+        ),
+        { maxLength: 3 },
+      ),
+      optionalOf(deepNesting),
+    )
+    .map(([ids, fields, deep]) =>
+      jsonObject([
+        ...(ids ? [['identifiers', ids] as const] : []),
+        ...fields,
+        ...(deep ? [['nested', deep] as const] : []),
+      ]),
+    );
+  const timestamp = fc.oneof(
+    {
+      weight: 9,
+      arbitrary: fc
+        .date({ min: new Date('2000-01-01'), max: new Date('2030-01-01'), noInvalidDate: true })
+        .map((date) => date.toISOString()),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom(
+        '2026-13-01T00:00:00Z',
+        '+275760-09-13T00:00:00.000Z',
+        '0000-01-01T00:00:00Z',
+        '1969-12-31T23:59:59.999999999+14:00',
+        '2026-03-01T10:00:00.000-23:59',
+        '2026-02-30T00:00:00Z',
+      ),
+    },
+  );
+  return fc
+    .record({
+      envelop_version: fc.oneof({ weight: 9, arbitrary: fc.constant('1.0') }, hostileString),
+      id: fc.oneof({ weight: 9, arbitrary: fc.uuid() }, hostileString),
+      name: textOf(fixture.eventTypes, 9),
+      tenant_id: textOf([fixture.tenant], 9),
+      workspace_id: textOf(source === 'browser' ? ['eu'] : fixture.workspaces, 9),
+      anon_id: fc.oneof(
+        {
+          weight: 9,
+          arbitrary: fc.string({ minLength: 1, maxLength: 12 }).map((v) => `cookie:${v}`),
+        },
+        hostileString,
+        fc.constant(undefined),
+      ),
+      occured_at: timestamp,
+      properties,
+    })
+    .map(present);
+}
+
+function events(fixture: FuzzFixture, source: 'browser' | 'server'): fc.Arbitrary<JsonObject> {
+  const event = fc.oneof(
+    { weight: 3, arbitrary: envelope(fixture, source) },
+    { weight: 1, arbitrary: validOrMutated(envelope(fixture, source)) },
+  );
+  return fc.oneof(
+    {
+      weight: 9,
+      arbitrary: fc.array(event, { maxLength: 8 }).map((list) => jsonObject([['events', list]])),
+    },
+    {
+      // Over the 1,000 events a batch may hold, each of them valid.
+      weight: 1,
+      arbitrary: fc.uuid().map((id) => {
+        const one = jsonObject([
+          ['envelop_version', '1.0'],
+          ['id', id],
+          ['name', fixture.eventTypes[0] ?? 'page_viewed'],
+          ['tenant_id', fixture.tenant],
+          ['workspace_id', 'eu'],
+          ['anon_id', 'cookie:v1'],
+          ['occured_at', '2026-03-01T10:00:00.000Z'],
+        ]);
+        return jsonObject([['events', Array.from({ length: 1001 }, () => one)]]);
+      }),
+    },
+  );
+}
+
+const browserHeaders = (fixture: FuzzFixture) =>
+  fc
+    .record({
+      'x-tenant-id': optionalOf(
+        fc.oneof({ weight: 4, arbitrary: fc.constant(fixture.tenant) }, hostileHeaderValue),
+      ),
+      'x-workspace-id': optionalOf(
+        fc.oneof({ weight: 4, arbitrary: fc.constant('eu') }, hostileHeaderValue),
+      ),
+      origin: optionalOf(
+        fc.oneof(
+          { weight: 3, arbitrary: fc.constant(fixture.allowedOrigin) },
+          fc.constantFrom('https://evil.test', 'null', 'http://localhost'),
+          hostileHeaderValue,
+        ),
+      ),
+    })
+    .map(definedOnly);
+
+function definedOnly(headers: Record<string, string | undefined>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(headers).filter((entry): entry is [string, string] => entry[1] !== undefined),
+  );
+}
+
+const workspaceQuery = (fixture: FuzzFixture) => ({ workspace_id: fixture.workspaces });
+const pagingQuery = (fixture: FuzzFixture) => ({
+  limit: LIMITS,
+  cursor: BAD_CURSORS,
+  workspace_id: fixture.workspaces,
+});
+
+/** Cursors shaped like the ones the routes hand out, with contents they never hand out. */
+const BAD_CURSORS = [
+  '{}',
+  '[]',
+  'null',
+  '"x"',
+  '{"w":1,"s":2}',
+  '{"w":"eu","s":"\\ud800"}',
+  '{"__proto__":{"w":"eu","s":"a"}}',
+  '{"p":"p_000000000000000000000000"}',
+  `{"p":"${'x'.repeat(2000)}"}`,
+  '{"at":"not a time","kind":"event","ref":"x"}',
+  '{"at":"9999-99-99T99:99:99Z","kind":"merge","ref":"x"}',
+  '{"a":"2026-13-45","i":"x"}',
+  '{"a":"","i":""}',
+].map((json) => Buffer.from(json).toString('base64url'));
+
+/** Every route of both apps, keyed as `listRoutes` names them. */
+export const ROUTE_INPUTS: Record<string, RouteInput> = {
+  'GET /healthz': { callers: [] },
+  'GET /readyz': { callers: [] },
+  'GET /v1/whoami': { callers: CALLERS },
+  'OPTIONS *': {
+    callers: [],
+    paths: () =>
+      fc.oneof(
+        fc.constantFrom('/v1/events', '/v1/events/batch', '/v1/server/events', '/v1/whoami'),
+        hostileString.map((text) => `/${urlText(text)}`),
+      ),
+    headers: (fixture) =>
+      fc
+        .tuple(
+          browserHeaders(fixture),
+          optionalOf(fc.constantFrom('POST', 'GET', 'DELETE', 'x')),
+          optionalOf(fc.oneof(fc.constant('content-type, x-tenant-id'), hostileHeaderValue)),
+        )
+        .map(([headers, method, requested]) =>
+          definedOnly({
+            ...headers,
+            'access-control-request-method': method,
+            'access-control-request-headers': requested,
+          }),
+        ),
+  },
+  'POST /v1/operator/tenants': {
+    callers: ['operator'],
+    body: () =>
+      fc
+        .record({
+          tenant_id: fc.oneof(
+            fc.constantFrom(...PROTOTYPE_IDS),
+            fc.stringMatching(/^[a-z0-9][a-z0-9_-]{0,63}$/),
+            hostileString,
+          ),
+          workspaces: fc.array(fc.oneof(fc.constantFrom(...PROTOTYPE_IDS, 'eu'), hostileString), {
+            maxLength: 3,
+          }),
+        })
+        .map((fields) => jsonObject(Object.entries(fields))),
+  },
+  'GET /v1/operator/tenants': { callers: ['operator'] },
+  'POST /v1/operator/tenants/:tenant/tenant-tokens': {
+    callers: ['operator'],
+    body: () => fc.record({ name: optionalOf(hostileString) }).map(present),
+  },
+  'GET /v1/operator/webhooks': {
+    callers: ['operator'],
+    query: () => ({ status: ['pending', 'delivered', 'failed'], limit: LIMITS }),
+  },
+  'POST /v1/operator/webhooks/retry': {
+    callers: ['operator'],
+    body: () => fc.record({ webhook_id: optionalOf(hostileString) }).map(present),
+  },
+  'POST /v1/operator/snapshots': {
+    callers: ['operator'],
+    body: (fixture) =>
+      fc
+        .record({
+          path: fc.constantFrom(
+            `${fixture.snapshotDir}/a.duckdb`,
+            `${fixture.snapshotDir}/b.duckdb`,
+            fixture.snapshotDir,
+            fixture.databasePath,
+            fixture.dataDir,
+            `${fixture.snapshotDir}/missing/x.duckdb`,
+            `${fixture.snapshotDir}/nul\u0000.duckdb`,
+            `${fixture.snapshotDir}/${'a'.repeat(300)}.duckdb`,
+            `${fixture.snapshotDir}/'quote".duckdb`,
+          ),
+          replace: fc.boolean(),
+        })
+        .map((fields) => jsonObject(Object.entries(fields))),
+  },
+  'GET /v1/tenants/:tenant/workspaces': { callers: ['tenant'] },
+  'PUT /v1/tenants/:tenant/workspaces/:workspace': {
+    callers: ['tenant', 'operator'],
+    body: () => fc.record({ display_name: optionalOf(hostileString) }).map(present),
+  },
+  'GET /v1/tenants/:tenant/workspaces/:workspace': { callers: ['workspace', 'tenant'] },
+  'GET /v1/tenants/:tenant/workspaces/:workspace/profiles/lookup': {
+    callers: ['workspace', 'tenant'],
+    query: () => ({
+      email: ['ada@example.com', 'ADA%40example.com', 'sentinel@example.com'],
+      phone: ['%2B91%2099999%2099999', '9999999999'],
+    }),
+  },
+  'GET /v1/tenants/:tenant/workspaces/:workspace/profiles/summary': {
+    callers: ['workspace', 'tenant'],
+    query: (fixture) => ({ ...pagingQuery(fixture), segment_id: fixture.segments }),
+  },
+  'GET /v1/tenants/:tenant/workspaces/:workspace/profiles/:profile_id': {
+    callers: ['workspace', 'tenant'],
+  },
+  'DELETE /v1/tenants/:tenant/workspaces/:workspace/profiles/:profile_id': {
+    callers: ['tenant'],
+    query: () => ({ dry_run: ['true', 'false', 'TRUE', '1'] }),
+  },
+  'GET /v1/tenants/:tenant/workspaces/:workspace/profiles/:profile_id/history': {
+    callers: ['workspace', 'tenant'],
+    query: pagingQuery,
+  },
+  'POST /v1/tenants/:tenant/tokens': {
+    callers: ['tenant'],
+    body: (fixture) =>
+      fc
+        .record({
+          kind: textOf(['workspace', 'collector', 'tenant', 'operator']),
+          workspace_id: optionalOf(fc.oneof(textOf(fixture.workspaces), fc.constant(null))),
+          name: textOf(['reader', 'backend']),
+        })
+        .map(present),
+  },
+  'GET /v1/tenants/:tenant/tokens': { callers: ['tenant'] },
+  'DELETE /v1/tenants/:tenant/tokens/:token_id': { callers: ['tenant'] },
+  'GET /v1/tenants/:tenant/identifier-types': { callers: ['tenant'] },
+  'PUT /v1/tenants/:tenant/identifier-types/:type': {
+    callers: ['tenant'],
+    body: () =>
+      fc
+        .record({
+          tier: textOf(['strong', 'weak']),
+          max_per_profile: optionalOf(fc.oneof(fc.integer({ min: 1, max: 1000 }), hostileNumber)),
+        })
+        .map(present),
+  },
+  'PUT /v1/tenants/:tenant/placeholders': {
+    callers: ['tenant'],
+    body: () =>
+      fc
+        .array(
+          fc.tuple(
+            fc.oneof(fc.constantFrom('*', 'email', 'phone', ...PROTOTYPE_IDS), hostileKey),
+            fc.array(fc.oneof(fc.constantFrom('9999999999', '+91 99999 99999'), hostileString), {
+              maxLength: 3,
+            }),
+          ),
+          { maxLength: 3 },
+        )
+        .map((entries) => jsonObject([['values', jsonObject(entries)]])),
+  },
+  'GET /v1/tenants/:tenant/placeholders': { callers: ['tenant'] },
+  'GET /v1/tenants/:tenant/event-types': { callers: ['workspace', 'tenant'] },
+  'PUT /v1/tenants/:tenant/event-types/:event_name': {
+    callers: ['tenant'],
+    body: () =>
+      fc
+        .record({
+          dedup_entity: optionalOf(textOf(['order'])),
+          dedup_key_paths: optionalOf(fc.array(propertyPath, { maxLength: 3 })),
+        })
+        .map(present),
+  },
+  'DELETE /v1/tenants/:tenant/event-types/:event_name': { callers: ['tenant'] },
+  'GET /v1/tenants/:tenant/erasures': { callers: ['tenant'], query: pagingQuery },
+  'PUT /v1/tenants/:tenant/metric-definitions': {
+    callers: ['tenant'],
+    body: (fixture) =>
+      fc
+        .record({
+          metric_name: fc.oneof(
+            fc.stringMatching(/^[a-z][a-z0-9_]{0,63}$/),
+            fc.constantFrom(...fixture.metrics, ...PROTOTYPE_IDS),
+          ),
+          event_name: textOf(fixture.eventTypes),
+          value_kind: textOf(['count', 'property_number', 'property_string']),
+          value_path: optionalOf(propertyPath),
+          aggregation: optionalOf(textOf(['latest', 'recent'])),
+          keep: optionalOf(fc.oneof(fc.integer({ min: 1, max: 10 }), hostileNumber)),
+          window_days: optionalOf(fc.oneof(fc.integer({ min: 1, max: 730 }), hostileNumber)),
+          workspace_id: optionalOf(textOf(['*', ...fixture.workspaces])),
+          display_name: optionalOf(hostileString),
+          description: optionalOf(hostileString),
+        })
+        .map(present),
+  },
+  'GET /v1/tenants/:tenant/metric-definitions': {
+    callers: ['workspace', 'tenant'],
+    query: workspaceQuery,
+  },
+  'DELETE /v1/tenants/:tenant/metric-definitions': {
+    callers: ['tenant'],
+    query: (fixture) => ({
+      metric_name: fixture.metrics,
+      event_name: fixture.eventTypes,
+      workspace_id: ['*', ...fixture.workspaces],
+    }),
+  },
+  'GET /v1/tenants/:tenant/segments': { callers: ['workspace', 'tenant'], query: pagingQuery },
+  'POST /v1/tenants/:tenant/segments/preview': {
+    callers: ['tenant'],
+    body: (fixture) =>
+      fc
+        .record({ workspace_id: textOf(fixture.workspaces), predicate: predicate(fixture) })
+        .map((fields) => jsonObject(Object.entries(fields))),
+  },
+  'PUT /v1/tenants/:tenant/segments/:segment_id': {
+    callers: ['tenant'],
+    body: (fixture) =>
+      fc
+        .record({
+          workspace_id: textOf(fixture.workspaces),
+          display_name: textOf(['Big spenders']),
+          predicate: predicate(fixture),
+          status: optionalOf(textOf(['draft', 'active', 'paused', 'archived'])),
+          automations: optionalOf(
+            fc
+              .record({ on_enter: fc.boolean(), on_exit: fc.boolean(), on_backfill: fc.boolean() })
+              .map((fields) => jsonObject(Object.entries(fields))),
+          ),
+        })
+        .map(present),
+  },
+  'DELETE /v1/tenants/:tenant/segments/:segment_id': {
+    callers: ['tenant'],
+    query: workspaceQuery,
+  },
+  'GET /v1/tenants/:tenant/segments/:segment_id/definition': {
+    callers: ['workspace', 'tenant'],
+    query: workspaceQuery,
+  },
+  'GET /v1/tenants/:tenant/segments/:segment_id/members': {
+    callers: ['workspace', 'tenant'],
+    query: pagingQuery,
+  },
+  'PUT /v1/tenants/:tenant/segments/:segment_id/status': {
+    callers: ['tenant'],
+    body: (fixture) =>
+      fc
+        .record({
+          workspace_id: textOf(fixture.workspaces),
+          status: textOf(['draft', 'active', 'paused', 'archived']),
+        })
+        .map((fields) => jsonObject(Object.entries(fields))),
+  },
+  'POST /v1/events': {
+    callers: [],
+    headers: browserHeaders,
+    body: (fixture) => envelope(fixture, 'browser'),
+  },
+  'POST /v1/events/batch': {
+    callers: [],
+    headers: browserHeaders,
+    body: (fixture) => events(fixture, 'browser'),
+  },
+  'POST /v1/server/events': {
+    callers: ['collector'],
+    body: (fixture) => envelope(fixture, 'server'),
+  },
+  'POST /v1/server/events/batch': {
+    callers: ['collector'],
+    body: (fixture) => events(fixture, 'server'),
+  },
+};
+
+function authorization(fixture: FuzzFixture, callers: readonly Caller[]) {
+  const token = (caller: Caller) => fixture.tokens[caller];
+  const malformed = fc.oneof(
+    fc.constantFrom(
+      'Bearer',
+      'Bearer ',
+      'Basic YTpi',
+      `bearer ${token('tenant')}`,
+      `Bearer ${token('tenant')} extra`,
+      `Bearer ${token('tenant')}x`,
+      `Bearer ${token('operator').slice(0, -1)}`,
+      'Bearer cpt_',
+      'Bearer cpo_',
+      `Bearer cpc_${'a'.repeat(5000)}`,
+      `Bearer\t${token('collector')}`,
+      `${token('tenant')}`,
+    ),
+    hostileHeaderValue.map((value) => `Bearer ${value}`),
+  );
+  const arbitraries: fc.WeightedArbitrary<string | undefined>[] = [
+    {
+      weight: 2,
+      arbitrary: fc.constantFrom(...CALLERS).map((caller) => `Bearer ${token(caller)}`),
+    },
+    { weight: 2, arbitrary: malformed },
+    { weight: 1, arbitrary: fc.constant(undefined) },
+  ];
+  if (callers.length > 0) {
+    arbitraries.push({
+      weight: 12,
+      arbitrary: fc.constantFrom(...callers).map((caller) => `Bearer ${token(caller)}`),
+    });
+  }
+  return fc.oneof(...arbitraries);
+}
+
+const contentType = fc.oneof(
+  { weight: 24, arbitrary: fc.constant('application/json') },
+  {
+    weight: 3,
+    arbitrary: fc.constantFrom(
+      'application/json; charset=utf-8',
+      'application/json; charset=latin1',
+      'APPLICATION/JSON',
+      'application/json, text/plain',
+      'application/vnd.api+json',
+      'text/plain',
+      'application/x-www-form-urlencoded',
+      'multipart/form-data; boundary=x',
+      'application/octet-stream',
+      '*/*',
+      '',
+    ),
+  },
+  { weight: 1, arbitrary: hostileHeaderValue },
+);
+
+/** Bodies no schema takes: broken, empty, doubled or over the 1 MiB limit. */
+const RAW_BODIES = [
+  '',
+  '{',
+  'null',
+  '[]',
+  '"\\ud800"',
+  '{"a":1}{"b":2}',
+  '\ufeff{}',
+  '{"a":1,}',
+  'NaN',
+  '{"__proto__":{"polluted":true}}',
+  '{"constructor":{"prototype":{"polluted":true}}}',
+  `{"x":"${'a'.repeat(1024 * 1024)}"}`,
+];
+
+function bodyFor(fixture: FuzzFixture, input: RouteInput): fc.Arbitrary<string | undefined> {
+  const random = fc.oneof(
+    { weight: 2, arbitrary: hostileValue.map(jsonText) },
+    { weight: 1, arbitrary: fc.constantFrom(...RAW_BODIES) },
+    { weight: 1, arbitrary: fc.constant(undefined) },
+  );
+  if (!input.body) return fc.oneof({ weight: 4, arbitrary: fc.constant(undefined) }, random);
+  return fc.oneof(
+    { weight: 8, arbitrary: validOrMutated(input.body(fixture)).map(jsonText) },
+    { weight: 2, arbitrary: random },
+  );
+}
+
+function queryFor(fixture: FuzzFixture, input: RouteInput): fc.Arbitrary<string> {
+  const valid = input.query?.(fixture) ?? {};
+  const keys = Object.keys(valid);
+  const pair = fc.oneof(
+    ...(keys.length > 0
+      ? [
+          {
+            weight: 6,
+            arbitrary: fc
+              .constantFrom(...keys)
+              .chain((key) =>
+                fc.tuple(
+                  fc.constant(key),
+                  fc.oneof(
+                    { weight: 3, arbitrary: fc.constantFrom(...(valid[key] ?? [])) },
+                    { weight: 1, arbitrary: QUERY_VALUE },
+                  ),
+                ),
+              ),
+          },
+        ]
+      : []),
+    {
+      weight: 1,
+      arbitrary: fc.tuple(
+        fc.oneof(
+          fc.constantFrom(
+            '__proto__',
+            'constructor',
+            'toString',
+            'limit[]',
+            'a[b]',
+            'cursor[0]',
+            '%00',
+          ),
+          hostileString.map(urlText),
+        ),
+        QUERY_VALUE,
+      ),
+    },
+  );
+  return fc
+    .array(pair, { maxLength: 5 })
+    .map((pairs) => pairs.map(([key, value]) => `${key}=${value}`).join('&'));
+}
+
+const QUERY_VALUE = fc.oneof(
+  fc.constantFrom(
+    '',
+    '0',
+    '-1',
+    '501',
+    '1e308',
+    '9223372036854775808',
+    'NaN',
+    'Infinity',
+    '1.5',
+    '0x10',
+    '%205',
+    'true',
+    'null',
+    ...BAD_CURSORS,
+  ),
+  urlValue([]),
+);
+
+function pathFor(fixture: FuzzFixture, pattern: string): fc.Arbitrary<string> {
+  const parts = pattern.split('/').map((part) => {
+    if (!part.startsWith(':')) return fc.constant(part);
+    const valid = PARAMS[part.slice(1)];
+    if (!valid) throw new Error(`no values for path parameter ${part} of ${pattern}`);
+    return urlValue(valid(fixture));
+  });
+  return fc.tuple(...parts).map((values) => values.join('/'));
+}
+
+/** Requests for one route: real callers and ids mostly, hostile ones in every part. */
+export function requestsFor(fixture: FuzzFixture, route: string): fc.Arbitrary<FuzzRequest> {
+  const input = ROUTE_INPUTS[route];
+  if (!input) throw new Error(`no fuzz input for ${route}: add it to ROUTE_INPUTS`);
+  const [method = '', pattern = ''] = route.split(' ');
+  const path = input.paths ? input.paths(fixture) : pathFor(fixture, pattern);
+  return fc
+    .record({
+      path,
+      query: queryFor(fixture, input),
+      authorization: authorization(fixture, input.callers),
+      extra: input.headers ? input.headers(fixture) : fc.constant({}),
+      body: bodyFor(fixture, input),
+      contentType,
+    })
+    .map(({ path, query, authorization, extra, body, contentType }) => ({
+      route,
+      method,
+      url: query === '' ? path : `${path}?${query}`,
+      headers: definedOnly({
+        ...extra,
+        authorization,
+        'content-type': body === undefined ? undefined : contentType,
+      }),
+      ...(body === undefined ? {} : { body }),
+    }));
+}
+
+/** For the log of a failure: the request, its body cut short. */
+export function describeRequest(request: FuzzRequest): string {
+  const body = request.body === undefined ? '' : ` ${request.body.slice(0, 300)}`;
+  const cut = request.body !== undefined && request.body.length > 300 ? '…' : '';
+  return `${request.method} ${request.url.slice(0, 300)} ${JSON.stringify(request.headers).slice(0, 400)}${body}${cut}`;
+}
