@@ -17,6 +17,7 @@ import {
   describeRequest,
   type FuzzFixture,
   type FuzzRequest,
+  learn,
   ROUTE_INPUTS,
   requestsFor,
 } from '../helpers/fuzz-requests.js';
@@ -152,7 +153,7 @@ async function fire(
   errors: Map<string, Error>,
   request: FuzzRequest,
   log: FailureLog,
-): Promise<void> {
+): Promise<LightMyRequestResponse | null> {
   const id = String(++caseNumber);
   let response: LightMyRequestResponse;
   try {
@@ -164,11 +165,12 @@ async function fire(
     });
   } catch (error) {
     log.add(request, 'could not be sent', String(error), error as Error);
-    return;
+    return null;
   }
   const fault = faultOf(response, request.method);
   if (fault) log.add(request, fault, `${response.statusCode} ${response.body}`, errors.get(id));
   errors.delete(id);
+  return response;
 }
 
 /** Both HTTP processes over one store, with tenants, tokens and definitions to aim at. */
@@ -199,10 +201,9 @@ async function openFuzzTarget(): Promise<FuzzTarget> {
     workspaceId: null,
     name: 'backend',
   });
-  const spareTokenIds: string[] = [];
+  const spares = [];
   for (const name of ['spare 1', 'spare 2', 'spare 3']) {
-    const spare = await issueToken(context, 'acme', { kind: 'workspace', workspaceId: 'eu', name });
-    spareTokenIds.push(spare.token_id);
+    spares.push(await issueToken(context, 'acme', { kind: 'workspace', workspaceId: 'eu', name }));
   }
   // Control-plane writes through the API publish the registry both collectors read.
   await registerEventTypes(env, sentinelTenant.token, 'sentinel');
@@ -256,7 +257,9 @@ async function openFuzzTarget(): Promise<FuzzTarget> {
       metrics: METRICS.map((metric) => metric.metric_name),
       segments: ['buyers'],
       profileIds: [profile.json().profile_id],
-      spareTokenIds,
+      otherTenants: ['globex'],
+      spareTokenIds: spares.map((spare) => spare.token_id),
+      spareTokens: spares.map((spare) => spare.token),
       allowedOrigin: ORIGIN,
       snapshotDir,
       databasePath: context.store.path,
@@ -320,7 +323,8 @@ describe('fuzz: every route of cds serve and cds collect', () => {
     await fc.assert(
       fc.asyncProperty(requests, async (request) => {
         tried.add(request.route);
-        await fire(app, errors, request, log);
+        const response = await fire(app, errors, request, log);
+        if (response) learn(target.fixture, request, response.statusCode, response.body);
       }),
       {
         seed: SEED,
@@ -348,6 +352,8 @@ describe('fuzz: every route of cds serve and cds collect', () => {
   it('ingests every event the collectors accepted during the run without failing', async () => {
     await target.fileCollector.writer.sealAll();
     await expect(target.env.ingest()).resolves.toBeUndefined();
+    const ready = await target.env.app.inject({ method: 'GET', url: '/readyz' });
+    expect(ready.json().ingest).toMatchObject({ backlog_files: 0, error: null });
   }, 60_000);
 
   it('ingests, after the run, the events of a tenant the run never named', async () => {
