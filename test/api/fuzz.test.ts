@@ -254,7 +254,7 @@ async function openFuzzTarget(): Promise<FuzzTarget> {
       tenant: 'acme',
       workspaces: ['eu', 'us'],
       eventTypes: ['page_viewed', 'product_viewed', 'signed_up', 'order_completed'],
-      metrics: METRICS.map((metric) => metric.metric_name),
+      metrics: { number: ['orders', 'spend'], string: ['last_page'] },
       segments: ['buyers'],
       profileIds: [profile.json().profile_id],
       otherTenants: ['globex'],
@@ -480,6 +480,32 @@ const FOUND: [string, 'serve' | 'collect', (fixture: FuzzFixture) => Omit<FuzzRe
           'content-type': 'application/json',
         },
         body: JSON.stringify({ path: `${fixture.snapshotDir}/${'a'.repeat(300)}.duckdb` }),
+      }),
+    ],
+    [
+      'a snapshot replacing a folder',
+      'serve',
+      (fixture) => ({
+        method: 'POST',
+        url: '/v1/operator/snapshots',
+        headers: {
+          authorization: `Bearer ${fixture.tokens.operator}`,
+          'content-type': 'application/json',
+        },
+        body: JSON.stringify({ path: fixture.snapshotDir, replace: true }),
+      }),
+    ],
+    [
+      'a preview comparing a number metric with 2^63',
+      'serve',
+      (fixture) => ({
+        method: 'POST',
+        url: '/v1/tenants/acme/segments/preview',
+        headers: {
+          authorization: `Bearer ${fixture.tokens.tenant}`,
+          'content-type': 'application/json',
+        },
+        body: '{"workspace_id":"eu","predicate":{"metric":"spend","op":"gt","value":9223372036854775808}}',
       }),
     ],
   ];

@@ -36,7 +36,8 @@ export interface FuzzFixture {
   tenant: string;
   workspaces: string[];
   eventTypes: string[];
-  metrics: string[];
+  /** Metric names by the shape a predicate compares them as. */
+  metrics: { number: string[]; string: string[] };
   segments: string[];
   profileIds: string[];
   /** Tenants other than `tenant`, with those the run creates added as it goes. */
@@ -68,10 +69,13 @@ interface RouteInput {
   query?: (fixture: FuzzFixture) => Record<string, readonly string[]>;
   /** A body of the shape the route's schema takes; it is sent as is or mutated. */
   body?: (fixture: FuzzFixture) => fc.Arbitrary<JsonObject>;
-  /** Headers the route reads besides authorization and content-type. */
-  headers?: (fixture: FuzzFixture) => fc.Arbitrary<Record<string, string>>;
+  /** Headers the route reads besides authorization and content-type: valid ones, and any. */
+  headers?: {
+    valid: (fixture: FuzzFixture) => fc.Arbitrary<Record<string, string>>;
+    any: (fixture: FuzzFixture) => fc.Arbitrary<Record<string, string>>;
+  };
   /** A preflight: the path is one of these rather than the route's. */
-  paths?: (fixture: FuzzFixture) => fc.Arbitrary<string>;
+  paths?: { valid: readonly string[]; any: fc.Arbitrary<string> };
 }
 
 /**
@@ -136,20 +140,41 @@ const propertyPath = fc.constantFrom(
   'identifiers.email',
 );
 
+/** A comparison the predicate rules take, or now and then one they do not. */
 function comparison(fixture: FuzzFixture): fc.Arbitrary<JsonObject> {
+  const { number: numbers, string: strings } = fixture.metrics;
+  const text = fc.oneof({ weight: 4, arbitrary: fc.constantFrom('/home', 'a') }, hostileString);
   return fc
-    .record({
-      metric: textOf(fixture.metrics),
-      op: textOf(['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'not_in', 'contains', 'exists']),
-      value: fc.oneof(
-        { weight: 3, arbitrary: hostileNumber },
-        fc.integer({ min: -5, max: 5 }),
-        fc.boolean(),
-        textOf(['/home', 'a']),
-        fc.array(textOf(['/home', 'a']), { maxLength: 4 }),
-        hostileValue,
-      ),
-    })
+    .oneof(
+      {
+        weight: 4,
+        arbitrary: fc.record({
+          metric: fc.constantFrom(...numbers),
+          op: fc.constantFrom('eq', 'ne', 'gt', 'gte', 'lt', 'lte'),
+          value: fc.oneof(fc.integer({ min: -5, max: 5 }), hostileNumber),
+        }),
+      },
+      fc.record({
+        metric: fc.constantFrom(...strings),
+        op: fc.constantFrom('eq', 'ne', 'contains'),
+        value: text,
+      }),
+      fc.record({
+        metric: fc.constantFrom(...strings),
+        op: fc.constantFrom('in', 'not_in'),
+        value: fc.array(text, { minLength: 1, maxLength: 4 }),
+      }),
+      fc.record({
+        metric: fc.constantFrom(...numbers, ...strings),
+        op: fc.constant('exists'),
+        value: fc.boolean(),
+      }),
+      fc.record({
+        metric: textOf([...numbers, ...strings]),
+        op: textOf(['eq', 'gt', 'in', 'contains', 'exists']),
+        value: hostileValue,
+      }),
+    )
     .map((fields) => jsonObject(Object.entries(fields)));
 }
 
@@ -158,8 +183,8 @@ function predicate(fixture: FuzzFixture): fc.Arbitrary<JsonObject> {
     node: fc.oneof(
       { depthSize: 'small', withCrossShrink: true },
       comparison(fixture),
-      fc.array(tie('node'), { maxLength: 4 }).map((of) => jsonObject([['all', of]])),
-      fc.array(tie('node'), { maxLength: 4 }).map((of) => jsonObject([['any', of]])),
+      fc.array(tie('node'), { minLength: 1, maxLength: 4 }).map((of) => jsonObject([['all', of]])),
+      fc.array(tie('node'), { minLength: 1, maxLength: 4 }).map((of) => jsonObject([['any', of]])),
       tie('node').map((of) => jsonObject([['not', of]])),
     ),
   }));
@@ -309,7 +334,14 @@ function events(fixture: FuzzFixture, source: 'browser' | 'server'): fc.Arbitrar
   );
 }
 
-const browserHeaders = (fixture: FuzzFixture) =>
+const browserScope = (fixture: FuzzFixture) =>
+  fc
+    .option(fc.constant(fixture.allowedOrigin), { nil: undefined })
+    .map((origin) =>
+      definedOnly({ 'x-tenant-id': fixture.tenant, 'x-workspace-id': 'eu', origin }),
+    );
+
+const anyBrowserHeaders = (fixture: FuzzFixture) =>
   fc
     .record({
       'x-tenant-id': optionalOf(
@@ -365,25 +397,31 @@ export const ROUTE_INPUTS: Record<string, RouteInput> = {
   'GET /v1/whoami': { callers: CALLERS },
   'OPTIONS *': {
     callers: [],
-    paths: () =>
-      fc.oneof(
+    paths: {
+      valid: ['/v1/events', '/v1/events/batch'],
+      any: fc.oneof(
         fc.constantFrom('/v1/events', '/v1/events/batch', '/v1/server/events', '/v1/whoami'),
         hostileString.map((text) => `/${urlText(text)}`),
       ),
-    headers: (fixture) =>
-      fc
-        .tuple(
-          browserHeaders(fixture),
-          optionalOf(fc.constantFrom('POST', 'GET', 'DELETE', 'x')),
-          optionalOf(fc.oneof(fc.constant('content-type, x-tenant-id'), hostileHeaderValue)),
-        )
-        .map(([headers, method, requested]) =>
-          definedOnly({
-            ...headers,
-            'access-control-request-method': method,
-            'access-control-request-headers': requested,
-          }),
-        ),
+    },
+    headers: {
+      valid: (fixture) =>
+        fc.constant({ origin: fixture.allowedOrigin, 'access-control-request-method': 'POST' }),
+      any: (fixture) =>
+        fc
+          .tuple(
+            anyBrowserHeaders(fixture),
+            optionalOf(fc.constantFrom('POST', 'GET', 'DELETE', 'x')),
+            optionalOf(fc.oneof(fc.constant('content-type, x-tenant-id'), hostileHeaderValue)),
+          )
+          .map(([headers, method, requested]) =>
+            definedOnly({
+              ...headers,
+              'access-control-request-method': method,
+              'access-control-request-headers': requested,
+            }),
+          ),
+    },
   },
   'POST /v1/operator/tenants': {
     callers: ['operator'],
@@ -522,7 +560,7 @@ export const ROUTE_INPUTS: Record<string, RouteInput> = {
         .record({
           metric_name: fc.oneof(
             fc.stringMatching(/^[a-z][a-z0-9_]{0,63}$/),
-            fc.constantFrom(...fixture.metrics, ...PROTOTYPE_IDS),
+            fc.constantFrom(...fixture.metrics.number, ...fixture.metrics.string, ...PROTOTYPE_IDS),
           ),
           event_name: textOf(fixture.eventTypes),
           value_kind: textOf(['count', 'property_number', 'property_string']),
@@ -543,7 +581,7 @@ export const ROUTE_INPUTS: Record<string, RouteInput> = {
   'DELETE /v1/tenants/:tenant/metric-definitions': {
     callers: TENANT_CALLERS,
     query: (fixture) => ({
-      metric_name: fixture.metrics,
+      metric_name: [...fixture.metrics.number, ...fixture.metrics.string],
       event_name: fixture.eventTypes,
       workspace_id: ['*', ...fixture.workspaces],
     }),
@@ -597,12 +635,12 @@ export const ROUTE_INPUTS: Record<string, RouteInput> = {
   },
   'POST /v1/events': {
     callers: [],
-    headers: browserHeaders,
+    headers: { valid: browserScope, any: anyBrowserHeaders },
     body: (fixture) => envelope(fixture, 'browser'),
   },
   'POST /v1/events/batch': {
     callers: [],
-    headers: browserHeaders,
+    headers: { valid: browserScope, any: anyBrowserHeaders },
     body: (fixture) => events(fixture, 'browser'),
   },
   'POST /v1/server/events': {
@@ -767,31 +805,78 @@ const QUERY_VALUE = fc.oneof(
   urlValue(null),
 );
 
-function pathFor(fixture: FuzzFixture, pattern: string): fc.Arbitrary<string> {
+function pathFor(fixture: FuzzFixture, pattern: string, hostile: boolean): fc.Arbitrary<string> {
   const parts = pattern.split('/').map((part) => {
     if (!part.startsWith(':')) return fc.constant(part);
     const valid = PARAMS[part.slice(1)];
     if (!valid) throw new Error(`no values for path parameter ${part} of ${pattern}`);
-    return urlValue(valid(fixture));
+    return hostile ? urlValue(valid(fixture)) : valid(fixture).map(urlText);
   });
   return fc.tuple(...parts).map((values) => values.join('/'));
 }
+
+/** Each key the route reads at most once, with a value that names something real. */
+function validQueryFor(fixture: FuzzFixture, input: RouteInput): fc.Arbitrary<string> {
+  const valid = input.query?.(fixture) ?? {};
+  const keys = Object.keys(valid);
+  if (keys.length === 0) return fc.constant('');
+  return fc
+    .subarray(keys)
+    .chain((chosen) =>
+      fc.tuple(
+        ...chosen.map((key) =>
+          fc.constantFrom(...(valid[key] ?? [])).map((value) => `${key}=${value}`),
+        ),
+      ),
+    )
+    .map((pairs) => pairs.join('&'));
+}
+
+/** Where a request puts its hostile part; the other parts are valid, so that it reaches far. */
+const FOCUSES = ['path', 'query', 'headers', 'body'] as const;
+type Focus = (typeof FOCUSES)[number] | null;
 
 /** Requests for one route: real callers and ids mostly, hostile ones in every part. */
 export function requestsFor(fixture: FuzzFixture, route: string): fc.Arbitrary<FuzzRequest> {
   const input = ROUTE_INPUTS[route];
   if (!input) throw new Error(`no fuzz input for ${route}: add it to ROUTE_INPUTS`);
   const [method = '', pattern = ''] = route.split(' ');
-  const path = input.paths ? input.paths(fixture) : pathFor(fixture, pattern);
+  const parts = {
+    path: input.paths
+      ? { valid: fc.constantFrom(...input.paths.valid), any: input.paths.any }
+      : { valid: pathFor(fixture, pattern, false), any: pathFor(fixture, pattern, true) },
+    query: { valid: validQueryFor(fixture, input), any: queryFor(fixture, input) },
+    authorization: {
+      valid:
+        input.callers.length > 0
+          ? fc.constantFrom(...input.callers).map((caller) => `Bearer ${fixture.tokens[caller]}`)
+          : fc.constant(undefined),
+      any: authorization(fixture, input.callers),
+    },
+    extra: {
+      valid: input.headers ? input.headers.valid(fixture) : fc.constant({}),
+      any: input.headers ? input.headers.any(fixture) : fc.constant({}),
+    },
+    contentType: { valid: fc.constant('application/json'), any: contentType },
+    body: {
+      valid: input.body ? input.body(fixture).map(jsonText) : fc.constant(undefined),
+      any: bodyFor(fixture, input),
+    },
+  };
+  const build = (focus: Focus) =>
+    fc.record({
+      path: focus === 'path' ? parts.path.any : parts.path.valid,
+      query: focus === 'query' ? parts.query.any : parts.query.valid,
+      authorization: focus === 'headers' ? parts.authorization.any : parts.authorization.valid,
+      extra: focus === 'headers' ? parts.extra.any : parts.extra.valid,
+      contentType: focus === 'headers' ? parts.contentType.any : parts.contentType.valid,
+      body: focus === 'body' ? parts.body.any : parts.body.valid,
+    });
   return fc
-    .record({
-      path,
-      query: queryFor(fixture, input),
-      authorization: authorization(fixture, input.callers),
-      extra: input.headers ? input.headers(fixture) : fc.constant({}),
-      body: bodyFor(fixture, input),
-      contentType,
-    })
+    .oneof(
+      { weight: 1, arbitrary: build(null) },
+      { weight: 4, arbitrary: fc.constantFrom(...FOCUSES).chain(build) },
+    )
     .map(({ path, query, authorization, extra, body, contentType }) => ({
       route,
       method,

@@ -264,7 +264,7 @@ export function urlValue(valid: fc.Arbitrary<string> | null): fc.Arbitrary<strin
     { weight: 1, arbitrary: fc.constantFrom(...RAW_URL_TEXT) },
     { weight: 1, arbitrary: fc.constantFrom(...PROTOTYPE_IDS) },
   ];
-  if (valid) arbitraries.push({ weight: 10, arbitrary: valid.map(urlText) });
+  if (valid) arbitraries.push({ weight: 4, arbitrary: valid.map(urlText) });
   return fc.oneof(...arbitraries);
 }
 
