@@ -86,10 +86,10 @@ class FailureLog {
     // An answer that never reached our error handler (Fastify's router, a plugin) is one class
     // whatever the route; an error thrown by our code is one class per route and place.
     const key = cause
-      ? `${request.route} ${fault}: ${normalised(cause.message)} at ${sourceLine(cause)}`
+      ? `${request.route} ${fault}: ${normalised(firstLine(cause.message))} at ${sourceLine(cause)}`
       : `${fault}: ${normalised(bodyCode(answer))}`;
     const because = cause
-      ? `${cause.message.split('\n')[0]} at ${sourceLine(cause)}`
+      ? `${firstLine(cause.message)} at ${sourceLine(cause)}`
       : 'no error thrown';
     const known = this.classes.get(key);
     if (!known) {
@@ -110,6 +110,8 @@ class FailureLog {
     );
   }
 }
+
+const firstLine = (text: string) => text.split('\n')[0] ?? '';
 
 /** The first line of our own code in a stack. */
 function sourceLine(error: Error): string {
@@ -480,6 +482,28 @@ const FOUND: [string, 'serve' | 'collect', (fixture: FuzzFixture) => Omit<FuzzRe
           'content-type': 'application/json',
         },
         body: JSON.stringify({ path: `${fixture.snapshotDir}/${'a'.repeat(300)}.duckdb` }),
+      }),
+    ],
+    [
+      'a history cursor whose time is out of range',
+      'serve',
+      (fixture) => ({
+        method: 'GET',
+        url: `/v1/tenants/acme/workspaces/eu/profiles/${fixture.profileIds[0]}/history?cursor=${Buffer.from('{"at":"9999-99-99T99:99:99Z","kind":"merge","ref":"x"}').toString('base64url')}`,
+        headers: { authorization: `Bearer ${fixture.tokens.tenant}` },
+      }),
+    ],
+    [
+      'a placeholder holding a lone surrogate',
+      'serve',
+      (fixture) => ({
+        method: 'PUT',
+        url: '/v1/tenants/acme/placeholders',
+        headers: {
+          authorization: `Bearer ${fixture.tokens.tenant}`,
+          'content-type': 'application/json',
+        },
+        body: '{"values":{"email":["\\ud800"]}}',
       }),
     ],
     [

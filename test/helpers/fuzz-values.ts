@@ -166,21 +166,34 @@ export const hostileValue: fc.Arbitrary<Json> = fc.oneof(
   { weight: 1, arbitrary: fc.array(hostileString, { maxLength: 3 }) },
 );
 
-/** `base` with one field set to a hostile value, removed, added under a hostile key, or replaced. */
-export function mutated(base: JsonObject): fc.Arbitrary<Json> {
-  const keys = Object.keys(base);
+/**
+ * `base` with one field set to a hostile value, removed, added under a hostile key, or replaced.
+ * The `kept` fields are never touched.
+ */
+export function mutated(base: JsonObject, kept: readonly string[] = []): fc.Arbitrary<Json> {
+  const keys = Object.keys(base).filter((key) => !kept.includes(key));
   const copy = (change: (object: JsonObject) => void) => {
     const object = jsonObject(Object.entries(base));
     change(object);
     return object;
   };
   const changes: fc.Arbitrary<Json>[] = [
-    fc.tuple(hostileKey, hostileValue).map(([key, value]) =>
-      copy((object) => {
-        object[key] = value;
-      }),
+    fc
+      .tuple(hostileKey, hostileValue)
+      .filter(([key]) => !kept.includes(key))
+      .map(([key, value]) =>
+        copy((object) => {
+          object[key] = value;
+        }),
+      ),
+    hostileValue.filter(
+      (value) =>
+        value === null ||
+        typeof value !== 'object' ||
+        Array.isArray(value) ||
+        value instanceof RawJson ||
+        !kept.some((key) => Object.hasOwn(value, key)),
     ),
-    hostileValue,
     fc.constant([base]),
   ];
   if (keys.length > 0) {
@@ -201,8 +214,14 @@ export function mutated(base: JsonObject): fc.Arbitrary<Json> {
 }
 
 /** Either a valid-shaped value or one mutation of it. */
-export function validOrMutated(valid: fc.Arbitrary<JsonObject>): fc.Arbitrary<Json> {
-  return fc.oneof({ weight: 3, arbitrary: valid }, { weight: 2, arbitrary: valid.chain(mutated) });
+export function validOrMutated(
+  valid: fc.Arbitrary<JsonObject>,
+  kept: readonly string[] = [],
+): fc.Arbitrary<Json> {
+  return fc.oneof(
+    { weight: 3, arbitrary: valid },
+    { weight: 2, arbitrary: valid.chain((base) => mutated(base, kept)) },
+  );
 }
 
 /**
