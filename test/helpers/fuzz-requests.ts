@@ -454,6 +454,14 @@ export const ROUTE_INPUTS: Record<string, RouteInput> = {
     callers: ['operator'],
     body: () => fc.record({ webhook_id: optionalOf(hostileString) }).map(present),
   },
+  'GET /v1/operator/quarantine': {
+    callers: ['operator'],
+    query: () => ({ limit: LIMITS, cursor: BAD_CURSORS }),
+  },
+  'POST /v1/operator/quarantine/retry': {
+    callers: ['operator'],
+    body: () => fc.record({ quarantine_id: optionalOf(hostileString) }).map(present),
+  },
   'POST /v1/operator/snapshots': {
     callers: ['operator'],
     // The route writes where `path` says, as the user running the tests: only paths in the test's
