@@ -12,72 +12,65 @@ export interface ContentFault {
   reason: string;
 }
 
-/** With the u flag a lone surrogate is a code point of category Cs; a well-formed pair is not. */
-const LONE_SURROGATE = /\p{Cs}/u;
+/** `String.prototype.isWellFormed` (ES2024, Node 20): false when a string holds a lone surrogate. */
+const isWellFormed = (text: string): boolean =>
+  (text as string & { isWellFormed(): boolean }).isWellFormed();
 
-/** A value met in the walk, with how it was reached, to name its path only when it is at fault. */
-interface Node {
-  value: unknown;
+/** An object or array met in the walk, with how it was reached, to name a path only on a fault. */
+interface Container {
+  value: object;
   depth: number;
-  parent: Node | null;
+  parent: Container | null;
   key: string;
 }
 
-function pathOf(node: Node): string {
-  const keys: string[] = [];
-  for (let at: Node | null = node; at?.parent; at = at.parent) keys.push(at.key);
-  return keys.reverse().join('.') || 'event';
+function pathOf(parent: Container, key: string): string {
+  const keys = [key];
+  for (let at: Container | null = parent; at?.parent; at = at.parent) keys.push(at.key);
+  return keys.reverse().join('.');
 }
 
+const TOO_DEEP: ContentFault = {
+  code: 'properties_too_deep',
+  path: 'properties',
+  reason: `nest more than ${MAX_PROPERTY_DEPTH} levels deep`,
+};
+const TOO_MANY_KEYS: ContentFault = {
+  code: 'too_many_properties',
+  path: 'properties',
+  reason: `hold more than ${MAX_PROPERTY_KEYS} keys in all`,
+};
+const loneSurrogate = (path: string, what: string): ContentFault => ({
+  code: 'lone_surrogate',
+  path,
+  reason: `${what} a lone UTF-16 surrogate`,
+});
+
 /**
- * Walks the envelope with a stack of its own, never the call stack, so properties nested a
- * million levels deep cost a refusal and not the process: every string and key must be well-formed
- * UTF-16 (ingest cannot store a lone surrogate), and properties stay within the depth and key
- * limits. Stops at the first fault.
+ * Walks the envelope with a stack of its own, never the call stack, so properties nested hundreds
+ * of thousands of levels deep cost a refusal and not the process: every string and key must be
+ * well-formed UTF-16 (a lone surrogate has no UTF-8 form, so ingest could not take it), and
+ * properties stay within the depth and key limits. Stops at the first fault.
  */
 function checkTree(event: Envelope): ContentFault | null {
-  const stack: Node[] = [{ value: event, depth: 0, parent: null, key: '' }];
+  const stack: Container[] = [{ value: event, depth: 0, parent: null, key: '' }];
   let keys = 0;
   for (let node = stack.pop(); node !== undefined; node = stack.pop()) {
     const { value, depth } = node;
-    if (typeof value === 'string') {
-      if (LONE_SURROGATE.test(value)) {
-        return {
-          code: 'lone_surrogate',
-          path: pathOf(node),
-          reason: 'holds a lone UTF-16 surrogate',
-        };
+    if (depth > MAX_PROPERTY_DEPTH) return TOO_DEEP;
+    const array = Array.isArray(value);
+    // JSON.parse and zod build plain objects and arrays: for…in sees their own keys only.
+    for (const key in value) {
+      if (!array) {
+        if (depth >= 1 && ++keys > MAX_PROPERTY_KEYS) return TOO_MANY_KEYS;
+        if (!isWellFormed(key)) return loneSurrogate(pathOf(node, key), 'has a key with');
       }
-      continue;
-    }
-    if (typeof value !== 'object' || value === null) continue;
-    if (depth > MAX_PROPERTY_DEPTH) {
-      return {
-        code: 'properties_too_deep',
-        path: 'properties',
-        reason: `nest more than ${MAX_PROPERTY_DEPTH} levels deep`,
-      };
-    }
-    const entries = Array.isArray(value) ? value.entries() : Object.entries(value);
-    for (const [key, child] of entries) {
-      const name = String(key);
-      if (!Array.isArray(value)) {
-        if (depth >= 1 && ++keys > MAX_PROPERTY_KEYS) {
-          return {
-            code: 'too_many_properties',
-            path: 'properties',
-            reason: `hold more than ${MAX_PROPERTY_KEYS} keys in all`,
-          };
-        }
-        if (LONE_SURROGATE.test(name)) {
-          return {
-            code: 'lone_surrogate',
-            path: pathOf({ value: child, depth: depth + 1, parent: node, key: name }),
-            reason: 'has a key with a lone UTF-16 surrogate',
-          };
-        }
+      const child: unknown = (value as Record<string, unknown>)[key];
+      if (typeof child === 'string') {
+        if (!isWellFormed(child)) return loneSurrogate(pathOf(node, key), 'holds');
+      } else if (typeof child === 'object' && child !== null) {
+        stack.push({ value: child, depth: depth + 1, parent: node, key });
       }
-      stack.push({ value: child, depth: depth + 1, parent: node, key: name });
     }
   }
   return null;
