@@ -132,8 +132,9 @@ SELECT DISTINCT tenant_id FROM ingest_values;
 SELECT tenant_id, identifier_type, raw_value FROM ingest_values WHERE in_js;
 
 /* @name ingest_key_values */
--- Placeholders are dropped ($placeholders by "tenant/type", compared lowercased, as stored; JS
--- did that for its own values), the rest keyed as TenantKeys.identifierKey does:
+-- Placeholders are dropped ($placeholders by "tenant/type", stored normalised for their type and
+-- lowercased: the value normalised or as typed, lowercased, is compared; JS did that for its own
+-- values, phones among them), the rest keyed as TenantKeys.identifierKey does:
 -- base64url(HMAC-SHA256(tenant lookup key, type ":" normalised)). A 32-byte digest is 43 base64
 -- characters and one '=': cutting it and two replace() cost less than rtrim() and translate().
 -- key_id numbers the keys of the batch, after the hashing: row_number() OVER () runs on one
