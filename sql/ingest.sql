@@ -79,19 +79,27 @@ FROM ingest_checked c SEMI JOIN ingest_first_seen f ON f.seq = c.rowid;
 
 /* @name ingest_extract_identifiers */
 -- anon_id first, then properties.identifiers in the order written; only declared types, and on
--- browser events only cookie and device_id (interface "Inbound events" 3).
+-- browser events only cookie and device_id (interface "Inbound events" 3). A key is the tenant's
+-- text, whatever its spelling ($x, a.b, "q", [0], the empty string): its value is read with a JSON
+-- pointer (RFC 6901, where escaping ~ and / leaves no other special character), never with the key
+-- as a $-path, which a key starting with $ or holding . " [ broke for the whole batch. Only string
+-- and number values are identifiers, as the collector checks (src/collector/event-content.ts).
+CREATE OR REPLACE TEMP MACRO json_key_pointer(k) AS '/' || replace(replace(k, '~', '~0'), '/', '~1');
 CREATE TEMP TABLE ingest_identifiers AS
 WITH candidates AS (
   SELECT seq, tenant_id, source, 0 AS ord, 'cookie' AS identifier_type, anon_id[8:] AS raw_value
   FROM ingest_accepted WHERE starts_with(anon_id, 'cookie:')
   UNION ALL
-  SELECT seq, tenant_id, source, entry.i AS ord, entry.k AS identifier_type,
-    (properties->'identifiers')->>entry.k AS raw_value
+  SELECT seq, tenant_id, source, ord, identifier_type,
+    CASE WHEN json_type(value) IN ('VARCHAR', 'BIGINT', 'UBIGINT', 'DOUBLE') THEN value->>'$' END AS raw_value
   FROM (
-    SELECT seq, tenant_id, source, properties,
-      unnest(list_transform(json_keys(properties->'identifiers'), (k, i) -> {'k': k, 'i': i})) AS entry
-    FROM ingest_accepted
-    WHERE json_type(properties->'identifiers') = 'OBJECT'
+    SELECT seq, tenant_id, source, entry.i AS ord, entry.k AS identifier_type, ids->json_key_pointer(entry.k) AS value
+    FROM (
+      SELECT seq, tenant_id, source, ids,
+        unnest(list_transform(json_keys(ids), (k, i) -> {'k': k, 'i': i})) AS entry
+      FROM (SELECT seq, tenant_id, source, properties->'identifiers' AS ids FROM ingest_accepted)
+      WHERE json_type(ids) = 'OBJECT'
+    )
   )
 )
 SELECT c.seq, c.ord, c.tenant_id, c.identifier_type, c.raw_value
@@ -126,8 +134,9 @@ SELECT DISTINCT tenant_id FROM ingest_values;
 SELECT tenant_id, identifier_type, raw_value FROM ingest_values WHERE in_js;
 
 /* @name ingest_key_values */
--- Placeholders are dropped ($placeholders by "tenant/type", compared lowercased, as stored; JS
--- did that for its own values), the rest keyed as TenantKeys.identifierKey does:
+-- Placeholders are dropped ($placeholders by "tenant/type", stored normalised for their type and
+-- lowercased: the value normalised or as typed, lowercased, is compared; JS did that for its own
+-- values, phones among them), the rest keyed as TenantKeys.identifierKey does:
 -- base64url(HMAC-SHA256(tenant lookup key, type ":" normalised)). A 32-byte digest is 43 base64
 -- characters and one '=': cutting it and two replace() cost less than rtrim() and translate().
 -- key_id numbers the keys of the batch, after the hashing: row_number() OVER () runs on one
