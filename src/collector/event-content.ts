@@ -1,3 +1,4 @@
+import { isWellFormed } from '../well-formed.js';
 import type { Envelope, EventSource } from './envelope.js';
 
 /** `properties` is level 1; each object or array inside it one more (docs/decisions.md "Collector"). */
@@ -11,10 +12,6 @@ export interface ContentFault {
   path: string;
   reason: string;
 }
-
-/** `String.prototype.isWellFormed` (ES2024, Node 20): false when a string holds a lone surrogate. */
-const isWellFormed = (text: string): boolean =>
-  (text as string & { isWellFormed(): boolean }).isWellFormed();
 
 /** An object or array met in the walk, with how it was reached, to name a path only on a fault. */
 interface Container {
