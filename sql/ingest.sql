@@ -407,6 +407,35 @@ UPDATE events e SET profile_id = m.survivor_profile_id
 FROM ingest_merges m
 WHERE e.tenant_id = m.tenant_id AND e.workspace_id = m.workspace_id AND e.profile_id = m.merged_profile_id;
 
+/* @name ingest_apply_merges_to_frozen_segments */
+-- Segments that are not evaluated (paused, draft, archived) keep their members frozen, but a
+-- merged-away profile no longer exists: its memberships pass to the survivor (the earlier entry
+-- kept where both were members), so member_count and the member list, which shows live profiles,
+-- still agree. Active segments need nothing here: the merged-away profile exits when they are
+-- evaluated, and the survivor is evaluated.
+CREATE TEMP TABLE ingest_frozen_moves AS
+SELECT m.tenant_id, m.workspace_id, m.segment_id, g.survivor_profile_id AS profile_id, m.entered_at,
+  m.profile_id AS merged_profile_id
+FROM segment_members m
+JOIN ingest_merges g
+  ON g.tenant_id = m.tenant_id AND g.workspace_id = m.workspace_id AND g.merged_profile_id = m.profile_id
+JOIN segments s
+  ON s.tenant_id = m.tenant_id AND s.workspace_id = m.workspace_id AND s.segment_id = m.segment_id
+WHERE s.status <> 'active';
+CREATE TEMP TABLE ingest_frozen_members AS
+SELECT tenant_id, workspace_id, segment_id, profile_id, min(entered_at) AS entered_at FROM (
+  SELECT tenant_id, workspace_id, segment_id, profile_id, entered_at FROM ingest_frozen_moves
+  UNION ALL
+  SELECT m.tenant_id, m.workspace_id, m.segment_id, m.profile_id, m.entered_at
+  FROM segment_members m SEMI JOIN ingest_frozen_moves f USING (tenant_id, workspace_id, segment_id, profile_id)
+) GROUP BY ALL;
+DELETE FROM segment_members m USING ingest_frozen_moves f
+WHERE m.tenant_id = f.tenant_id AND m.workspace_id = f.workspace_id AND m.segment_id = f.segment_id
+  AND m.profile_id IN (f.merged_profile_id, f.profile_id);
+INSERT INTO segment_members SELECT tenant_id, workspace_id, segment_id, profile_id, entered_at FROM ingest_frozen_members;
+DROP TABLE ingest_frozen_members;
+DROP TABLE ingest_frozen_moves;
+
 /* @name ingest_record_conflicts */
 INSERT INTO identity_conflicts
 SELECT tenant_id, workspace_id, profile_id, other_profile_id, identifier_type, reason, event_id, $now::TIMESTAMP
