@@ -5,12 +5,14 @@ import { DEMO_METRICS } from '../src/cli/demo-setup.js';
 import { systemClock } from '../src/clock.js';
 import { loadConfig } from '../src/config.js';
 import type { Context } from '../src/context.js';
+import { ValidationError } from '../src/errors.js';
 import { KeyRing } from '../src/identity/tenant-keys.js';
 import { metricDefinitionInputSchema } from '../src/metrics/definition-schema.js';
 import { createMetricDefinition } from '../src/metrics/definitions.js';
 import { vectorizeWorkspace } from '../src/metrics/materialize.js';
 import { createSegment, DEFAULT_AUTOMATIONS } from '../src/segments/definitions.js';
 import { evaluateAwaitingSegments } from '../src/segments/evaluate.js';
+import { MAX_PREDICATE_COMPARISONS, MAX_PREDICATE_LIST_VALUES } from '../src/segments/predicate.js';
 import { previewSegment } from '../src/segments/preview.js';
 import { openDataDir } from '../src/store/data-dir.js';
 import { Store } from '../src/store/database.js';
@@ -145,6 +147,47 @@ async function benchPreview(context: Context): Promise<void> {
   console.log(
     `  preview (${timings.length} calls over 50 rules): p50 ${ms(percentile(timings, 50))}, p99 ${ms(percentile(timings, 99))}   target p50 ≤ 50 ms`,
   );
+}
+
+/**
+ * The widest predicates the limits let through (src/segments/predicate.ts), and one far past them,
+ * which is refused before it costs anything: before the limits, 20,000 comparisons held the
+ * server 4.5 s.
+ */
+async function benchPredicateLimits(context: Context): Promise<void> {
+  const comparisons = (count: number) => ({
+    any: Array.from({ length: count }, (_, index) => ({
+      metric: 'orders',
+      op: 'eq',
+      value: 100 + index,
+    })),
+  });
+  const listValues = {
+    all: [
+      { metric: 'last_category', op: 'in', value: Array.from({ length: 500 }, (_, i) => `c${i}`) },
+      {
+        metric: 'recent_categories',
+        op: 'not_in',
+        value: Array.from({ length: 500 }, (_, i) => `d${i}`),
+      },
+    ],
+  };
+  const cases: [string, unknown][] = [
+    [`${MAX_PREDICATE_COMPARISONS} comparisons`, comparisons(MAX_PREDICATE_COMPARISONS)],
+    [`${MAX_PREDICATE_LIST_VALUES} list values`, listValues],
+    ['20,000 comparisons (refused)', comparisons(20_000)],
+  ];
+  for (const [name, predicate] of cases) {
+    const timings: number[] = [];
+    for (let round = 0; round < 5; round++) {
+      const started = performance.now();
+      await previewSegment(context, TENANT, WORKSPACE, predicate).catch((error: unknown) => {
+        if (!(error instanceof ValidationError)) throw error;
+      });
+      timings.push(performance.now() - started);
+    }
+    console.log(`  preview of ${name}: p50 ${ms(percentile(timings, 50))}`);
+  }
 }
 
 async function benchFullEvaluation(context: Context, profiles: number): Promise<void> {
@@ -297,6 +340,7 @@ export async function benchSegments(profiles: number): Promise<void> {
   await seedProfiles(context, profiles);
   console.log(`  seeded in ${((performance.now() - seeding) / 1000).toFixed(1)} s`);
   await benchPreview(context);
+  await benchPredicateLimits(context);
   await benchFullEvaluation(context, profiles);
   await context.store.close();
   if (!process.env.SKIP_LATENCY) {

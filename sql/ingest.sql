@@ -79,19 +79,27 @@ FROM ingest_checked c SEMI JOIN ingest_first_seen f ON f.seq = c.rowid;
 
 /* @name ingest_extract_identifiers */
 -- anon_id first, then properties.identifiers in the order written; only declared types, and on
--- browser events only cookie and device_id (interface "Inbound events" 3).
+-- browser events only cookie and device_id (interface "Inbound events" 3). A key is the tenant's
+-- text, whatever its spelling ($x, a.b, "q", [0], the empty string): its value is read with a JSON
+-- pointer (RFC 6901, where escaping ~ and / leaves no other special character), never with the key
+-- as a $-path, which a key starting with $ or holding . " [ broke for the whole batch. Only string
+-- and number values are identifiers, as the collector checks (src/collector/event-content.ts).
+CREATE OR REPLACE TEMP MACRO json_key_pointer(k) AS '/' || replace(replace(k, '~', '~0'), '/', '~1');
 CREATE TEMP TABLE ingest_identifiers AS
 WITH candidates AS (
   SELECT seq, tenant_id, source, 0 AS ord, 'cookie' AS identifier_type, anon_id[8:] AS raw_value
   FROM ingest_accepted WHERE starts_with(anon_id, 'cookie:')
   UNION ALL
-  SELECT seq, tenant_id, source, entry.i AS ord, entry.k AS identifier_type,
-    (properties->'identifiers')->>entry.k AS raw_value
+  SELECT seq, tenant_id, source, ord, identifier_type,
+    CASE WHEN json_type(value) IN ('VARCHAR', 'BIGINT', 'UBIGINT', 'DOUBLE') THEN value->>'$' END AS raw_value
   FROM (
-    SELECT seq, tenant_id, source, properties,
-      unnest(list_transform(json_keys(properties->'identifiers'), (k, i) -> {'k': k, 'i': i})) AS entry
-    FROM ingest_accepted
-    WHERE json_type(properties->'identifiers') = 'OBJECT'
+    SELECT seq, tenant_id, source, entry.i AS ord, entry.k AS identifier_type, ids->json_key_pointer(entry.k) AS value
+    FROM (
+      SELECT seq, tenant_id, source, ids,
+        unnest(list_transform(json_keys(ids), (k, i) -> {'k': k, 'i': i})) AS entry
+      FROM (SELECT seq, tenant_id, source, properties->'identifiers' AS ids FROM ingest_accepted)
+      WHERE json_type(ids) = 'OBJECT'
+    )
   )
 )
 SELECT c.seq, c.ord, c.tenant_id, c.identifier_type, c.raw_value
@@ -126,8 +134,9 @@ SELECT DISTINCT tenant_id FROM ingest_values;
 SELECT tenant_id, identifier_type, raw_value FROM ingest_values WHERE in_js;
 
 /* @name ingest_key_values */
--- Placeholders are dropped ($placeholders by "tenant/type", compared lowercased, as stored; JS
--- did that for its own values), the rest keyed as TenantKeys.identifierKey does:
+-- Placeholders are dropped ($placeholders by "tenant/type", stored normalised for their type and
+-- lowercased: the value normalised or as typed, lowercased, is compared; JS did that for its own
+-- values, phones among them), the rest keyed as TenantKeys.identifierKey does:
 -- base64url(HMAC-SHA256(tenant lookup key, type ":" normalised)). A 32-byte digest is 43 base64
 -- characters and one '=': cutting it and two replace() cost less than rtrim() and translate().
 -- key_id numbers the keys of the batch, after the hashing: row_number() OVER () runs on one
@@ -397,6 +406,35 @@ WHERE i.tenant_id = m.tenant_id AND i.workspace_id = m.workspace_id AND i.profil
 UPDATE events e SET profile_id = m.survivor_profile_id
 FROM ingest_merges m
 WHERE e.tenant_id = m.tenant_id AND e.workspace_id = m.workspace_id AND e.profile_id = m.merged_profile_id;
+
+/* @name ingest_apply_merges_to_frozen_segments */
+-- Segments that are not evaluated (paused, draft, archived) keep their members frozen, but a
+-- merged-away profile no longer exists: its memberships pass to the survivor (the earlier entry
+-- kept where both were members), so member_count and the member list, which shows live profiles,
+-- still agree. Active segments need nothing here: the merged-away profile exits when they are
+-- evaluated, and the survivor is evaluated.
+CREATE TEMP TABLE ingest_frozen_moves AS
+SELECT m.tenant_id, m.workspace_id, m.segment_id, g.survivor_profile_id AS profile_id, m.entered_at,
+  m.profile_id AS merged_profile_id
+FROM segment_members m
+JOIN ingest_merges g
+  ON g.tenant_id = m.tenant_id AND g.workspace_id = m.workspace_id AND g.merged_profile_id = m.profile_id
+JOIN segments s
+  ON s.tenant_id = m.tenant_id AND s.workspace_id = m.workspace_id AND s.segment_id = m.segment_id
+WHERE s.status <> 'active';
+CREATE TEMP TABLE ingest_frozen_members AS
+SELECT tenant_id, workspace_id, segment_id, profile_id, min(entered_at) AS entered_at FROM (
+  SELECT tenant_id, workspace_id, segment_id, profile_id, entered_at FROM ingest_frozen_moves
+  UNION ALL
+  SELECT m.tenant_id, m.workspace_id, m.segment_id, m.profile_id, m.entered_at
+  FROM segment_members m SEMI JOIN ingest_frozen_moves f USING (tenant_id, workspace_id, segment_id, profile_id)
+) GROUP BY ALL;
+DELETE FROM segment_members m USING ingest_frozen_moves f
+WHERE m.tenant_id = f.tenant_id AND m.workspace_id = f.workspace_id AND m.segment_id = f.segment_id
+  AND m.profile_id IN (f.merged_profile_id, f.profile_id);
+INSERT INTO segment_members SELECT tenant_id, workspace_id, segment_id, profile_id, entered_at FROM ingest_frozen_members;
+DROP TABLE ingest_frozen_members;
+DROP TABLE ingest_frozen_moves;
 
 /* @name ingest_record_conflicts */
 INSERT INTO identity_conflicts

@@ -1,5 +1,6 @@
 /* @name get_segment */
-SELECT segment_id, workspace_id, display_name, predicate, status, on_enter, on_exit, on_backfill, created_at, updated_at
+SELECT segment_id, workspace_id, display_name, predicate, status, on_enter, on_exit, on_backfill, created_at, updated_at,
+  evaluation_error, evaluation_failed_at
 FROM segments WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND segment_id = $segment_id;
 
 /* @name insert_segment */
@@ -10,8 +11,12 @@ VALUES ($tenant_id, $workspace_id, $segment_id, $display_name, $predicate, $stat
 
 /* @name update_segment_status */
 -- Moving to active from another status asks for a full evaluation, whose entries are backfill.
+-- Setting a status also clears an evaluation error: a broken segment set active again is tried
+-- afresh, with a full evaluation.
 UPDATE segments SET status = $status, updated_at = $now::TIMESTAMP,
-  evaluated_at = CASE WHEN $status = 'active' AND status <> 'active' THEN NULL ELSE evaluated_at END
+  evaluated_at = CASE WHEN $status = 'active' AND (status <> 'active' OR evaluation_error IS NOT NULL) THEN NULL
+    ELSE evaluated_at END,
+  evaluation_error = NULL, evaluation_failed_at = NULL
 WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND segment_id = $segment_id;
 
 /* @name delete_segment */
@@ -30,7 +35,7 @@ WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND segment_id = $
 /* @name list_segments_page */
 -- Keyset paging on (workspace_id, segment_id); $after_* are NULL on the first page.
 SELECT s.segment_id, s.workspace_id, s.display_name, s.predicate, s.status, s.on_enter, s.on_exit, s.on_backfill,
-  s.created_at, s.updated_at,
+  s.created_at, s.updated_at, s.evaluation_error, s.evaluation_failed_at,
   (SELECT count(*) FROM segment_members m
    WHERE m.tenant_id = s.tenant_id AND m.workspace_id = s.workspace_id AND m.segment_id = s.segment_id) AS member_count
 FROM segments s
@@ -62,18 +67,19 @@ SELECT
    WHERE i.tenant_id = $tenant_id AND i.workspace_id = $workspace_id AND t.tier = 'strong') AS workspace_identified_profiles;
 
 /* @name segments_live_in_touched */
--- Active segments already evaluated once, in the workspaces whose profiles a step touched.
+-- Active segments already evaluated once and not broken, in the workspaces whose profiles a step touched.
 SELECT s.tenant_id, s.workspace_id, s.segment_id, s.predicate FROM segments s
-WHERE s.status = 'active' AND s.evaluated_at IS NOT NULL
+WHERE s.status = 'active' AND s.evaluated_at IS NOT NULL AND s.evaluation_error IS NULL
   AND EXISTS (SELECT 1 FROM metric_touched_profiles t WHERE t.tenant_id = s.tenant_id AND t.workspace_id = s.workspace_id)
 ORDER BY s.tenant_id, s.workspace_id, s.segment_id;
 
 /* @name segments_awaiting_count */
-SELECT count(*) AS awaiting FROM segments WHERE status = 'active' AND evaluated_at IS NULL;
+SELECT count(*) AS awaiting FROM segments
+WHERE status = 'active' AND evaluated_at IS NULL AND evaluation_error IS NULL;
 
 /* @name segments_awaiting_evaluation */
 SELECT tenant_id, workspace_id, segment_id, predicate FROM segments
-WHERE status = 'active' AND evaluated_at IS NULL
+WHERE status = 'active' AND evaluated_at IS NULL AND evaluation_error IS NULL
 ORDER BY tenant_id, workspace_id, segment_id;
 
 /* @name segments_stored_metric_shapes */
@@ -160,6 +166,10 @@ SELECT 'msg_' || replace(gen_random_uuid()::VARCHAR, '-', ''), $tenant_id, $work
   'pending', 0, NULL, NULL, NULL, NULL, NULL
 FROM segment_changes c JOIN segment_evaluated e USING (segment_id)
 WHERE CASE WHEN c.change = 'exit' THEN e.on_exit WHEN c.backfill THEN e.on_backfill ELSE e.on_enter END;
+
+/* @name segments_mark_failed */
+UPDATE segments SET evaluation_error = $error, evaluation_failed_at = $now::TIMESTAMP
+WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND segment_id = $segment_id;
 
 /* @name segments_mark_evaluated */
 UPDATE segments SET evaluated_at = $now::TIMESTAMP

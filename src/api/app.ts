@@ -2,7 +2,9 @@ import type { FastifyInstance } from 'fastify';
 import { collectorRoutes } from '../collector/routes.js';
 import { type CollectorRuntime, publishRegistry } from '../collector/runtime.js';
 import type { Context } from '../context.js';
+import { ValidationError } from '../errors.js';
 import type { IngestFailure } from '../ingest/loop.js';
+import { loneSurrogatePath } from '../well-formed.js';
 import { registerAuth } from './auth.js';
 import { createBaseApp } from './base-app.js';
 import { erasureRoutes } from './routes/erasures.js';
@@ -32,6 +34,15 @@ const CONTROL_PLANE_WRITE = /^\/v1\/(tenants|operator)\//;
 export function buildApp(context: Context, options: AppOptions = {}): FastifyInstance {
   const app = createBaseApp(options.logRequests, () => context.store.unavailable());
   registerAuth(app, context);
+  // The control plane keeps strings it is given (placeholders, predicates, names) and hands some
+  // to DuckDB as JSON text, which refuses a lone surrogate: refused here, naming the field.
+  app.addHook('preValidation', async (request) => {
+    if (!CONTROL_PLANE_WRITE.test(request.url)) return;
+    const path = loneSurrogatePath(request.body);
+    if (path !== null) {
+      throw ValidationError.field(path, 'holds a lone UTF-16 surrogate, which is not text');
+    }
+  });
 
   healthRoutes(app, context, options.ingestFailure ?? (() => null));
   whoamiRoutes(app);

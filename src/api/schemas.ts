@@ -87,6 +87,8 @@ export const segmentResponse = z.object({
   automations: automationsSchema,
   created_at: timestamp,
   updated_at: timestamp,
+  evaluation_error: z.string().nullable(),
+  evaluation_failed_at: timestamp.nullable(),
 });
 
 export const segmentListItemResponse = segmentResponse.extend({ member_count: z.number() });

@@ -6,6 +6,7 @@ import {
   landingLineText,
   MAX_EVENT_BYTES,
 } from './envelope.js';
+import { checkEventContent } from './event-content.js';
 import type { LandingLine } from './landing-writer.js';
 
 export interface Rejection {
@@ -83,6 +84,9 @@ function check(
       reason: `event type ${event.name} is not registered`,
     };
   }
+  const contentFault = checkEventContent(event, scope.source);
+  if (contentFault) return contentFault;
+  // Only once the content is known to be shallow: JSON.stringify recurses on the call stack.
   const text = landingLineText(receivedAt, scope.source, collectorId, event);
   if (exceedsEventBytes(text)) {
     return {

@@ -1,6 +1,6 @@
 import { maskIdentifier } from './mask.js';
 import { normalizeIdentifier } from './normalize.js';
-import { BUILT_IN_PLACEHOLDERS } from './placeholders.js';
+import { ANY_TYPE, BUILT_IN_PLACEHOLDERS } from './placeholders.js';
 import type { KeyRing } from './tenant-keys.js';
 
 export interface RawIdentifier {
@@ -20,15 +20,19 @@ export interface IdentifierValue {
 export class PlaceholderRules {
   private readonly byTenantType = new Map<string, Set<string>>();
 
+  /** `values` as stored: normalised for their type when they were set (placeholders.ts). */
   add(tenantId: string, type: string, values: readonly string[]): void {
     const builtIn = [
-      ...(BUILT_IN_PLACEHOLDERS.get('*') ?? []),
+      ...(BUILT_IN_PLACEHOLDERS.get(ANY_TYPE) ?? []),
       ...(BUILT_IN_PLACEHOLDERS.get(type) ?? []),
     ];
     this.byTenantType.set(`${tenantId}/${type}`, new Set([...builtIn, ...values]));
   }
 
-  /** Compared after normalisation, and lowercased, as the lists are stored. */
+  /**
+   * The value normalised (and lowercased, as the lists are stored) against the normalised lists;
+   * the value as typed, trimmed and lowercased, against `*` values and phones that do not parse.
+   */
   isPlaceholder(tenantId: string, type: string, raw: string, normalized: string): boolean {
     const values = this.byTenantType.get(`${tenantId}/${type}`);
     if (!values) return false;

@@ -1,15 +1,34 @@
 import type { Context } from '../context.js';
 import { requireTenant } from '../tenancy/tenant-lookup.js';
+import { normalizeIdentifier } from './normalize.js';
+
+/** The type whose placeholders apply to every type: compared as text, since no one type parses them. */
+export const ANY_TYPE = '*';
 
 /**
- * Values that are noise for every type and every tenant, by type (`*` for any type); compared
- * after normalisation. A Map: identifier types are tenants' names (`constructor` is one).
+ * A placeholder in the form the values it should drop take (design §10): a phone as E.164 when it
+ * parses, so `9999999999` also drops `+91 99999 99999` and `099999 99999`; anything else, and a
+ * phone that does not parse, trimmed and lowercased, as placeholders are compared.
  */
-export const BUILT_IN_PLACEHOLDERS: ReadonlyMap<string, readonly string[]> = new Map([
-  ['*', ['null', 'undefined', 'none', 'n/a', 'na', '-', 'unknown', '0']],
+export function normalizePlaceholder(type: string, value: string): string {
+  const typed = value.trim().toLowerCase();
+  return type === 'phone' ? (normalizeIdentifier('phone', value) ?? typed) : typed;
+}
+
+/** Values that are noise for every type and every tenant, as written in the docs. */
+const BUILT_IN_AS_WRITTEN: readonly [string, readonly string[]][] = [
+  [ANY_TYPE, ['null', 'undefined', 'none', 'n/a', 'na', '-', 'unknown', '0']],
   ['email', ['test@test.com', 'test@example.com', 'noreply@example.com']],
   ['phone', ['0000000000', '+910000000000', '1234567890', '+911234567890']],
-]);
+];
+
+/** The built-in placeholders by type, normalised once. A Map: a type may be named `constructor`. */
+export const BUILT_IN_PLACEHOLDERS: ReadonlyMap<string, readonly string[]> = new Map(
+  BUILT_IN_AS_WRITTEN.map(([type, values]) => [
+    type,
+    [...new Set(values.map((value) => normalizePlaceholder(type, value)))],
+  ]),
+);
 
 /**
  * Placeholder values by identifier type (`*` for any type), as JSON answers them. Built only
@@ -22,11 +41,11 @@ export interface Placeholders {
   built_in: PlaceholderValues;
 }
 
+/** Grouped in a Map, then copied out with own properties only: no type name reaches a prototype. */
 function groupByType(rows: { identifier_type: string; value: string }[]): PlaceholderValues {
   const values = new Map<string, string[]>();
-  for (const row of rows) {
+  for (const row of rows)
     values.set(row.identifier_type, [...(values.get(row.identifier_type) ?? []), row.value]);
-  }
   return Object.fromEntries(values);
 }
 
@@ -35,8 +54,9 @@ function builtIns(): PlaceholderValues {
 }
 
 /**
- * Replaces the tenant's own placeholder list. Values are stored lowercased and trimmed, the way
- * identifiers are compared; the built-in list always applies on top.
+ * Replaces the tenant's own placeholder list. Values are stored normalised for their type
+ * (`normalizePlaceholder`), once, so ingest compares normalised to normalised; the built-in list
+ * always applies on top.
  */
 export async function putPlaceholders(
   context: Context,
@@ -47,7 +67,7 @@ export async function putPlaceholders(
     await requireTenant(session, tenantId);
     await session.run('delete_placeholders', { tenant_id: tenantId });
     const entries = Object.entries(values).flatMap(([type, list]) =>
-      list.map((value) => ({ identifier_type: type, value: value.trim().toLowerCase() })),
+      list.map((value) => ({ identifier_type: type, value: normalizePlaceholder(type, value) })),
     );
     if (entries.length > 0) {
       await session.run('insert_placeholders', {

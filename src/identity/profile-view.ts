@@ -193,7 +193,8 @@ export async function viewProfile(
   });
 }
 
-const historyCursor = z.object({ at: z.string(), kind: z.string(), ref: z.string() });
+// `at` is bound as a TIMESTAMP: a cursor whose time is no time is refused like any foreign cursor.
+const historyCursor = z.object({ at: z.iso.datetime(), kind: z.string(), ref: z.string() });
 
 export async function profileHistory(
   context: Context,

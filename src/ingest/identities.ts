@@ -379,6 +379,7 @@ export async function resolveAndApply(session: Session, keyRing: KeyRing, now: s
     await session.run('ingest_apply_merges_to_earlier_merges');
     await session.run('ingest_apply_merges_to_identifiers');
     await session.run('ingest_apply_merges_to_events');
+    await session.run('ingest_apply_merges_to_frozen_segments');
   }
   if (resolved.conflicts > 0) await session.run('ingest_record_conflicts', { now });
   return { dropped, merges: resolved.merges };

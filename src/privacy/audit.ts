@@ -19,7 +19,8 @@ export interface ErasureRecord {
 
 type AuditRow = Omit<ErasureRecord, 'erased'> & ErasedCounts;
 
-const erasureCursorSchema = z.object({ a: z.string(), i: z.string() });
+// `a` is bound as a TIMESTAMP: a cursor whose time is no time is refused like any foreign cursor.
+const erasureCursorSchema = z.object({ a: z.iso.datetime(), i: z.string() });
 
 /** The tenant's erasures, newest first, of one workspace or all. */
 export async function listErasures(

@@ -31,6 +31,9 @@ export interface Segment {
   automations: Automations;
   created_at: string;
   updated_at: string;
+  /** Why evaluation skips the segment (null when it is evaluated), until its status is set again. */
+  evaluation_error: string | null;
+  evaluation_failed_at: string | null;
 }
 
 export interface SegmentListItem extends Segment {
@@ -45,6 +48,8 @@ interface SegmentRow extends Automations {
   status: SegmentStatus;
   created_at: string;
   updated_at: string;
+  evaluation_error: string | null;
+  evaluation_failed_at: string | null;
 }
 
 function toSegment(row: SegmentRow): Segment {
@@ -57,6 +62,8 @@ function toSegment(row: SegmentRow): Segment {
     automations: { on_enter: row.on_enter, on_exit: row.on_exit, on_backfill: row.on_backfill },
     created_at: row.created_at,
     updated_at: row.updated_at,
+    evaluation_error: row.evaluation_error,
+    evaluation_failed_at: row.evaluation_failed_at,
   };
 }
 

@@ -32,32 +32,43 @@ function byWorkspace(segments: StoredSegment[]): StoredSegment[][] {
   );
 }
 
-function parsed(segment: StoredSegment, shapes: Map<string, MetricShape>): Predicate | null {
+/** A predicate, or why the stored one cannot be evaluated (the message names the faulty path). */
+function parsed(segment: StoredSegment, shapes: Map<string, MetricShape>): Predicate | string {
+  let raw: unknown;
   try {
-    return parsePredicate(JSON.parse(segment.predicate), shapes);
+    raw = JSON.parse(segment.predicate);
+  } catch {
+    return 'predicate: the stored predicate is not JSON';
+  }
+  try {
+    return parsePredicate(raw, shapes);
   } catch (error) {
-    if (error instanceof ValidationError) return null;
+    if (error instanceof ValidationError) return error.message;
     throw error;
   }
+}
+
+interface Checked {
+  evaluable: { segment: StoredSegment; predicate: Predicate }[];
+  broken: { segment: StoredSegment; error: string }[];
 }
 
 /**
  * The segments of one workspace with their predicates, checked against the live definitions'
  * shapes, then, for a metric whose definitions were all deleted, the kind of the values it left.
- * A segment that still does not compile (its metric left nothing) is left out: its membership
- * stays as it is, and ingest goes on.
+ * A segment that still does not pass is broken: stored before a rule existed (a number out of
+ * range, too many comparisons), written around the API, or naming a metric that left nothing.
+ * Every predicate that passes compiles to total SQL (no comparison of typed values can raise), so
+ * this check is what keeps a definition from failing a batch.
  */
-async function compilable(
-  session: Session,
-  segments: StoredSegment[],
-): Promise<{ segment: StoredSegment; predicate: Predicate }[]> {
+async function checked(session: Session, segments: StoredSegment[]): Promise<Checked> {
   const { tenant_id: tenantId, workspace_id: workspaceId } = segments[0] as StoredSegment;
   const shapes = await metricShapes(session, tenantId, workspaceId);
   let storedShapesAdded = false;
-  const result: { segment: StoredSegment; predicate: Predicate }[] = [];
+  const result: Checked = { evaluable: [], broken: [] };
   for (const segment of segments) {
     let predicate = parsed(segment, shapes);
-    if (!predicate && !storedShapesAdded) {
+    if (typeof predicate === 'string' && !storedShapesAdded) {
       const stored = await session.all<{ metric_name: string; shape: MetricShape }>(
         'segments_stored_metric_shapes',
         { tenant_id: tenantId },
@@ -68,9 +79,33 @@ async function compilable(
       storedShapesAdded = true;
       predicate = parsed(segment, shapes);
     }
-    if (predicate) result.push({ segment, predicate });
+    if (typeof predicate === 'string') result.broken.push({ segment, error: predicate });
+    else result.evaluable.push({ segment, predicate });
   }
   return result;
+}
+
+/**
+ * A broken segment keeps its members and is skipped from now on: it carries its error until its
+ * status is set again (`update_segment_status`), so ingest does not parse it at every batch.
+ */
+async function markBroken(
+  session: Session,
+  broken: Checked['broken'],
+  options: EvaluationOptions,
+): Promise<void> {
+  for (const { segment, error } of broken) {
+    await session.run('segments_mark_failed', {
+      tenant_id: segment.tenant_id,
+      workspace_id: segment.workspace_id,
+      segment_id: segment.segment_id,
+      error,
+      now: options.now,
+    });
+    process.stderr.write(
+      `segment ${segment.segment_id} of ${segment.tenant_id}/${segment.workspace_id} is skipped until its status is set again: ${error}\n`,
+    );
+  }
 }
 
 /**
@@ -86,23 +121,23 @@ async function evaluateWorkspace(
 ): Promise<void> {
   const first = segments[0] as StoredSegment;
   const where = { tenant_id: first.tenant_id, workspace_id: first.workspace_id };
-  const evaluated = await compilable(session, segments);
+  const { evaluable, broken } = await checked(session, segments);
+  await markBroken(session, broken, options);
+  if (evaluable.length === 0) return;
   if (scope === 'workspace') {
-    // Marked even when left out, so a segment that does not compile is not retried every pass.
     await session.run('segments_mark_evaluated', {
       ...where,
       now: options.now,
-      segment_ids: JSON.stringify(segments.map((segment) => segment.segment_id)),
+      segment_ids: JSON.stringify(evaluable.map(({ segment }) => segment.segment_id)),
     });
   }
-  if (evaluated.length === 0) return;
-  const compiled = compileSegmentSet(evaluated);
+  const compiled = compileSegmentSet(evaluable);
   await session.run('segments_create_evaluation_tables');
   if (scope === 'touched') await session.run('segments_scope_touched', where);
   await session.run('segments_choose', {
     ...where,
     backfill: scope === 'workspace',
-    segment_ids: JSON.stringify(evaluated.map(({ segment }) => segment.segment_id)),
+    segment_ids: JSON.stringify(evaluable.map(({ segment }) => segment.segment_id)),
   });
   await session.runText(
     fillSlots(sql('segments_match'), {

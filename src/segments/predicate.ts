@@ -5,7 +5,22 @@ import { type FieldIssue, ValidationError } from '../errors.js';
 export type MetricShape = 'number' | 'string' | 'list';
 
 export const MAX_PREDICATE_DEPTH = 8;
-const MAX_IN_VALUES = 1000;
+/**
+ * Comparisons (`{metric, op, value}` nodes) in one predicate. Each is a column expression every
+ * profile in scope goes through at every evaluation, so the count bounds the cost of a preview
+ * and of each ingest batch in the segment's workspace.
+ */
+export const MAX_PREDICATE_COMPARISONS = 100;
+/**
+ * Strings in all the `in`/`not_in` lists of one predicate together. Each is a bound parameter and
+ * a value compared per profile, so they are budgeted across the predicate like comparisons.
+ */
+export const MAX_PREDICATE_LIST_VALUES = 1000;
+/**
+ * Metric values are DOUBLE (counts as well as sums), whose integers are exact up to 2^53: a bound
+ * beyond it cannot tell two counts apart, and numbers past 2^63 could not even be bound as BIGINT.
+ */
+export const MAX_PREDICATE_NUMBER = Number.MAX_SAFE_INTEGER;
 
 const OPS_BY_SHAPE: Record<MetricShape, readonly string[]> = {
   number: ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'exists'],
@@ -43,12 +58,19 @@ const comparisonShape = z
 
 const valueSchemas = {
   boolean: z.boolean({ error: 'must be a boolean' }),
-  number: z.number({ error: 'must be a number' }).finite(),
+  number: z
+    .number({ error: 'must be a number' })
+    .min(-MAX_PREDICATE_NUMBER, {
+      error: `must be between -${MAX_PREDICATE_NUMBER} and ${MAX_PREDICATE_NUMBER} (2^53 - 1), the range metric values hold exactly`,
+    })
+    .max(MAX_PREDICATE_NUMBER, {
+      error: `must be between -${MAX_PREDICATE_NUMBER} and ${MAX_PREDICATE_NUMBER} (2^53 - 1), the range metric values hold exactly`,
+    }),
   string: z.string({ error: 'must be a string' }).max(1000),
   strings: z
     .array(z.string().max(1000), { error: 'must be an array of strings' })
     .min(1)
-    .max(MAX_IN_VALUES),
+    .max(MAX_PREDICATE_LIST_VALUES),
 };
 
 function valueSchemaFor(shape: MetricShape, op: string): z.ZodType {
@@ -57,8 +79,14 @@ function valueSchemaFor(shape: MetricShape, op: string): z.ZodType {
   return op === 'in' || op === 'not_in' ? valueSchemas.strings : valueSchemas.string;
 }
 
+/**
+ * Walks a predicate and stops at its first fault, so the work is bounded by the limits above
+ * whatever the size of the body: at most MAX_PREDICATE_COMPARISONS comparisons are checked.
+ */
 class PredicateParser {
   readonly issues: FieldIssue[] = [];
+  private comparisons = 0;
+  private listValues = 0;
 
   constructor(private readonly shapes: ReadonlyMap<string, MetricShape>) {}
 
@@ -86,14 +114,19 @@ class PredicateParser {
   ): Predicate | null {
     if (!Array.isArray(list) || list.length === 0)
       return this.fail(`${path}.${kind}`, 'must be a non-empty array of predicates');
-    const parts = list.map((item, index) =>
-      this.parse(item, `${path}.${kind}[${index}]`, depth + 1),
-    );
-    if (parts.some((part) => part === null)) return null;
-    return { kind, of: parts as Predicate[] };
+    const parts: Predicate[] = [];
+    for (const [index, item] of list.entries()) {
+      const part = this.parse(item, `${path}.${kind}[${index}]`, depth + 1);
+      if (!part) return null;
+      parts.push(part);
+    }
+    return { kind, of: parts };
   }
 
   private parseComparison(node: object, path: string): Predicate | null {
+    this.comparisons += 1;
+    if (this.comparisons > MAX_PREDICATE_COMPARISONS)
+      return this.fail(path, `more than ${MAX_PREDICATE_COMPARISONS} comparisons in one predicate`);
     const shape = comparisonShape.safeParse(node);
     if (!shape.success) {
       const [issue] = shape.error.issues;
@@ -117,6 +150,14 @@ class PredicateParser {
     const checked = valueSchemaFor(metricShape, op).safeParse(value);
     if (!checked.success)
       return this.fail(`${path}.value`, checked.error.issues[0]?.message ?? 'invalid value');
+    if (Array.isArray(checked.data)) {
+      this.listValues += checked.data.length;
+      if (this.listValues > MAX_PREDICATE_LIST_VALUES)
+        return this.fail(
+          `${path}.value`,
+          `more than ${MAX_PREDICATE_LIST_VALUES} list values in one predicate (all in and not_in lists together)`,
+        );
+    }
     return { kind: 'cmp', metric, shape: metricShape, op, value: checked.data } as Comparison;
   }
 

@@ -1,6 +1,6 @@
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { rename, rm } from 'node:fs/promises';
-import { dirname, resolve } from 'node:path';
+import { basename, dirname, resolve } from 'node:path';
 import { ValidationError } from '../errors.js';
 import type { Store } from './database.js';
 import type { Session } from './session.js';
@@ -25,6 +25,11 @@ export const DATA_DIR_SNAPSHOT = 'snapshot.duckdb';
 
 export type SnapshotCounts = Record<(typeof SNAPSHOT_TABLES)[number], number>;
 
+/** The longest file name Linux file systems take, in bytes. */
+const MAX_FILE_NAME_BYTES = 255;
+/** The longest suffix the copy adds to the name while it writes (`partialPath`, its log). */
+const PARTIAL_SUFFIX = '.partial.wal';
+
 /**
  * Writes a consistent copy of the analysts' tables to a new DuckDB file. Nothing runs meanwhile,
  * so the copy is one moment of the database.
@@ -35,6 +40,18 @@ export async function writeSnapshot(
   options: { replace: boolean },
 ): Promise<{ path: string; rows: SnapshotCounts }> {
   const path = resolve(out);
+  if (path.includes('\0')) {
+    throw ValidationError.field('path', 'holds a NUL byte, which no file name can');
+  }
+  if (Buffer.byteLength(basename(path)) > MAX_FILE_NAME_BYTES - PARTIAL_SUFFIX.length) {
+    throw ValidationError.field(
+      'path',
+      `has a file name longer than ${MAX_FILE_NAME_BYTES - PARTIAL_SUFFIX.length} bytes`,
+    );
+  }
+  if (existsSync(path) && statSync(path).isDirectory()) {
+    throw ValidationError.field('path', `${path} is a folder; name a file in it`);
+  }
   if (path === resolve(store.path)) {
     throw ValidationError.field('path', 'is the live database file');
   }

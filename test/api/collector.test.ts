@@ -259,8 +259,8 @@ describe('collector endpoints', () => {
         name: 'eu backend',
       });
       const response = await sendServer(env, minted.json().token, [
-        envelope(),
-        envelope({ workspace: 'us' }),
+        envelope({ identifiers: { email: 'a@b.test' } }),
+        envelope({ workspace: 'us', identifiers: { email: 'a@b.test' } }),
       ]);
       expect(response.json()).toMatchObject({
         accepted: 1,

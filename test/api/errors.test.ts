@@ -30,6 +30,30 @@ describe('error answers', () => {
     expect(response.json().error.code).toBe('bad_request');
   });
 
+  it('answers 422 naming the field to a control-plane body holding a lone surrogate', async () => {
+    const cases: [string, string, string][] = [
+      ['/v1/tenants/acme/placeholders', '{"values":{"email":["\\ud800"]}}', 'values.email.0'],
+      [
+        '/v1/tenants/acme/segments/lone',
+        '{"workspace_id":"eu","display_name":"x","predicate":{"metric":"m","op":"in","value":["a\\udc00"]}}',
+        'predicate.value.0',
+      ],
+    ];
+    for (const [url, payload, path] of cases) {
+      const response = await env.app.inject({
+        method: 'PUT',
+        url,
+        headers: { authorization: `Bearer ${tokens.tenant}`, 'content-type': 'application/json' },
+        payload,
+      });
+      expect(response.statusCode, response.body).toBe(422);
+      expect(response.json().error).toMatchObject({
+        code: 'validation_failed',
+        message: `${path}: holds a lone UTF-16 surrogate, which is not text`,
+      });
+    }
+  });
+
   it('answers 415 to a body that is not JSON', async () => {
     const response = await send('dedup_entity=order', 'text/plain');
     expect(response.statusCode).toBe(415);

@@ -57,6 +57,16 @@ describe('event types', () => {
       { dedup_entity: 'order', dedup_key_paths: ['id'] },
       'dedup_key_paths.0',
     ],
+    [
+      'a path into properties.identifiers',
+      { dedup_entity: 'user', dedup_key_paths: ['properties.identifiers.email'] },
+      'dedup_key_paths.0',
+    ],
+    [
+      'the identifiers object as a second path',
+      { dedup_entity: 'user', dedup_key_paths: ['properties.order_id', 'properties.identifiers'] },
+      'dedup_key_paths.1',
+    ],
   ])('refuses %s with 422 naming %s', async (_case, body, field) => {
     const response = await put('order_completed', body);
     expect(response.statusCode).toBe(422);

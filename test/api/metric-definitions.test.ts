@@ -105,6 +105,31 @@ describe('metric definitions', () => {
     expect(await list()).toEqual([]);
   });
 
+  it.each([
+    ['property_string', { ...latest, value_path: 'properties.identifiers.email' }],
+    ['property_string', { ...latest, value_path: 'properties.identifiers' }],
+    ['property_number', { ...sum, value_path: 'properties.identifiers.phone' }],
+  ])(
+    'refuses a %s value_path into properties.identifiers with 422 naming it',
+    async (_kind, body) => {
+      const response = await put(body);
+      expect(response.statusCode).toBe(422);
+      expect(response.json().error).toMatchObject({
+        code: 'validation_failed',
+        message:
+          'value_path: may not point into properties.identifiers: identifier values are stored sealed, never as metric values or dedup keys',
+      });
+      expect(await list()).toEqual([]);
+    },
+  );
+
+  it('accepts paths that only look like identifiers', async () => {
+    for (const path of ['properties.identifiers_seen', 'properties.customer.identifiers']) {
+      const response = await put({ ...latest, metric_name: `m${path.length}`, value_path: path });
+      expect(response.statusCode, response.body).toBe(201);
+    }
+  });
+
   it('refuses an event_name that is not a registered event type', async () => {
     const response = await put({ ...count, event_name: 'checkout_started' });
     expect(response.statusCode).toBe(422);

@@ -78,6 +78,8 @@ describe('segments', () => {
         automations: { on_enter: true, on_exit: true, on_backfill: false },
         created_at: '2026-03-01T12:00:00.000Z',
         updated_at: '2026-03-01T12:00:00.000Z',
+        evaluation_error: null,
+        evaluation_failed_at: null,
       });
     });
 
@@ -169,6 +171,89 @@ describe('segments', () => {
       expect(
         (await call(env.app, tokens.tenant, 'GET', `${BASE}?workspace_id=eu`)).json().segments,
       ).toEqual([]);
+    });
+
+    it.each([
+      ['2^63', 2 ** 63],
+      ['1e308', 1e308],
+      ['-2^63-1', -(2 ** 63) - 1],
+      ['2^53', 2 ** 53],
+    ])(
+      'refuses the number %s on create and preview with 422 naming its path',
+      async (_case, value) => {
+        const predicate = {
+          all: [
+            { metric: 'orders', op: 'gte', value: 1 },
+            { metric: 'revenue', op: 'lt', value },
+          ],
+        };
+        const message =
+          'predicate.all[1].value: must be between -9007199254740991 and 9007199254740991 (2^53 - 1), the range metric values hold exactly';
+        for (const response of [await create('huge', { predicate }), await preview(predicate)]) {
+          expect(response.statusCode, response.body).toBe(422);
+          expect(response.json().error).toMatchObject({ code: 'validation_failed', message });
+        }
+      },
+    );
+
+    it('accepts the numbers at the ends of the range on create and preview', async () => {
+      for (const [index, value] of [
+        Number.MAX_SAFE_INTEGER,
+        -Number.MAX_SAFE_INTEGER,
+        0.5,
+      ].entries()) {
+        const predicate = { metric: 'orders', op: 'lte', value };
+        expect((await preview(predicate)).statusCode).toBe(200);
+        expect((await create(`edge-${index}`, { predicate })).statusCode).toBe(201);
+      }
+    });
+
+    const comparisons = (count: number) => ({
+      any: Array.from({ length: count }, (_, index) => ({
+        metric: 'orders',
+        op: 'eq',
+        value: index,
+      })),
+    });
+
+    it('accepts 100 comparisons and refuses the 101st with 422 naming it', async () => {
+      expect((await create('wide', { predicate: comparisons(100) })).statusCode).toBe(201);
+      for (const response of [
+        await create('wider', { predicate: comparisons(101) }),
+        await preview(comparisons(101)),
+      ]) {
+        expect(response.statusCode).toBe(422);
+        expect(response.json().error.message).toBe(
+          'predicate.any[100]: more than 100 comparisons in one predicate',
+        );
+      }
+    });
+
+    it('refuses 20,000 comparisons with 422 before looking at most of them', async () => {
+      const response = await preview(comparisons(20_000));
+      expect(response.statusCode).toBe(422);
+      expect(response.json().error).toMatchObject({
+        code: 'validation_failed',
+        message: 'predicate.any[100]: more than 100 comparisons in one predicate',
+        details: [{ path: 'predicate.any[100]' }],
+      });
+    });
+
+    it('counts in and not_in list values across the predicate, 1,000 in all', async () => {
+      const list = (from: number, count: number) =>
+        Array.from({ length: count }, (_, index) => `c${from + index}`);
+      const lists = (first: number, second: number) => ({
+        all: [
+          { metric: 'last_category', op: 'in', value: list(0, first) },
+          { metric: 'recent_categories', op: 'not_in', value: list(first, second) },
+        ],
+      });
+      expect((await create('listy', { predicate: lists(500, 500) })).statusCode).toBe(201);
+      const over = await preview(lists(500, 501));
+      expect(over.statusCode).toBe(422);
+      expect(over.json().error.message).toBe(
+        'predicate.all[1].value: more than 1000 list values in one predicate (all in and not_in lists together)',
+      );
     });
 
     it('accepts nesting 8 deep and refuses 9', async () => {

@@ -67,6 +67,7 @@ export function segmentsCommand(): Command {
             'display_name',
             'status',
             'member_count',
+            'evaluation_error',
           ]);
           printNextPage(value.next_cursor);
         });
