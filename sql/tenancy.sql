@@ -4,11 +4,6 @@ SELECT tenant_id FROM tenants WHERE tenant_id = $tenant_id;
 /* @name insert_tenant */
 INSERT INTO tenants (tenant_id, created_at) VALUES ($tenant_id, $now::TIMESTAMP);
 
-/* @name list_tenants */
-SELECT t.tenant_id, t.created_at, count(w.workspace_id) AS workspaces
-FROM tenants t LEFT JOIN workspaces w USING (tenant_id)
-GROUP BY ALL ORDER BY t.tenant_id;
-
 /* @name list_tenants_page */
 -- Keyset paging on tenant_id; $after_tenant is NULL on the first page.
 SELECT t.tenant_id, t.created_at, count(w.workspace_id) AS workspaces

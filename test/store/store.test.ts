@@ -8,6 +8,9 @@ import { Store } from '../../src/store/database.js';
 import { migrations } from '../../src/store/sql-files.js';
 import { tempDir } from '../helpers/context.js';
 
+/** Every tenant, on one page of the operator's listing. */
+const ALL_TENANTS = { after_tenant: null, limit: 1000 };
+
 describe('data directory', () => {
   it('creates master.key once, 32 bytes, mode 0600', () => {
     const dir = tempDir();
@@ -58,11 +61,15 @@ describe('Store', () => {
         await session.run('insert_tenant', { tenant_id: 'acme', now: '2026-01-01T00:00:00Z' });
       }),
     ).rejects.toThrow(/duplicate key/);
-    expect(await store.read((session) => session.all('list_tenants'))).toEqual([]);
+    expect(await store.read((session) => session.all('list_tenants_page', ALL_TENANTS))).toEqual(
+      [],
+    );
     await store.write((session) =>
       session.run('insert_tenant', { tenant_id: 'acme', now: '2026-01-01T00:00:00Z' }),
     );
-    expect(await store.read((session) => session.all('list_tenants'))).toHaveLength(1);
+    expect(
+      await store.read((session) => session.all('list_tenants_page', ALL_TENANTS)),
+    ).toHaveLength(1);
   });
 
   it('never spills to disk, and holds DuckDB to the memory limit it is given', async () => {
@@ -95,7 +102,7 @@ describe('Store', () => {
       session.run('insert_tenant', { tenant_id: 'fine', now: '2026-01-01T00:00:00Z' }),
     );
     const tenants = await store.read((session) =>
-      session.all<{ tenant_id: string }>('list_tenants'),
+      session.all<{ tenant_id: string }>('list_tenants_page', ALL_TENANTS),
     );
     expect(tenants.map((tenant) => tenant.tenant_id)).toEqual(['fine']);
   });
@@ -131,7 +138,7 @@ describe('Store', () => {
 
     expect(existsSync(`${path}.rewrite`)).toBe(false);
     const tenants = await store.read((session) =>
-      session.all<{ tenant_id: string }>('list_tenants'),
+      session.all<{ tenant_id: string }>('list_tenants_page', ALL_TENANTS),
     );
     expect(tenants.map((tenant) => tenant.tenant_id).sort()).toEqual(['after', 'keep']);
     const [filler] = await store.read((session) =>
@@ -276,7 +283,9 @@ describe('Store', () => {
         ),
       ),
     );
-    expect(await store.read((session) => session.all('list_tenants'))).toHaveLength(20);
+    expect(
+      await store.read((session) => session.all('list_tenants_page', ALL_TENANTS)),
+    ).toHaveLength(20);
   });
 });
 
