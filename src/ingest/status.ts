@@ -1,7 +1,15 @@
 import type { Context } from '../context.js';
 import { listSealedFiles } from './landing-files.js';
 
-export interface IngestStatus {
+/** The sealed landing files not yet ingested. */
+export interface Backlog {
+  backlog_files: number;
+  backlog_bytes: number;
+  /** Age of the oldest sealed file not yet ingested, in seconds; 0 with no backlog. */
+  lag_seconds: number;
+}
+
+export interface IngestStatus extends Backlog {
   batches: number;
   files: number;
   events_ingested: number;
@@ -11,25 +19,26 @@ export interface IngestStatus {
   dropped_identifiers: number;
   last_batch_at: string | null;
   last_received_at: string | null;
-  backlog_files: number;
-  backlog_bytes: number;
-  /** Age of the oldest sealed file not yet ingested, in seconds; 0 with no backlog. */
-  lag_seconds: number;
 }
 
-/** The counters of `GET /readyz` and `cds ingest --status`. */
-export async function ingestStatus(context: Context): Promise<IngestStatus> {
-  const counters = await context.store.read((session) =>
-    session.one<Omit<IngestStatus, 'backlog_files' | 'backlog_bytes' | 'lag_seconds'>>(
-      'ingest_stats',
-    ),
-  );
+/** Reads the landing folder only, so an unauthenticated probe costs no database query. */
+export async function landingBacklog(context: Context): Promise<Backlog> {
   const backlog = await listSealedFiles(context.dataDir.landingDir);
   const oldest = Math.min(...backlog.map((file) => file.modifiedAt));
   return {
-    ...(counters as Omit<IngestStatus, 'backlog_files' | 'backlog_bytes' | 'lag_seconds'>),
     backlog_files: backlog.length,
     backlog_bytes: backlog.reduce((sum, file) => sum + file.bytes, 0),
     lag_seconds: backlog.length === 0 ? 0 : Math.max(0, (Date.now() - oldest) / 1000),
+  };
+}
+
+/** The counters of `GET /readyz` (operator) and `cds ingest --status`. */
+export async function ingestStatus(context: Context): Promise<IngestStatus> {
+  const counters = await context.store.read((session) =>
+    session.one<Omit<IngestStatus, keyof Backlog>>('ingest_stats'),
+  );
+  return {
+    ...(counters as Omit<IngestStatus, keyof Backlog>),
+    ...(await landingBacklog(context)),
   };
 }
