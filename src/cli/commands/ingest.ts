@@ -7,7 +7,7 @@ import type { IngestStatus } from '../../ingest/status.js';
 import { configuredSender } from '../../webhooks/sender.js';
 import { type GlobalOptions, withAdminClient } from '../admin-client.js';
 import { openContext } from '../open-context.js';
-import { output, printTable } from '../output.js';
+import { output, printErrorLine, printTable } from '../output.js';
 import { closeOnSignals } from '../serve.js';
 
 interface Totals {
@@ -77,7 +77,7 @@ export function ingestCommand(): Command {
         },
         report: (line) => {
           spinner.clear();
-          process.stderr.write(`${line}\n`);
+          printErrorLine(line);
           spinner.render();
         },
       });
