@@ -1,5 +1,6 @@
 import { Command, CommanderError, Option } from 'commander';
 import { AppError } from '../errors.js';
+import { PRIVATE_UMASK } from '../store/file-modes.js';
 import { collectCommand } from './commands/collect.js';
 import { demoCommand } from './commands/demo.js';
 import { eraseCommand } from './commands/erase.js';
@@ -81,6 +82,8 @@ function exitWhenOutputCloses(): void {
 
 /** Exit codes: 0 done, 1 refused or failed (the message says why), 2 bad usage. */
 export async function runCLI(argv: string[]): Promise<void> {
+  // Before any file is made: DuckDB creates its own (database, WAL, snapshots) with the umask.
+  process.umask(PRIVATE_UMASK);
   exitWhenOutputCloses();
   const program = prepareCommands(createCLI());
   try {

@@ -1,7 +1,18 @@
 import { randomBytes } from 'node:crypto';
-import { closeSync, fsyncSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
+import {
+  chmodSync,
+  closeSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  writeSync,
+} from 'node:fs';
 import { dirname, join } from 'node:path';
 import { ValidationError } from '../errors.js';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from './file-modes.js';
 
 export interface DataDir {
   root: string;
@@ -32,7 +43,7 @@ function parseMasterKey(text: string, origin: string): Buffer {
  * after the first start must not leave committed ciphertext whose key was still in the page cache.
  */
 function writeNewFileDurably(path: string, bytes: Buffer): void {
-  const file = openSync(path, 'wx', 0o600);
+  const file = openSync(path, 'wx', PRIVATE_FILE_MODE);
   try {
     if (writeSync(file, bytes) !== bytes.length) throw new Error(`${path}: short write`);
     fsyncSync(file);
@@ -64,11 +75,34 @@ function readOrCreateMasterKey(path: string): Buffer {
   }
 }
 
+/**
+ * A data dir that others may enter was made before cds kept its files private: every folder in it
+ * becomes 0700 and every file 0600, once, since the root is private afterwards. Symbolic links are
+ * left alone (chmod would follow them out of the data dir); cds makes none.
+ */
+function makePrivate(root: string): void {
+  if ((statSync(root).mode & 0o077) === 0) return;
+  try {
+    for (const entry of readdirSync(root, { recursive: true, withFileTypes: true })) {
+      const path = join(entry.parentPath, entry.name);
+      if (entry.isDirectory()) chmodSync(path, PRIVATE_DIR_MODE);
+      else if (entry.isFile()) chmodSync(path, PRIVATE_FILE_MODE);
+    }
+    chmodSync(root, PRIVATE_DIR_MODE);
+  } catch (error) {
+    throw ValidationError.field(
+      'data_dir',
+      `${root} is open to other users and could not be made private (${(error as Error).message}); make it 0700, its files 0600, or use another data dir`,
+    );
+  }
+}
+
 /** Creates the data directory of design §2 on first use and returns its paths and master key. */
 export function openDataDir(root: string, masterKeyOverride?: string): DataDir {
-  mkdirSync(root, { recursive: true });
+  mkdirSync(root, { recursive: true, mode: PRIVATE_DIR_MODE });
+  makePrivate(root);
   const landingDir = join(root, 'landing');
-  mkdirSync(landingDir, { recursive: true });
+  mkdirSync(landingDir, { recursive: true, mode: PRIVATE_DIR_MODE });
   const masterKey = masterKeyOverride
     ? parseMasterKey(masterKeyOverride, 'CDS_MASTER_KEY')
     : readOrCreateMasterKey(join(root, 'master.key'));

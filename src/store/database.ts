@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
-import { rename, rm, stat } from 'node:fs/promises';
+import { chmod, rename, rm, stat } from 'node:fs/promises';
 import { type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { StoreLockedError } from '../errors.js';
 import { traced } from '../trace.js';
+import { PRIVATE_FILE_MODE } from './file-modes.js';
 import { Session } from './session.js';
 import { type Migration, migrations, sqlStringLiteral } from './sql-files.js';
 
@@ -191,6 +192,8 @@ export class Store {
       }
       await session.run('store_detach_rewrite');
       await rm(`${copy}.wal`, { force: true });
+      // DuckDB creates the copy with the process's umask, which only the CLI sets.
+      await chmod(copy, PRIVATE_FILE_MODE);
       const readers = await this.acquireAllReaders();
       this.disconnect(readers);
       // Nothing was written since the checkpoint, so the WAL holds nothing the copy lacks.
