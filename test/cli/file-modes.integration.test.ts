@@ -133,14 +133,26 @@ describe('file modes', () => {
     expect(modesUnder(outside).get('copy.duckdb')).toBe('600');
   }, 90_000);
 
-  it('makes a data dir made before this version private: folders 0700, files 0600', async () => {
+  it('makes a data dir made before this version private, and leaves what is not its own', async () => {
     const dir = join(tempDir(), 'old');
     mkdirSync(join(dir, 'landing', 'tenant=acme'), { recursive: true, mode: 0o755 });
     chmodSync(dir, 0o755);
     writeFileSync(join(dir, 'landing', 'tenant=acme', 'old.ndjson'), '{}\n', { mode: 0o644 });
-    writeFileSync(join(dir, 'notes.txt'), 'kept\n', { mode: 0o666 });
+    writeFileSync(join(dir, 'registry.json'), '{}', { mode: 0o644 });
+    writeFileSync(join(dir, 'notes.txt'), 'kept\n', { mode: 0o644 });
     const listed = await runCli(['--data-dir', dir, 'tenants', 'list']);
     expect(listed.code, listed.stderr).toBe(0);
-    expectPrivate(dir);
+    const modes = modesUnder(dir);
+    expect(modes.get('notes.txt')).toBe('644');
+    modes.delete('notes.txt');
+    expect(Object.fromEntries(modes)).toEqual({
+      '.': '700',
+      landing: '700',
+      'landing/tenant=acme': '700',
+      'landing/tenant=acme/old.ndjson': '600',
+      'registry.json': '600',
+      'master.key': '600',
+      'cds.duckdb': '600',
+    });
   });
 });
