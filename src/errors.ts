@@ -47,6 +47,12 @@ export class NotFoundError extends AppError {
   }
 }
 
+export class RequestTimeoutError extends AppError {
+  constructor() {
+    super(408, 'request_timeout', 'the request did not arrive in time; the connection is closed');
+  }
+}
+
 export class ConflictError extends AppError {
   constructor(message: string) {
     super(409, 'conflict', message);
@@ -77,6 +83,29 @@ export class PayloadTooLargeError extends AppError {
 export class UnsupportedMediaTypeError extends AppError {
   constructor(message = 'the body must be JSON (content-type: application/json)') {
     super(415, 'unsupported_media_type', message);
+  }
+}
+
+export class UriTooLongError extends AppError {
+  constructor(limitBytes: number) {
+    super(414, 'uri_too_long', `the URL is longer than ${limitBytes} bytes`);
+  }
+}
+
+/** An `Expect` header other than `100-continue`, which is the only expectation cds meets. */
+export class ExpectationFailedError extends AppError {
+  constructor() {
+    super(417, 'expectation_failed', 'the only Expect value taken is 100-continue');
+  }
+}
+
+export class HeadersTooLargeError extends AppError {
+  constructor(limitBytes: number) {
+    super(
+      431,
+      'headers_too_large',
+      `the request line and headers together are longer than ${limitBytes} bytes`,
+    );
   }
 }
 

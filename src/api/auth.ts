@@ -29,6 +29,15 @@ function bearerToken(request: FastifyRequest): string | null {
   return match?.[1] ?? null;
 }
 
+/**
+ * Whether a route open to all (`/readyz`) was called with the operator credential, which shows it
+ * in full; any other token, or none, is the anonymous caller there.
+ */
+export function isOperatorRequest(context: Context, request: FastifyRequest): boolean {
+  const token = bearerToken(request);
+  return token !== null && isOperatorToken(context.dataDir.masterKey, token);
+}
+
 async function authenticate(context: Context, request: FastifyRequest): Promise<Principal> {
   const token = bearerToken(request);
   if (!token) throw new UnauthorizedError('missing bearer token (Authorization: Bearer <token>)');

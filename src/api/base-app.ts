@@ -4,6 +4,7 @@ import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod
 import { z } from 'zod';
 import { type AppError, ShuttingDownError, ValidationError } from '../errors.js';
 import { handleError, handleNotFound } from './error-handler.js';
+import { answerServerEdges, checkRequestLine, httpEdgeOptions } from './http-edges.js';
 
 /** The largest body any route takes: a collector batch (design §8). */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -22,7 +23,8 @@ function requestLine(request: FastifyRequest) {
 }
 
 /**
- * What every cds HTTP process shares: zod schemas, JSON-only bodies and the one error answer.
+ * What every cds HTTP process shares: zod schemas, JSON-only bodies and the one error answer,
+ * including for what Node and Fastify answer before a route runs (see http-edges.ts).
  * `/healthz` answers the error `fault` gives, while it gives one (the database is unavailable).
  */
 export function createBaseApp(
@@ -35,13 +37,19 @@ export function createBaseApp(
     logger: logRequests && { level: 'info', serializers: { req: requestLine } },
     bodyLimit: BODY_LIMIT_BYTES,
     return503OnClosing: false,
+    ...httpEdgeOptions,
+    // A URL Fastify cannot decode (FST_ERR_BAD_URL) or a parameter over its limit is answered
+    // before routing; it goes through the one error handler like every other failure.
+    frameworkErrors: handleError,
   });
+  answerServerEdges(app);
   let closing = false;
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook('onRequest', async () => {
+  app.addHook('onRequest', async (request) => {
     if (closing) throw new ShuttingDownError();
+    checkRequestLine(request);
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);

@@ -8,8 +8,10 @@ import {
   PayloadTooLargeError,
   RateLimitedError,
   UnsupportedMediaTypeError,
+  UriTooLongError,
   ValidationError,
 } from '../errors.js';
+import { MAX_URL_BYTES } from './http-edges.js';
 
 /** Fastify's own errors (body parsing, limits) in terms of our hierarchy. */
 function fromFastify(error: FastifyError): AppError | null {
@@ -23,11 +25,19 @@ function fromFastify(error: FastifyError): AppError | null {
       })),
     );
   }
+  switch (error.code) {
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return BadRequestError.emptyJson();
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new BadRequestError('the body is not as long as its content-length says');
+    case 'FST_ERR_BAD_URL':
+      return new BadRequestError('the URL path is not valid percent-encoded UTF-8');
+    case 'FST_ERR_MAX_PARAM_LENGTH':
+      return new UriTooLongError(MAX_URL_BYTES);
+  }
   switch (error.statusCode) {
     case 400:
-      return error.code === 'FST_ERR_CTP_EMPTY_JSON_BODY'
-        ? BadRequestError.emptyJson()
-        : BadRequestError.invalidJson(error.message);
+      return BadRequestError.invalidJson(error.message);
     case 404:
       return new NotFoundError(error.message);
     case 413:

@@ -1,5 +1,6 @@
 import { Command, CommanderError, Option } from 'commander';
 import { AppError } from '../errors.js';
+import { PRIVATE_UMASK } from '../store/file-modes.js';
 import { collectCommand } from './commands/collect.js';
 import { demoCommand } from './commands/demo.js';
 import { eraseCommand } from './commands/erase.js';
@@ -14,6 +15,7 @@ import { snapshotCommand } from './commands/snapshot.js';
 import { tenantsCommand } from './commands/tenants.js';
 import { tokensCommand } from './commands/tokens.js';
 import { webhooksCommand } from './commands/webhooks.js';
+import { escapeControls, printErrorLine } from './output.js';
 
 export function createCLI(): Command {
   return new Command('cds')
@@ -51,10 +53,19 @@ export function createCLI(): Command {
     .addCommand(generateEventsCommand());
 }
 
-/** Commander copies settings only to subcommands made with `.command()`, not added ones. */
-function throwInsteadOfExit(command: Command): Command {
+/**
+ * Commander's own errors quote the arguments given (`unknown option '--x…'`); their controls are
+ * escaped like everything else the CLI prints, line by line, as commander's text spans lines.
+ */
+function escapedError(text: string, write: (text: string) => void): void {
+  write(text.split('\n').map(escapeControls).join('\n'));
+}
+
+/** Throws instead of exiting, escapes errors; commander copies settings only to `.command()` ones. */
+function prepareCommands(command: Command): Command {
   command.exitOverride();
-  for (const sub of command.commands) throwInsteadOfExit(sub);
+  command.configureOutput({ outputError: escapedError });
+  for (const sub of command.commands) prepareCommands(sub);
   return command;
 }
 
@@ -71,8 +82,10 @@ function exitWhenOutputCloses(): void {
 
 /** Exit codes: 0 done, 1 refused or failed (the message says why), 2 bad usage. */
 export async function runCLI(argv: string[]): Promise<void> {
+  // Before any file is made: DuckDB creates its own (database, WAL, snapshots) with the umask.
+  process.umask(PRIVATE_UMASK);
   exitWhenOutputCloses();
-  const program = throwInsteadOfExit(createCLI());
+  const program = prepareCommands(createCLI());
   try {
     await program.parseAsync(argv);
   } catch (error) {
@@ -81,10 +94,9 @@ export async function runCLI(argv: string[]): Promise<void> {
       return;
     }
     if (error instanceof AppError) {
-      process.stderr.write(`cds: ${error.message}\n`);
+      printErrorLine(`cds: ${error.message}`);
       if (Array.isArray(error.details) && error.details.length > 1) {
-        for (const issue of error.details)
-          process.stderr.write(`  ${issue.path}: ${issue.message}\n`);
+        for (const issue of error.details) printErrorLine(`  ${issue.path}: ${issue.message}`);
       }
       process.exitCode = 1;
       return;

@@ -7,6 +7,7 @@ import { IngestLoop } from '../ingest/loop.js';
 import { snapshotEvery } from '../store/snapshot.js';
 import { configuredSender } from '../webhooks/sender.js';
 import { cleaningUpOnFailure } from './on-failure.js';
+import { printErrorLine } from './output.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -38,7 +39,7 @@ export async function startServer(context: Context, options: ServeOptions): Prom
         maxBatchEvents: context.config.max_batch_events,
         intervalMs: context.config.ingest_interval_ms,
         onBatch: () => sender?.tick(),
-        report: (line) => process.stderr.write(`${line}\n`),
+        report: printErrorLine,
       })
     : null;
   const app = buildApp(context, {
@@ -88,7 +89,7 @@ export function closeOnSignals(server: Pick<RunningServer, 'close'>): Promise<vo
   return new Promise((resolve) => {
     const stop = (): void => {
       server.close().then(resolve, (error: unknown) => {
-        process.stderr.write(`error while closing: ${(error as Error).message}\n`);
+        printErrorLine(`error while closing: ${(error as Error).message}`);
         process.exitCode = 1;
         resolve();
       });

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { type FileHandle, mkdir, open, readdir, rename, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { LandingWriteError } from '../errors.js';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../store/file-modes.js';
 import { syncDirectory } from '../sync-directory.js';
 
 export const OPEN_SUFFIX = '.ndjson.open';
@@ -230,14 +231,14 @@ export class LandingWriter {
     const existing = this.files.get(partition);
     if (existing) return existing;
     const dir = join(this.config.root, partition);
-    const firstCreated = await mkdir(dir, { recursive: true });
+    const firstCreated = await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
     this.sequence += 1;
     const openPath = join(
       dir,
       `${this.collectorId}-${String(this.sequence).padStart(8, '0')}${OPEN_SUFFIX}`,
     );
     const file: OpenFile = {
-      handle: await open(openPath, 'a'),
+      handle: await open(openPath, 'a', PRIVATE_FILE_MODE),
       openPath,
       bytes: 0,
       openedAt: Date.now(),

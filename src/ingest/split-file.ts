@@ -2,6 +2,7 @@ import { createReadStream } from 'node:fs';
 import { open, readdir, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { SEALED_SUFFIX } from '../collector/landing-writer.js';
+import { PRIVATE_FILE_MODE } from '../store/file-modes.js';
 import { syncDirectory } from '../sync-directory.js';
 
 /** A part is written under this suffix, which ingest does not read, then renamed to `.ndjson`. */
@@ -50,7 +51,7 @@ async function lineEnds(path: string): Promise<number[]> {
  * be removed after it.
  */
 async function copyRange(source: string, start: number, end: number, target: string) {
-  const handle = await open(target, 'w');
+  const handle = await open(target, 'w', PRIVATE_FILE_MODE);
   try {
     const range = createReadStream(source, { start, end: end - 1, highWaterMark: 1024 * 1024 });
     for await (const chunk of range) {

@@ -1,15 +1,22 @@
 import { randomBytes } from 'node:crypto';
 import {
+  chmodSync,
   closeSync,
+  existsSync,
   fsyncSync,
+  lstatSync,
   mkdirSync,
   openSync,
+  readdirSync,
   readFileSync,
+  statSync,
   unlinkSync,
   writeSync,
 } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { StoreUnavailableError, ValidationError } from '../errors.js';
+import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from './file-modes.js';
+import { DATA_DIR_SNAPSHOT } from './snapshot.js';
 import { storageFaultOf } from './storage-fault.js';
 
 export interface DataDir {
@@ -41,7 +48,7 @@ function parseMasterKey(text: string, origin: string): Buffer {
  * after the first start must not leave committed ciphertext whose key was still in the page cache.
  */
 function writeNewFileDurably(path: string, bytes: Buffer): void {
-  const file = openSync(path, 'wx', 0o600);
+  const file = openSync(path, 'wx', PRIVATE_FILE_MODE);
   try {
     if (writeSync(file, bytes) !== bytes.length) throw new Error(`${path}: short write`);
     fsyncSync(file);
@@ -77,11 +84,52 @@ function readOrCreateMasterKey(path: string): Buffer {
   }
 }
 
+const DATABASE_FILE = 'cds.duckdb';
+
+/** What cds keeps directly in the data dir, besides the landing folder. */
+const TOP_LEVEL_FILES = [
+  DATABASE_FILE,
+  `${DATABASE_FILE}.wal`,
+  'registry.json',
+  'master.key',
+  DATA_DIR_SNAPSHOT,
+];
+
+/**
+ * A data dir that others may enter was made before cds kept its files private. It becomes 0700,
+ * which alone keeps others out; the files cds made in it become 0600 and the landing folders
+ * 0700, once, since the root is private afterwards. Nothing else in it is touched (the data dir
+ * may be a folder the user keeps other things in), and symbolic links are not followed.
+ */
+function makePrivate(root: string, landingDir: string): void {
+  if ((statSync(root).mode & 0o077) === 0) return;
+  try {
+    chmodSync(root, PRIVATE_DIR_MODE);
+    for (const name of TOP_LEVEL_FILES) {
+      const path = join(root, name);
+      if (existsSync(path) && lstatSync(path).isFile()) chmodSync(path, PRIVATE_FILE_MODE);
+    }
+    if (!existsSync(landingDir) || !lstatSync(landingDir).isDirectory()) return;
+    chmodSync(landingDir, PRIVATE_DIR_MODE);
+    for (const entry of readdirSync(landingDir, { recursive: true, withFileTypes: true })) {
+      const path = join(entry.parentPath, entry.name);
+      if (entry.isDirectory()) chmodSync(path, PRIVATE_DIR_MODE);
+      else if (entry.isFile()) chmodSync(path, PRIVATE_FILE_MODE);
+    }
+  } catch (error) {
+    throw ValidationError.field(
+      'data_dir',
+      `${root} is open to other users and could not be made private (${(error as Error).message}); make it 0700 and its files 0600, or use another data dir`,
+    );
+  }
+}
+
 /** Creates the data directory of design §2 on first use and returns its paths and master key. */
 export function openDataDir(root: string, masterKeyOverride?: string): DataDir {
-  mkdirSync(root, { recursive: true });
+  mkdirSync(root, { recursive: true, mode: PRIVATE_DIR_MODE });
   const landingDir = join(root, 'landing');
-  mkdirSync(landingDir, { recursive: true });
+  makePrivate(root, landingDir);
+  mkdirSync(landingDir, { recursive: true, mode: PRIVATE_DIR_MODE });
   const masterKey = masterKeyOverride
     ? parseMasterKey(masterKeyOverride, 'CDS_MASTER_KEY')
     : readOrCreateMasterKey(join(root, 'master.key'));
@@ -90,7 +138,7 @@ export function openDataDir(root: string, masterKeyOverride?: string): DataDir {
   }
   return {
     root,
-    databasePath: join(root, 'cds.duckdb'),
+    databasePath: join(root, DATABASE_FILE),
     landingDir,
     registryPath: join(root, 'registry.json'),
     masterKey,

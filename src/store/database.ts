@@ -1,8 +1,9 @@
 import { readFileSync } from 'node:fs';
-import { rename, rm, stat } from 'node:fs/promises';
+import { chmod, rename, rm, stat } from 'node:fs/promises';
 import { type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { StoreLockedError, StoreUnavailableError } from '../errors.js';
 import { traced } from '../trace.js';
+import { PRIVATE_FILE_MODE } from './file-modes.js';
 import { Session } from './session.js';
 import { type Migration, migrations, sqlStringLiteral } from './sql-files.js';
 import {
@@ -260,6 +261,8 @@ export class Store {
       }
       await session.run('store_detach_rewrite');
       await rm(`${copy}.wal`, { force: true });
+      // DuckDB creates the copy with the process's umask, which only the CLI sets.
+      await chmod(copy, PRIVATE_FILE_MODE);
       await this.reconnect(async () => {
         // Nothing was written since the checkpoint, so the WAL holds nothing the copy lacks.
         await rm(`${this.path}.wal`, { force: true });

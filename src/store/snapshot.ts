@@ -1,8 +1,9 @@
 import { existsSync, statSync } from 'node:fs';
-import { rename, rm } from 'node:fs/promises';
+import { chmod, rename, rm } from 'node:fs/promises';
 import { basename, dirname, resolve } from 'node:path';
 import { ValidationError } from '../errors.js';
 import type { Store } from './database.js';
+import { PRIVATE_FILE_MODE } from './file-modes.js';
 import type { Session } from './session.js';
 import { sqlStringLiteral } from './sql-files.js';
 
@@ -91,6 +92,8 @@ export async function copySnapshot(session: Session, path: string): Promise<Snap
   } finally {
     await session.run('snapshot_detach');
   }
+  // DuckDB creates the file with the process's umask, which only the CLI sets.
+  await chmod(partial, PRIVATE_FILE_MODE);
   await rename(partial, path);
   await rm(`${partial}.wal`, { force: true });
   return rows;

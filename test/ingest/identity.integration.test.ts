@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { operatorToken } from '../../src/tenancy/operator.js';
 import { openTestEnv, type TestEnv } from '../helpers/context.js';
 import { envelope, registerEventTypes, sendBrowser, sendServer } from '../helpers/events.js';
 import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
@@ -261,7 +262,13 @@ describe('events to profiles', () => {
     );
     expect(stored.map((e) => e.event_id)).toEqual(['e1', 'o-1', 'p1']);
     expect(JSON.parse(stored[0]?.properties ?? '{}')).toEqual({ order_id: 'o-1', total: 10 });
-    const stats = (await env.app.inject({ method: 'GET', url: '/readyz' })).json().ingest;
+    const stats = (
+      await env.app.inject({
+        method: 'GET',
+        url: '/readyz',
+        headers: { authorization: `Bearer ${operatorToken(env.context.dataDir.masterKey)}` },
+      })
+    ).json().ingest;
     expect(stats).toMatchObject({ events_ingested: 3, duplicates: 3 });
   });
 

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -8,6 +8,7 @@ import { DEMO_TENANT, DEMO_WORKSPACES, setUpDemo } from '../../src/cli/demo-setu
 import { openContext } from '../../src/cli/open-context.js';
 import { generateEvents } from '../../src/demo/generator.js';
 import type { IngestStatus } from '../../src/ingest/status.js';
+import { operatorToken } from '../../src/tenancy/operator.js';
 import { CDS_BIN, type ChildServer, startCli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/context.js';
 import { Receiver } from '../helpers/receiver.js';
@@ -21,6 +22,7 @@ type Readiness = {
     error: string | null;
     error_since: string | null;
     failed_attempts: number;
+    failing: boolean;
   };
 };
 
@@ -72,15 +74,24 @@ function writeBacklog(dir: string, events: number, name: string): string[] {
   });
 }
 
-async function readiness(server: ChildServer): Promise<Readiness['ingest']> {
-  return ((await (await fetch(`${server.url}/readyz`)).json()) as Readiness).ingest;
+/** The operator's view of `/readyz`: the counters and the raw error. */
+async function readiness(server: ChildServer, dir: string): Promise<Readiness['ingest']> {
+  const operator = operatorToken(readFileSync(join(dir, 'master.key')));
+  const response = await fetch(`${server.url}/readyz`, {
+    headers: { authorization: `Bearer ${operator}` },
+  });
+  return ((await response.json()) as Readiness).ingest;
 }
 
-async function waitFor(server: ChildServer, done: (ingest: Readiness['ingest']) => boolean) {
-  let ingest = await readiness(server);
+async function waitFor(
+  server: ChildServer,
+  dir: string,
+  done: (ingest: Readiness['ingest']) => boolean,
+) {
+  let ingest = await readiness(server, dir);
   await waitUntil(
     async () => {
-      ingest = await readiness(server);
+      ingest = await readiness(server, dir);
       return done(ingest);
     },
     'the ingest counters in /readyz',
@@ -110,12 +121,17 @@ describe('an ingest loop whose batches fail', () => {
     const dir = await demoDataDir();
     writeBacklog(dir, EVENTS, 'ctest-00000001');
     const starved = await serve(dir, { CDS_MEMORY_LIMIT: '24MB' });
-    const failing = await waitFor(starved, (ingest) => ingest.failed_attempts >= 2);
+    const failing = await waitFor(starved, dir, (ingest) => ingest.failed_attempts >= 2);
     expect(failing).toMatchObject({
       events_ingested: 0,
       backlog_files: 2,
       error: expect.stringMatching(/^the database ran out of memory .*lower max_batch_events/),
       error_since: expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+    });
+    // Without the operator credential: that ingest fails, not why, nor where the database is.
+    expect(await (await fetch(`${starved.url}/readyz`)).json()).toEqual({
+      status: 'ready',
+      ingest: { backlog_files: 2, lag_seconds: expect.any(Number), failing: true },
     });
 
     const sent = await fetch(`${starved.url}/v1/events`, {
@@ -146,9 +162,15 @@ describe('an ingest loop whose batches fail', () => {
     const fed = await serve(dir);
     const drained = await waitFor(
       fed,
+      dir,
       (ingest) => ingest.backlog_files === 0 && ingest.batches > 0,
     );
-    expect(drained).toMatchObject({ error: null, error_since: null, failed_attempts: 0 });
+    expect(drained).toMatchObject({
+      error: null,
+      error_since: null,
+      failed_attempts: 0,
+      failing: false,
+    });
     expect(drained.events_ingested + drained.duplicates + drained.rejected).toBe(EVENTS + 1);
   });
 });

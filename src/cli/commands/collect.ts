@@ -8,6 +8,7 @@ import { ValidationError } from '../../errors.js';
 import { openDataDir } from '../../store/data-dir.js';
 import type { GlobalOptions } from '../admin-client.js';
 import { cleaningUpOnFailure } from '../on-failure.js';
+import { printLine } from '../output.js';
 import { closeOnSignals } from '../serve.js';
 
 export function collectCommand(): Command {
@@ -43,7 +44,7 @@ export function collectCommand(): Command {
           await collector.close();
         },
       });
-      process.stdout.write(`cds collector listening on ${url} (landing: ${dataDir.landingDir})\n`);
+      printLine(`cds collector listening on ${url} (landing: ${dataDir.landingDir})`);
       await closed;
     });
 }

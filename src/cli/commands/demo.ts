@@ -6,6 +6,7 @@ import { generateEvents } from '../../demo/generator.js';
 import { sendToCollector } from '../../demo/load.js';
 import { DemoReceiver } from '../../demo/receiver.js';
 import { ValidationError } from '../../errors.js';
+import { PRIVATE_FILE_MODE } from '../../store/file-modes.js';
 import type { GlobalOptions } from '../admin-client.js';
 import { DEMO_TENANT, DEMO_WORKSPACES, type DemoTokens, setUpDemo } from '../demo-setup.js';
 import { cleaningUpOnFailure } from '../on-failure.js';
@@ -144,7 +145,9 @@ export function demoCommand(): Command {
           webhook_secret: secret,
           webhook_retry_base_ms: 1000,
         });
-        writeFileSync(join(dir, MARKER), 'made by cds demo; removed and recreated on each run\n');
+        writeFileSync(join(dir, MARKER), 'made by cds demo; removed and recreated on each run\n', {
+          mode: PRIVATE_FILE_MODE,
+        });
         const tokens = await setUpDemo(context);
         const server = await cleaningUpOnFailure(
           startServer(context, { logRequests: false, ingest: true }),

@@ -2,7 +2,7 @@ import { Command, Option } from 'commander';
 import { ValidationError } from '../../errors.js';
 import { type GlobalOptions, withAdminClient } from '../admin-client.js';
 import { tenantOption, tenantPath, workspaceOption } from '../options.js';
-import { output } from '../output.js';
+import { output, printLine } from '../output.js';
 
 interface EraseOptions {
   tenant: string;
@@ -74,8 +74,8 @@ export function eraseCommand(): Command {
         const counts = Object.entries(value.erased)
           .map(([what, count]) => `${count} ${what.replaceAll('_', ' ')}`)
           .join(', ');
-        process.stdout.write(
-          `${value.dry_run ? 'Would erase' : 'Erased'} profile ${value.profile_id}: ${counts}\n`,
+        printLine(
+          `${value.dry_run ? 'Would erase' : 'Erased'} profile ${value.profile_id}: ${counts}`,
         );
       });
     });

@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { type GlobalOptions, withAdminClient } from '../admin-client.js';
 import { tenantOption, tenantPath, workspaceOption } from '../options.js';
-import { output, printTable } from '../output.js';
+import { output, printLine, printTable } from '../output.js';
 
 interface ProfileView {
   profile_id: string;
@@ -41,11 +41,11 @@ export function profilesCommand(): Command {
           }),
         );
         output(globals.json, view, (value) => {
-          process.stdout.write(
-            `${value.profile_id}  first seen ${value.created_at}  last seen ${value.last_seen_at}\n`,
+          printLine(
+            `${value.profile_id}  first seen ${value.created_at}  last seen ${value.last_seen_at}`,
           );
           if (value.merged_profile_ids.length > 0) {
-            process.stdout.write(`merged: ${value.merged_profile_ids.join(', ')}\n`);
+            printLine(`merged: ${value.merged_profile_ids.join(', ')}`);
           }
           process.stdout.write('\nidentifiers\n');
           printTable(value.identifiers, ['type', 'tier', 'value', 'masked_value', 'status']);

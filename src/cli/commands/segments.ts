@@ -8,7 +8,7 @@ import {
   tenantPath,
   workspaceOption,
 } from '../options.js';
-import { output, printJson, printNextPage, printTable } from '../output.js';
+import { output, printJson, printLine, printNextPage, printTable } from '../output.js';
 
 const STATUSES = ['draft', 'active', 'paused', 'archived'];
 
@@ -162,7 +162,7 @@ export function segmentsCommand(): Command {
           }),
         );
         output(globals.json, segment, (value) =>
-          process.stdout.write(`Created segment ${value.segment_id} (${value.status})\n`),
+          printLine(`Created segment ${value.segment_id} (${value.status})`),
         );
       },
     );
@@ -213,7 +213,7 @@ export function segmentsCommand(): Command {
         }),
       );
       output(globals.json, segment, (value) =>
-        process.stdout.write(`Segment ${value.segment_id} is ${value.status}\n`),
+        printLine(`Segment ${value.segment_id} is ${value.status}`),
       );
     });
 
@@ -232,7 +232,7 @@ export function segmentsCommand(): Command {
         }),
       );
       output(globals.json, { segment_id: segmentId, deleted: true }, () =>
-        process.stdout.write(`Deleted segment ${segmentId}\n`),
+        printLine(`Deleted segment ${segmentId}`),
       );
     });
 

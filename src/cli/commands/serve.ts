@@ -4,6 +4,7 @@ import { DATA_DIR_SNAPSHOT } from '../../store/snapshot.js';
 import type { GlobalOptions } from '../admin-client.js';
 import { cleaningUpOnFailure } from '../on-failure.js';
 import { openContext } from '../open-context.js';
+import { printLine } from '../output.js';
 import { closeOnSignals, startServer } from '../serve.js';
 
 interface ServeFlags {
@@ -64,7 +65,7 @@ export function serveCommand(): Command {
       );
       // Signals are handled before readiness is announced: a supervisor may stop us at once.
       const closed = closeOnSignals(server);
-      process.stdout.write(`cds listening on ${server.url} (data: ${context.dataDir.root})\n`);
+      printLine(`cds listening on ${server.url} (data: ${context.dataDir.root})`);
       await closed;
     });
 }

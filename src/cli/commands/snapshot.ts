@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { Command } from 'commander';
 import { type GlobalOptions, withAdminClient } from '../admin-client.js';
-import { output } from '../output.js';
+import { output, printLine } from '../output.js';
 
 export function snapshotCommand(): Command {
   return new Command('snapshot')
@@ -23,7 +23,7 @@ export function snapshotCommand(): Command {
         const counts = Object.entries(value.rows)
           .map(([table, rows]) => `${table} ${rows}`)
           .join(', ');
-        process.stdout.write(`Wrote ${value.path}: ${counts}\n`);
+        printLine(`Wrote ${value.path}: ${counts}`);
       });
     });
 }

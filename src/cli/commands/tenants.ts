@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { type GlobalOptions, withAdminClient } from '../admin-client.js';
-import { output, printTable } from '../output.js';
+import { output, printLine, printTable } from '../output.js';
 import { allPages } from '../paged.js';
 
 interface IssuedToken {
@@ -33,9 +33,9 @@ export function tenantsCommand(): Command {
       );
       output(globals.json, created, (value) => {
         const workspaces = value.workspaces.length > 0 ? value.workspaces.join(', ') : '(none yet)';
-        process.stdout.write(`Created tenant ${value.tenant_id}; workspaces: ${workspaces}\n`);
-        process.stdout.write('Tenant token (shown once; store it now):\n');
-        process.stdout.write(`${value.tenant_token.token}\n`);
+        printLine(`Created tenant ${value.tenant_id}; workspaces: ${workspaces}`);
+        printLine('Tenant token (shown once; store it now):');
+        printLine(value.tenant_token.token);
       });
     });
   tenants

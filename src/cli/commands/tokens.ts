@@ -1,7 +1,7 @@
 import { Command, Option } from 'commander';
 import { type GlobalOptions, withAdminClient } from '../admin-client.js';
 import { tenantOption, tenantPath } from '../options.js';
-import { output, printTable } from '../output.js';
+import { output, printLine, printTable } from '../output.js';
 import { allPages } from '../paged.js';
 
 interface IssuedToken {
@@ -13,10 +13,8 @@ interface IssuedToken {
 
 function printIssued(value: IssuedToken): void {
   const scope = value.workspace_id ? ` for workspace ${value.workspace_id}` : '';
-  process.stdout.write(
-    `Issued ${value.kind} token ${value.token_id}${scope} (shown once; store it now):\n`,
-  );
-  process.stdout.write(`${value.token}\n`);
+  printLine(`Issued ${value.kind} token ${value.token_id}${scope} (shown once; store it now):`);
+  printLine(value.token);
 }
 
 export function tokensCommand(): Command {
@@ -105,7 +103,7 @@ export function tokensCommand(): Command {
         }),
       );
       output(globals.json, { token_id: tokenId, revoked: true }, () =>
-        process.stdout.write(`Revoked ${tokenId}\n`),
+        printLine(`Revoked ${tokenId}`),
       );
     });
   return tokens;

@@ -1,0 +1,74 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { operatorToken } from '../../src/tenancy/operator.js';
+import { openTestEnv, type TestEnv } from '../helpers/context.js';
+import { envelope, registerEventTypes, sendServer } from '../helpers/events.js';
+import { seedTenants, type Tokens } from '../helpers/tenant.js';
+
+describe('GET /readyz', () => {
+  let env: TestEnv;
+  let tokens: Tokens;
+
+  beforeAll(async () => {
+    env = await openTestEnv({ collector: true });
+    tokens = await seedTenants(env.context);
+    await registerEventTypes(env, tokens.tenant);
+    expect(
+      (await sendServer(env, tokens.collector, [envelope({ id: 'e1', anon: 'v1' })])).statusCode,
+    ).toBe(202);
+    await env.ingest();
+  });
+  afterAll(() => env.close());
+
+  const readyz = (token?: string) =>
+    env.app.inject({
+      method: 'GET',
+      url: '/readyz',
+      headers: token ? { authorization: `Bearer ${token}` } : {},
+    });
+
+  const PUBLIC = {
+    status: 'ready',
+    ingest: { backlog_files: 0, lag_seconds: 0, failing: false },
+  };
+
+  it.each([
+    ['no token', undefined],
+    ['a tenant token', 'tenant'],
+    ['a workspace token', 'workspace'],
+    ['an unknown token', 'cpt_not-a-token'],
+  ] as const)(
+    'answers only the public part to %s: no path, no counters, no error',
+    async (_who, token) => {
+      const presented = token === 'tenant' || token === 'workspace' ? tokens[token] : token;
+      const response = await readyz(presented);
+      expect(response.statusCode).toBe(200);
+      expect(response.json()).toEqual(PUBLIC);
+      expect(response.body).not.toContain(env.dir);
+    },
+  );
+
+  it('answers the operator the database path, the counters and the ingest error', async () => {
+    const response = await readyz(operatorToken(env.context.dataDir.masterKey));
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toEqual({
+      ...PUBLIC,
+      database: env.context.dataDir.databasePath,
+      ingest: {
+        ...PUBLIC.ingest,
+        batches: expect.any(Number),
+        files: expect.any(Number),
+        events_ingested: 1,
+        duplicates: 0,
+        rejected: 0,
+        unparsable_lines: 0,
+        dropped_identifiers: expect.any(Number),
+        last_batch_at: expect.any(String),
+        last_received_at: expect.any(String),
+        backlog_bytes: 0,
+        error: null,
+        error_since: null,
+        failed_attempts: 0,
+      },
+    });
+  });
+});
