@@ -2,7 +2,13 @@ import cors from '@fastify/cors';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { ForbiddenError, NotFoundError, UnauthorizedError, ValidationError } from '../errors.js';
+import {
+  BadRequestError,
+  ForbiddenError,
+  NotFoundError,
+  UnauthorizedError,
+  ValidationError,
+} from '../errors.js';
 import { RateLimiter } from '../rate-limit.js';
 import { faultError, type IntakeScope, intake } from './accept.js';
 import type { EventSource } from './envelope.js';
@@ -170,6 +176,18 @@ export async function collectorRoutes(
   // Browser endpoints answer CORS for configured origins. A preflight carries no tenant header
   // value, so it passes for an origin any tenant allows; the request itself is checked per tenant.
   await app.register(async (browser) => {
+    // The CORS plugin answers an OPTIONS that is no preflight in plain text of its own; it is
+    // refused here first, in the one error body (design §6).
+    browser.addHook('onRequest', async (request) => {
+      if (
+        request.method === 'OPTIONS' &&
+        (!header(request, 'origin') || !header(request, 'access-control-request-method'))
+      ) {
+        throw new BadRequestError(
+          'a CORS preflight names its Origin and Access-Control-Request-Method',
+        );
+      }
+    });
     await browser.register(cors, () => async (request: FastifyRequest) => {
       const origin = header(request, 'origin');
       const tenantId = header(request, 'x-tenant-id');

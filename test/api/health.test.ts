@@ -65,6 +65,8 @@ describe('GET /readyz', () => {
         last_batch_at: expect.any(String),
         last_received_at: expect.any(String),
         backlog_bytes: 0,
+        quarantined_files: 0,
+        quarantined_lines: 0,
         error: null,
         error_since: null,
         failed_attempts: 0,

@@ -168,7 +168,9 @@ describe.each([
   beforeAll(async () => {
     const dir = tempDir();
     // Writes registry.json, which cds collect needs.
-    expect((await runCli(['--data-dir', dir, 'tenants', 'create', 'acme'])).code).toBe(0);
+    expect((await runCli(['--data-dir', dir, 'tenants', 'create', 'acme', '-w', 'eu'])).code).toBe(
+      0,
+    );
     server = await startCli(['--data-dir', dir, ...command, '--port', '0'], ready);
   }, 30_000);
   afterAll(async () => {
@@ -192,7 +194,8 @@ describe.each([
   it('answers a body cut short by the client in the error body', async () => {
     const answer = await sendRaw(
       server.url,
-      `${request('POST /v1/events HTTP/1.1', 'Content-Type: application/json', 'Content-Length: 10')}{}`,
+      // A known tenant and workspace: the collector refuses others before it reads a body.
+      `${request('POST /v1/events HTTP/1.1', 'Content-Type: application/json', 'X-Tenant-Id: acme', 'X-Workspace-Id: eu', 'Content-Length: 10')}{}`,
       true,
     );
     expectErrorBody(answer, 400, 'bad_request');

@@ -2,13 +2,13 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Store } from '../../src/store/database.js';
 import { openTestEnv, type TestEnv } from '../helpers/context.js';
 import { envelope, sendServer } from '../helpers/events.js';
+import { operatorReadiness } from '../helpers/readiness.js';
 import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
 
 type Ingest = { events_ingested: number; duplicates: number };
 
 async function counters(env: TestEnv): Promise<Ingest> {
-  return ((await env.app.inject({ method: 'GET', url: '/readyz' })).json() as { ingest: Ingest })
-    .ingest;
+  return operatorReadiness(env);
 }
 
 const cartLine = (cart: string, line: string) =>

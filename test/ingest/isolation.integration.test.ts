@@ -21,6 +21,7 @@ import { operatorToken } from '../../src/tenancy/operator.js';
 import { runCli, runJson } from '../helpers/cli.js';
 import { openTestEnv, type TestEnv, tempDir } from '../helpers/context.js';
 import { envelope, registerEventTypes } from '../helpers/events.js';
+import { operatorReadiness } from '../helpers/readiness.js';
 import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
 
 type Line = { source: 'browser' | 'server'; event: Record<string, unknown> } | string;
@@ -82,8 +83,7 @@ async function profileOf(env: TestEnv, token: string, tenant: string, email: str
 }
 
 async function ingested(env: TestEnv): Promise<number> {
-  const ready = await env.app.inject({ method: 'GET', url: '/readyz' });
-  return (ready.json() as { ingest: { events_ingested: number } }).ingest.events_ingested;
+  return (await operatorReadiness(env)).events_ingested;
 }
 
 /** Properties nested `depth` levels deep, written as text: no JSON.stringify recursion. */
@@ -253,10 +253,10 @@ describe('one tenant’s poison in a shared backlog', () => {
     const [record] = quarantined as [QuarantinedFile];
     expect(listing.body).not.toContain('leak@acme.test');
     expect(record.landing_path).toMatch(/^tenant=acme\/workspace=eu\//);
-    const ready = (await env.app.inject({ method: 'GET', url: '/readyz' })).json() as {
-      ingest: { quarantined_files: number; quarantined_lines: number };
-    };
-    expect(ready.ingest).toMatchObject({ quarantined_files: 1, quarantined_lines: 1 });
+    expect(await operatorReadiness(env)).toMatchObject({
+      quarantined_files: 1,
+      quarantined_lines: 1,
+    });
     expect((await call(env.app, tokens.tenant, 'GET', '/v1/operator/quarantine')).statusCode).toBe(
       403,
     );
