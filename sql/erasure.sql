@@ -1,6 +1,7 @@
 -- Erasing a profile and its merged cluster (design §15), in the order src/privacy/erase.ts runs
 -- them, in one transaction. The database file is then replaced by a copy of its live data
--- (Store.replaceWithCopy), which leaves the deleted rows behind.
+-- (Store.replaceWithCopy), which leaves the deleted rows behind. A rewrite may run them again on
+-- its copy (Store.writeReplayable), so they read no clock and draw no random value.
 
 /* @name erasure_cluster */
 -- The survivor and every profile merged into it.
@@ -86,10 +87,11 @@ DELETE FROM profiles
 WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster);
 
 /* @name erasure_record_audit */
+-- Id and time come from the caller: a file rewrite may run the erasure again on its copy.
 INSERT INTO erasure_audit (erasure_id, tenant_id, workspace_id, profile_id, actor, erased_at, profiles, identifiers,
   metrics, segment_memberships, history_entries, events, purged_at)
 VALUES (
-  'er_' || replace(gen_random_uuid()::VARCHAR, '-', ''), $tenant_id, $workspace_id, $profile_id, $actor, $now::TIMESTAMP,
+  $erasure_id, $tenant_id, $workspace_id, $profile_id, $actor, $now::TIMESTAMP,
   $profiles, $identifiers, $metrics, $segment_memberships, $history_entries, $events, NULL
 );
 
@@ -97,9 +99,10 @@ VALUES (
 DROP TABLE IF EXISTS erasure_cluster;
 
 /* @name erasure_mark_purged */
--- On the copy that replaces cds.duckdb (Store.replaceWithCopy), before the swap: the copy holds
--- no row of any erasure committed before it, so each of them is purged once the swap is done. A
--- crash before the swap leaves the old file, where they are still unpurged.
+-- On the copy that replaces cds.duckdb (Store.replaceWithCopy), in the copy's transaction: the
+-- copy holds no row of the erasures in its snapshot, so each of them is purged once the swap is
+-- done. Erasures committed later are replayed onto the copy after this, unpurged. A crash before
+-- the swap leaves the old file, where they are still unpurged.
 UPDATE cds_rewrite.erasure_audit SET purged_at = $now::TIMESTAMP WHERE purged_at IS NULL;
 
 /* @name erasure_unpurged */

@@ -42,9 +42,15 @@ export interface StoreOptions {
 
 /** What a caller of `Store.replaceWithCopy` adds to the rewrite. */
 export interface RewriteSteps {
+  /** When the rewrite leaves the write queue. */
   onStart?: () => void;
+  /** In the copy's transaction, right after the copy: `cds_rewrite` holds its snapshot. */
+  inCopy?: (session: Session) => Promise<void>;
+  /** After the copy is committed, while writes go on; for what the swap must not come before. */
   beforeSwap?: (session: Session) => Promise<void>;
 }
+
+type Work<T> = (session: Session) => Promise<T>;
 
 const rewriteCopyPath = (path: string) => `${path}.rewrite`;
 
@@ -75,13 +81,38 @@ async function connectTo(path: string, options: StoreOptions) {
   return { instance, writer, readers };
 }
 
+/** `work` in one transaction on `connection`, rolled back if it throws. */
+async function transaction<T>(connection: DuckDBConnection, work: Work<T>): Promise<T> {
+  await connection.run('BEGIN TRANSACTION');
+  try {
+    const result = await work(new Session(connection));
+    await connection.run('COMMIT');
+    return result;
+  } catch (error) {
+    await connection.run('ROLLBACK');
+    throw error;
+  }
+}
+
 /**
  * The one DuckDB database of a process (design §1). Writes are serialised through a queue on a
  * single connection, each in its own transaction, because DuckDB connections must never run two
- * statements at once; reads take one of a few reader connections.
+ * statements at once; replayable writes pass the queue (`writeReplayable`). Reads take one of a
+ * few reader connections.
  */
 export class Store {
+  /** Writes in the order they were asked for, and file rewrites among them. */
   private writeTail: Promise<unknown> = Promise.resolve();
+  /** The writer connection, one transaction at a time (`onWriter`). */
+  private writerTail: Promise<unknown> = Promise.resolve();
+  /**
+   * While a rewrite copies the file: the replayable writes committed since the copy's snapshot,
+   * to run again on the copy before the swap (`writeReplayable`).
+   */
+  private replaysForCopy: Work<unknown>[] | null = null;
+  /** File rewrites completed since the store opened. */
+  private completedRewrites = 0;
+  private readonly closingSteps: (() => Promise<void>)[] = [];
   private readonly idleReaders: DuckDBConnection[] = [];
   private readonly waitingReaders: ((connection: DuckDBConnection) => void)[] = [];
   private closed = false;
@@ -117,22 +148,31 @@ export class Store {
    * write such as an ingest batch is checkpointed at once, and then leaves DuckDB's cache of table
    * blocks empty (`releaseTableCache`).
    */
-  write<T>(work: (session: Session) => Promise<T>, options: { large?: boolean } = {}): Promise<T> {
+  write<T>(work: Work<T>, options: { large?: boolean } = {}): Promise<T> {
     const run = async (): Promise<T> => {
-      await this.writer.run('BEGIN TRANSACTION');
-      let result: T;
-      try {
-        result = await work(new Session(this.writer));
-        await this.writer.run('COMMIT');
-      } catch (error) {
-        await this.writer.run('ROLLBACK');
-        throw error;
-      }
+      const result = await transaction(this.writer, work);
       await this.checkpointLog(options.large ?? false);
       if (options.large) await this.releaseTableCache();
       return result;
     };
-    return this.enqueue(run);
+    return this.enqueue(() => this.onWriter(run));
+  }
+
+  /**
+   * Runs `work` in one transaction on the writer connection as soon as the write running now is
+   * done: it passes the writes queued before it, and a file rewrite that is copying the file. A
+   * rewrite runs it again on its copy before the swap (with `cds_rewrite` as the default
+   * database), so the swap does not bring back what it deleted: from the same rows it must write
+   * the same rows, with no clock, random value or outside file read inside. For erasures, whose
+   * answer must not wait for a rewrite of the whole file.
+   */
+  writeReplayable<T>(work: Work<T>): Promise<T> {
+    return this.onWriter(async () => {
+      const result = await transaction(this.writer, work);
+      this.replaysForCopy?.push(work);
+      await this.checkpointLog(false);
+      return result;
+    });
   }
 
   async read<T>(work: (session: Session) => Promise<T>): Promise<T> {
@@ -148,7 +188,7 @@ export class Store {
    * Runs `work` on the writer connection between two writes, with no reader running and outside a
    * transaction, for what a transaction may not hold: checkpoints and the rewrite after an erasure.
    */
-  exclusive<T>(work: (session: Session) => Promise<T>): Promise<T> {
+  exclusive<T>(work: Work<T>): Promise<T> {
     const run = async (): Promise<T> => {
       // Readers wait too: the work may drop and recreate tables under them.
       const readers = await this.acquireAllReaders();
@@ -158,50 +198,90 @@ export class Store {
         for (const reader of readers) this.releaseReader(reader);
       }
     };
-    return this.enqueue(run);
+    return this.enqueue(() => this.onWriter(run));
+  }
+
+  /** How many times the file was replaced by a copy since the store opened. */
+  get rewrites(): number {
+    return this.completedRewrites;
   }
 
   /**
    * Replaces the database file with a fresh copy of its live data, so that no block of the file
    * keeps what was deleted (design §15): DuckDB leaves deleted rows in their blocks and packs small
-   * segments of many tables into shared blocks, so no checkpoint clears them. Writes wait for the
-   * copy; reads go on until the swap itself, which waits for them. The copy is renamed over the
-   * file once complete, so a crash leaves either the old file or the new one, never half of one.
-   * `onStart` runs when the rewrite leaves the write queue; `beforeSwap` may write to the finished
-   * copy, attached as `cds_rewrite`, what holds only once it replaces the file.
+   * segments of many tables into shared blocks, so no checkpoint clears them. The copy is made on
+   * a connection of its own from one snapshot of the file, taken between two writes; writes
+   * queued after the rewrite wait for it, while replayable writes (`writeReplayable`) go on and
+   * run again on the copy before the swap. Reads go on until the swap itself, which waits for
+   * them. The copy is renamed over the file once complete, so a crash leaves either the old file
+   * or the new one, never half of one.
    */
   replaceWithCopy(steps: RewriteSteps = {}): Promise<void> {
     const run = async (): Promise<void> => {
       steps.onStart?.();
       const copy = rewriteCopyPath(this.path);
       await removeDatabaseFile(copy);
-      const session = new Session(this.writer);
-      await session.runText('FORCE CHECKPOINT');
+      const connection = await this.instance.connect();
+      const session = new Session(connection);
       await session.runText(`ATTACH ${sqlStringLiteral(copy)} AS cds_rewrite`);
       try {
-        await session.run('store_copy_to_rewrite');
-        if (steps.beforeSwap) {
-          await steps.beforeSwap(session);
-          await session.run('store_checkpoint_rewrite');
-        }
+        await this.copyInto(session, steps);
+        await steps.beforeSwap?.(session);
+        await this.onWriter(() => this.swapIn(session, connection, copy));
       } catch (error) {
-        await session.run('store_detach_rewrite');
+        this.replaysForCopy = null;
+        await session.run('store_detach_rewrite').catch(() => undefined);
+        connection.closeSync();
         await removeDatabaseFile(copy);
         throw error;
       }
-      await session.run('store_detach_rewrite');
-      await rm(`${copy}.wal`, { force: true });
-      const readers = await this.acquireAllReaders();
-      this.disconnect(readers);
-      // Nothing was written since the checkpoint, so the WAL holds nothing the copy lacks.
-      await rm(`${this.path}.wal`, { force: true });
-      await rename(copy, this.path);
-      const reopened = await connectTo(this.path, this.options);
-      this.instance = reopened.instance;
-      this.writer = reopened.writer;
-      for (const reader of reopened.readers) this.releaseReader(reader);
     };
     return this.enqueue(run);
+  }
+
+  /** The copy, from a snapshot taken while no write runs, in one transaction. */
+  private async copyInto(session: Session, steps: RewriteSteps): Promise<void> {
+    await this.onWriter(async () => {
+      await session.runText('BEGIN TRANSACTION');
+      // DuckDB takes a transaction's snapshot when it first reads the database.
+      await session.run('store_take_snapshot');
+      this.replaysForCopy = [];
+    });
+    try {
+      await session.run('store_copy_to_rewrite');
+      await steps.inCopy?.(session);
+      await session.runText('COMMIT');
+    } catch (error) {
+      await session.runText('ROLLBACK');
+      throw error;
+    }
+  }
+
+  /**
+   * With no write running (`onWriter`): the writes replayed on the copy, then the swap. The log
+   * of the old file holds only writes the copy has, so it goes with the file.
+   */
+  private async swapIn(session: Session, connection: DuckDBConnection, copy: string) {
+    const replays = this.replaysForCopy ?? [];
+    this.replaysForCopy = null;
+    if (replays.length > 0) {
+      await session.run('store_use_rewrite');
+      for (const work of replays) await transaction(connection, work);
+      await session.run('store_use_live');
+    }
+    await session.run('store_checkpoint_rewrite');
+    await session.run('store_detach_rewrite');
+    connection.closeSync();
+    await rm(`${copy}.wal`, { force: true });
+    const readers = await this.acquireAllReaders();
+    this.disconnect(readers);
+    await rm(`${this.path}.wal`, { force: true });
+    await rename(copy, this.path);
+    const reopened = await connectTo(this.path, this.options);
+    this.instance = reopened.instance;
+    this.writer = reopened.writer;
+    for (const reader of reopened.readers) this.releaseReader(reader);
+    this.completedRewrites++;
   }
 
   /**
@@ -259,14 +339,28 @@ export class Store {
     return result;
   }
 
+  /** Runs when the writer connection is free: DuckDB runs one statement at a time on it. */
+  private onWriter<T>(run: () => Promise<T>): Promise<T> {
+    const result = this.writerTail.then(run, run);
+    this.writerTail = result.catch(() => undefined);
+    return result;
+  }
+
   async checkpoint(): Promise<void> {
     await this.exclusive((session) => session.runText('FORCE CHECKPOINT'));
+  }
+
+  /** `step` runs when the store closes, before it waits for the writes still queued. */
+  whenClosing(step: () => Promise<void>): void {
+    this.closingSteps.push(step);
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    for (const step of this.closingSteps) await step();
     await this.writeTail;
+    await this.writerTail;
     this.disconnect(this.idleReaders.splice(0));
   }
 
