@@ -6,6 +6,7 @@ import {
   errorBody,
   NotFoundError,
   PayloadTooLargeError,
+  RateLimitedError,
   UnsupportedMediaTypeError,
   ValidationError,
 } from '../errors.js';
@@ -47,6 +48,7 @@ export function handleError(
   const known = error instanceof AppError ? error : fromFastify(error);
   if (known) {
     if (known.status >= 500) request.log.error({ err: error }, 'request failed');
+    if (known instanceof RateLimitedError) reply.header('retry-after', known.retryAfterSeconds);
     return reply.code(known.status).send(errorBody(known));
   }
   request.log.error({ err: error }, 'unexpected error');

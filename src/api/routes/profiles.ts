@@ -11,6 +11,7 @@ import {
 } from '../../identity/profile-view.js';
 import { idSchema } from '../../ids.js';
 import { eraseProfile } from '../../privacy/erase.js';
+import { ErasureRateLimit } from '../../privacy/erasure-limit.js';
 import {
   erasedCountsResponse,
   metricValue,
@@ -61,6 +62,7 @@ const lookupQuery = z.object({
 export function profileRoutes(app: FastifyInstance, context: Context): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
   const base = '/v1/tenants/:tenant/workspaces/:workspace/profiles';
+  const erasureLimit = new ErasureRateLimit(context.clock);
   const scopeOf = (params: { tenant: string; workspace: string }) => ({
     tenantId: params.tenant,
     workspaceId: params.workspace,
@@ -145,6 +147,7 @@ export function profileRoutes(app: FastifyInstance, context: Context): void {
       },
     },
     async (request) => {
+      if (!request.query.dry_run) erasureLimit.take(request.params.tenant);
       const result = await eraseProfile(context, {
         tenantId: request.params.tenant,
         workspaceId: request.params.workspace,
