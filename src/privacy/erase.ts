@@ -101,16 +101,17 @@ export async function eraseProfile(
   };
   if (request.dryRun) return context.store.read(work);
   const result = await context.store.writeReplayable(work);
-  requestPurge(context, PURGE_DELAY_MS);
+  requestPurge(context, 'coalesced');
   return result;
 }
 
 /**
- * A purge starts this long after the first erasure that asks for it; the erasures committed
- * before its copy's snapshot share its one rewrite, and those committed while it copies, the
- * next one.
+ * A purge starts once no erasure has come for this long, so that a burst shares one rewrite of
+ * the file...
  */
-export const PURGE_DELAY_MS = 3_000;
+export const PURGE_QUIET_MS = 2_000;
+/** ...and at most this long after the first erasure it waits for, so that a steady stream is purged too. */
+export const PURGE_MAX_DELAY_MS = 10_000;
 
 /**
  * After a failed rewrite (most likely a disk without room for a copy of the file) the next one
@@ -121,9 +122,8 @@ const LONGEST_RETRY_MS = 60 * 60_000;
 
 /** The purges of one store: at most one waiting to start and one running. */
 interface Purges {
-  timer: NodeJS.Timeout | null;
-  /** Starts the purge waiting for its timer at once. */
-  startNow: (() => void) | null;
+  /** The purge waiting to start, and when the first erasure it waits for came. */
+  waiting: { timer: NodeJS.Timeout; since: number } | null;
   /** Until the file is swapped. */
   running: boolean;
   /** The running purge, then its look for erasures it did not take. */
@@ -136,13 +136,7 @@ const purgesOf = new WeakMap<Store, Purges>();
 function purges(context: Context): Purges {
   let found = purgesOf.get(context.store);
   if (!found) {
-    const created: Purges = {
-      timer: null,
-      startNow: null,
-      running: false,
-      cycle: null,
-      failure: null,
-    };
+    const created: Purges = { waiting: null, running: false, cycle: null, failure: null };
     found = created;
     purgesOf.set(context.store, created);
     // Shutdown does not leave an erasure's bytes to the next start.
@@ -152,39 +146,46 @@ function purges(context: Context): Purges {
 }
 
 /**
- * Asks for a purge in `delayMs`, unless one is waiting to start (it will take this erasure) or
- * running (it looks for the erasures it did not take once it has swapped the file).
+ * Asks for a purge, at once or coalesced with the erasures that follow (`PURGE_QUIET_MS`,
+ * `PURGE_MAX_DELAY_MS`). A purge running now takes nothing more: once it has swapped the file,
+ * it asks for the next one if an erasure is left (`purgeWhatIsLeft`).
  */
-function requestPurge(context: Context, delayMs: number): void {
+function requestPurge(context: Context, when: 'now' | 'coalesced'): void {
   const state = purges(context);
-  if (state.timer || state.running) return;
-  const startNow = () => {
-    if (state.timer) clearTimeout(state.timer);
-    state.timer = null;
-    state.startNow = null;
-    state.running = true;
-    const cycle = (async () => {
-      try {
-        await purge(context, state);
-      } finally {
-        state.running = false;
-      }
-      // Erasures committed after the copy's snapshot go with the next purge.
-      await purgeWhatIsLeft(context, state, PURGE_DELAY_MS);
-    })()
-      .catch((error: unknown) => {
-        process.stderr.write(
-          `looking for erasures left to purge failed: ${(error as Error).message}\n`,
-        );
-      })
-      .finally(() => {
-        if (state.cycle === cycle) state.cycle = null;
-      });
-    state.cycle = cycle;
-  };
-  if (delayMs === 0) return startNow();
-  state.startNow = startNow;
-  state.timer = setTimeout(startNow, delayMs);
+  if (state.running) return;
+  if (when === 'now') {
+    startPurge(context, state);
+    return;
+  }
+  const now = performance.now();
+  const since = state.waiting?.since ?? now;
+  if (state.waiting) clearTimeout(state.waiting.timer);
+  const delayMs = Math.max(0, Math.min(PURGE_QUIET_MS, since + PURGE_MAX_DELAY_MS - now));
+  state.waiting = { since, timer: setTimeout(() => startPurge(context, state), delayMs) };
+}
+
+function startPurge(context: Context, state: Purges): void {
+  if (state.waiting) clearTimeout(state.waiting.timer);
+  state.waiting = null;
+  state.running = true;
+  const cycle = (async () => {
+    try {
+      await purge(context, state);
+    } finally {
+      state.running = false;
+    }
+    // Erasures committed after the copy's snapshot go with the next purge.
+    await purgeWhatIsLeft(context, state, 'coalesced');
+  })()
+    .catch((error: unknown) => {
+      process.stderr.write(
+        `looking for erasures left to purge failed: ${(error as Error).message}\n`,
+      );
+    })
+    .finally(() => {
+      if (state.cycle === cycle) state.cycle = null;
+    });
+  state.cycle = cycle;
 }
 
 /**
@@ -195,7 +196,7 @@ export async function settlePurges(context: Context): Promise<void> {
   const state = purgesOf.get(context.store);
   if (!state) return;
   for (;;) {
-    state.startNow?.();
+    if (state.waiting) startPurge(context, state);
     if (!state.cycle) return;
     await state.cycle;
   }
@@ -228,13 +229,17 @@ async function purge(context: Context, state: Purges): Promise<void> {
 }
 
 /** Asks for a purge if an erasure is still in the file, unless the last one failed lately. */
-async function purgeWhatIsLeft(context: Context, state: Purges, delayMs: number): Promise<void> {
+async function purgeWhatIsLeft(
+  context: Context,
+  state: Purges,
+  when: 'now' | 'coalesced',
+): Promise<void> {
   if (state.failure && context.clock.now().getTime() < state.failure.retryAt) return;
-  if (state.timer || state.running) return;
+  if (state.waiting || state.running) return;
   const pending = await context.store.read((session) =>
     session.one<{ unpurged: number }>('erasure_unpurged'),
   );
-  if ((pending?.unpurged ?? 0) > 0) requestPurge(context, delayMs);
+  if ((pending?.unpurged ?? 0) > 0) requestPurge(context, when);
 }
 
 /**
@@ -243,5 +248,5 @@ async function purgeWhatIsLeft(context: Context, state: Purges, delayMs: number)
  * loop's upkeep, which tries a failed rewrite again once its pause is over.
  */
 export async function resumePurges(context: Context): Promise<void> {
-  await purgeWhatIsLeft(context, purges(context), 0);
+  await purgeWhatIsLeft(context, purges(context), 'now');
 }

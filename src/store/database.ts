@@ -227,7 +227,8 @@ export class Store {
       try {
         await this.copyInto(session, steps);
         await steps.beforeSwap?.(session);
-        await this.onWriter(() => this.swapIn(session, connection, copy));
+        await this.replayOnCopy(connection);
+        await this.swapIn(connection, copy);
       } catch (error) {
         this.replaysForCopy = null;
         await session.run('store_detach_rewrite').catch(() => undefined);
@@ -257,31 +258,50 @@ export class Store {
     }
   }
 
-  /**
-   * With no write running (`onWriter`): the writes replayed on the copy, then the swap. The log
-   * of the old file holds only writes the copy has, so it goes with the file.
-   */
-  private async swapIn(session: Session, connection: DuckDBConnection, copy: string) {
-    const replays = this.replaysForCopy ?? [];
-    this.replaysForCopy = null;
-    if (replays.length > 0) {
-      await session.run('store_use_rewrite');
-      for (const work of replays) await transaction(connection, work);
+  /** Runs on the copy, in the order they committed, the replayable writes it does not have yet. */
+  private async replayOnCopy(connection: DuckDBConnection): Promise<void> {
+    const session = new Session(connection);
+    await session.run('store_use_rewrite');
+    try {
+      for (;;) {
+        const replays = this.replaysForCopy?.splice(0) ?? [];
+        if (replays.length === 0) return;
+        for (const work of replays) await transaction(connection, work);
+      }
+    } finally {
       await session.run('store_use_live');
     }
-    await session.run('store_checkpoint_rewrite');
-    await session.run('store_detach_rewrite');
-    connection.closeSync();
-    await rm(`${copy}.wal`, { force: true });
+  }
+
+  /**
+   * Once no read runs, then no write (readers first: while the rewrite waits for them, only
+   * replayable writes can take the writer): the last replays, then the swap. The log of the old
+   * file holds only writes the copy has, so it goes with the file.
+   */
+  private async swapIn(connection: DuckDBConnection, copy: string): Promise<void> {
     const readers = await this.acquireAllReaders();
-    this.disconnect(readers);
-    await rm(`${this.path}.wal`, { force: true });
-    await rename(copy, this.path);
-    const reopened = await connectTo(this.path, this.options);
-    this.instance = reopened.instance;
-    this.writer = reopened.writer;
-    for (const reader of reopened.readers) this.releaseReader(reader);
-    this.completedRewrites++;
+    await this.onWriter(async () => {
+      const session = new Session(connection);
+      try {
+        await this.replayOnCopy(connection);
+        this.replaysForCopy = null;
+        await session.run('store_checkpoint_rewrite');
+        await session.run('store_detach_rewrite');
+      } catch (error) {
+        for (const reader of readers) this.releaseReader(reader);
+        throw error;
+      }
+      connection.closeSync();
+      await rm(`${copy}.wal`, { force: true });
+      this.disconnect(readers);
+      await rm(`${this.path}.wal`, { force: true });
+      await rename(copy, this.path);
+      const reopened = await connectTo(this.path, this.options);
+      this.instance = reopened.instance;
+      this.writer = reopened.writer;
+      for (const reader of reopened.readers) this.releaseReader(reader);
+      this.completedRewrites++;
+    });
   }
 
   /**
