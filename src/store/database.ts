@@ -169,8 +169,9 @@ export class Store {
   writeReplayable<T>(work: Work<T>): Promise<T> {
     return this.onWriter(async () => {
       const result = await transaction(this.writer, work);
-      this.replaysForCopy?.push(work);
-      await this.checkpointLog(false);
+      // While a copy is made, DuckDB refuses to checkpoint, and the log goes with the old file.
+      if (this.replaysForCopy) this.replaysForCopy.push(work);
+      else await this.checkpointLog(false);
       return result;
     });
   }
@@ -228,6 +229,9 @@ export class Store {
         await this.copyInto(session, steps);
         await steps.beforeSwap?.(session);
         await this.replayOnCopy(connection);
+        // Into the copy's file while reads and writes go on; the swap checkpoints only what came
+        // after this.
+        await session.run('store_checkpoint_rewrite');
         await this.swapIn(connection, copy);
       } catch (error) {
         this.replaysForCopy = null;
@@ -258,14 +262,18 @@ export class Store {
     }
   }
 
-  /** Runs on the copy, in the order they committed, the replayable writes it does not have yet. */
-  private async replayOnCopy(connection: DuckDBConnection): Promise<void> {
+  /**
+   * Runs on the copy, in the order they committed, the replayable writes it does not have yet;
+   * answers whether there were any.
+   */
+  private async replayOnCopy(connection: DuckDBConnection): Promise<boolean> {
+    if (!this.replaysForCopy?.length) return false;
     const session = new Session(connection);
     await session.run('store_use_rewrite');
     try {
       for (;;) {
         const replays = this.replaysForCopy?.splice(0) ?? [];
-        if (replays.length === 0) return;
+        if (replays.length === 0) return true;
         for (const work of replays) await transaction(connection, work);
       }
     } finally {
@@ -283,9 +291,9 @@ export class Store {
     await this.onWriter(async () => {
       const session = new Session(connection);
       try {
-        await this.replayOnCopy(connection);
+        const replayed = await this.replayOnCopy(connection);
         this.replaysForCopy = null;
-        await session.run('store_checkpoint_rewrite');
+        if (replayed) await session.run('store_checkpoint_rewrite');
         await session.run('store_detach_rewrite');
       } catch (error) {
         for (const reader of readers) this.releaseReader(reader);
