@@ -106,12 +106,15 @@ export async function eraseProfile(
 }
 
 /**
- * A purge starts once no erasure has come for this long, so that a burst shares one rewrite of
- * the file...
+ * A purge starts once no erasure has come for this long, so that erasures sent back to back (each
+ * answered within 2 s) share one rewrite of the file...
  */
-export const PURGE_QUIET_MS = 2_000;
-/** ...and at most this long after the first erasure it waits for, so that a steady stream is purged too. */
-export const PURGE_MAX_DELAY_MS = 10_000;
+export const PURGE_QUIET_MS = 3_000;
+/**
+ * ...and at most this long after the first erasure it waits for, so that a steady stream is
+ * purged too. A burst of 20 erasures of up to 2 s each (40 s) thus costs two rewrites at most.
+ */
+export const PURGE_MAX_DELAY_MS = 20_000;
 
 /**
  * After a failed rewrite (most likely a disk without room for a copy of the file) the next one
