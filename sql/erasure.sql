@@ -9,6 +9,13 @@ CREATE TEMP TABLE erasure_cluster AS
 SELECT profile_id FROM profiles
 WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND (profile_id = $survivor OR merged_into = $survivor);
 
+/* @name erasure_cluster_events */
+-- The identifier keys of the cluster's stored events, so that counting them and keeping their
+-- tombstones scan the events once.
+CREATE TEMP TABLE erasure_events AS
+SELECT identifier_keys FROM events
+WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster);
+
 /* @name erasure_counts */
 SELECT
   (SELECT count(*) FROM erasure_cluster) AS profiles,
@@ -22,8 +29,7 @@ SELECT
    WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster))
   + (SELECT count(*) FROM profile_merges
    WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND survivor_profile_id IN (SELECT profile_id FROM erasure_cluster)) AS history_entries,
-  (SELECT count(*) FROM events
-   WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster)) AS events;
+  (SELECT count(*) FROM erasure_events) AS events;
 
 /* @name erasure_tombstones */
 INSERT INTO identifier_tombstones
@@ -31,8 +37,7 @@ SELECT DISTINCT $tenant_id, $workspace_id, identifier_key, $now::TIMESTAMP FROM 
   SELECT identifier_key FROM profile_identifiers
   WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster)
   UNION
-  SELECT unnest(identifier_keys) FROM events
-  WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster)
+  SELECT unnest(identifier_keys) FROM erasure_events
 );
 
 /* @name erasure_drop_events */
@@ -97,6 +102,9 @@ VALUES (
 
 /* @name erasure_drop_cluster */
 DROP TABLE IF EXISTS erasure_cluster;
+
+/* @name erasure_drop_cluster_events */
+DROP TABLE IF EXISTS erasure_events;
 
 /* @name erasure_mark_purged */
 -- On the copy that replaces cds.duckdb (Store.replaceWithCopy), in the copy's transaction: the

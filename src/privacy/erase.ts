@@ -83,6 +83,7 @@ export async function eraseProfile(
       workspace_id: request.workspaceId,
     };
     await session.run('erasure_cluster', { ...scope, survivor });
+    await session.run('erasure_cluster_events', scope);
     const erased = (await session.one<ErasedCounts>('erasure_counts', scope)) as ErasedCounts;
     if (!request.dryRun) {
       await session.run('erasure_tombstones', { ...scope, now });
@@ -97,6 +98,7 @@ export async function eraseProfile(
       });
     }
     await session.run('erasure_drop_cluster');
+    await session.run('erasure_drop_cluster_events');
     return { profile_id: survivor, erased };
   };
   if (request.dryRun) return context.store.read(work);

@@ -42,8 +42,6 @@ export interface StoreOptions {
 
 /** What a caller of `Store.replaceWithCopy` adds to the rewrite. */
 export interface RewriteSteps {
-  /** When the rewrite leaves the write queue. */
-  onStart?: () => void;
   /** In the copy's transaction, right after the copy: `cds_rewrite` holds its snapshot. */
   inCopy?: (session: Session) => Promise<void>;
   /** After the copy is committed, while writes go on; for what the swap must not come before. */
@@ -187,7 +185,7 @@ export class Store {
 
   /**
    * Runs `work` on the writer connection between two writes, with no reader running and outside a
-   * transaction, for what a transaction may not hold: checkpoints and the rewrite after an erasure.
+   * transaction, for what a transaction may not hold: checkpoints and snapshots.
    */
   exclusive<T>(work: Work<T>): Promise<T> {
     const run = async (): Promise<T> => {
@@ -219,7 +217,6 @@ export class Store {
    */
   replaceWithCopy(steps: RewriteSteps = {}): Promise<void> {
     const run = async (): Promise<void> => {
-      steps.onStart?.();
       const copy = rewriteCopyPath(this.path);
       await removeDatabaseFile(copy);
       const connection = await this.instance.connect();
