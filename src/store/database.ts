@@ -279,25 +279,20 @@ export class Store {
   }
 
   /**
-   * Once no read runs, then no write (readers first: while the rewrite waits for them, only
-   * replayable writes can take the writer): the last replays, then the swap. The log of the old
+   * Once no write runs, then no read (the writer first: reads are short, and an erasure waiting
+   * for its turn would hold every read up): the last replays, then the swap. The log of the old
    * file holds only writes the copy has, so it goes with the file.
    */
   private async swapIn(connection: DuckDBConnection, copy: string): Promise<void> {
-    const readers = await this.acquireAllReaders();
     await this.onWriter(async () => {
       const session = new Session(connection);
-      try {
-        const replayed = await this.replayOnCopy(connection);
-        this.replaysForCopy = null;
-        if (replayed) await session.run('store_checkpoint_rewrite');
-        await session.run('store_detach_rewrite');
-      } catch (error) {
-        for (const reader of readers) this.releaseReader(reader);
-        throw error;
-      }
+      const replayed = await this.replayOnCopy(connection);
+      this.replaysForCopy = null;
+      if (replayed) await session.run('store_checkpoint_rewrite');
+      await session.run('store_detach_rewrite');
       connection.closeSync();
       await rm(`${copy}.wal`, { force: true });
+      const readers = await this.acquireAllReaders();
       this.disconnect(readers);
       await rm(`${this.path}.wal`, { force: true });
       await rename(copy, this.path);
