@@ -18,4 +18,4 @@ if (!only || only === 'ingest') await benchIngest(events);
 if (!only || only === 'collector') await benchCollector();
 if (!only || only === 'segments') await benchSegments(profiles);
 if (!only || only === 'erase')
-  await benchErase(Number(process.env.BENCH_ERASE_EVENTS ?? 5_000_000));
+  await benchErase(Number(process.env.BENCH_ERASE_EVENTS ?? 1_000_000));

@@ -16,8 +16,8 @@ export const CDS_BIN = fileURLToPath(new URL('../bin/cds.js', import.meta.url));
 export const TENANT = 'bench';
 export const WORKSPACES = ['store-a', 'store-b'] as const;
 
-/** A fresh data dir with the bench tenant and its event types. */
-export async function prepareDataDir(): Promise<{ dir: string }> {
+/** A fresh data dir with the bench tenant and its event types, and the tenant's token. */
+export async function prepareDataDir(): Promise<{ dir: string; tenantToken: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'cds-bench-'));
   mkdirSync(dir, { recursive: true });
   const config = loadConfig({ data_dir: dir }, {});
@@ -30,7 +30,7 @@ export async function prepareDataDir(): Promise<{ dir: string }> {
     clock: systemClock,
     keyRing: new KeyRing(dataDir.masterKey),
   };
-  await createTenant(context, TENANT, [...WORKSPACES]);
+  const tenant = await createTenant(context, TENANT, [...WORKSPACES]);
   for (const name of ['page_viewed', 'product_viewed', 'signed_up'])
     await putEventType(context, TENANT, name, null);
   await putEventType(context, TENANT, 'order_completed', {
@@ -38,7 +38,7 @@ export async function prepareDataDir(): Promise<{ dir: string }> {
     dedupKeyPaths: ['properties.order_id'],
   });
   await store.close();
-  return { dir };
+  return { dir, tenantToken: tenant.token };
 }
 
 export interface Timed {

@@ -1,12 +1,20 @@
 -- Erasing a profile and its merged cluster (design §15), in the order src/privacy/erase.ts runs
 -- them, in one transaction. The database file is then replaced by a copy of its live data
--- (Store.replaceWithCopy), which leaves the deleted rows behind.
+-- (Store.replaceWithCopy), which leaves the deleted rows behind. A rewrite may run them again on
+-- its copy (Store.writeReplayable), so they read no clock and draw no random value.
 
 /* @name erasure_cluster */
 -- The survivor and every profile merged into it.
 CREATE TEMP TABLE erasure_cluster AS
 SELECT profile_id FROM profiles
 WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND (profile_id = $survivor OR merged_into = $survivor);
+
+/* @name erasure_cluster_events */
+-- The identifier keys of the cluster's stored events, so that counting them and keeping their
+-- tombstones scan the events once.
+CREATE TEMP TABLE erasure_events AS
+SELECT identifier_keys FROM events
+WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster);
 
 /* @name erasure_counts */
 SELECT
@@ -21,8 +29,7 @@ SELECT
    WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster))
   + (SELECT count(*) FROM profile_merges
    WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND survivor_profile_id IN (SELECT profile_id FROM erasure_cluster)) AS history_entries,
-  (SELECT count(*) FROM events
-   WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster)) AS events;
+  (SELECT count(*) FROM erasure_events) AS events;
 
 /* @name erasure_tombstones */
 INSERT INTO identifier_tombstones
@@ -30,8 +37,7 @@ SELECT DISTINCT $tenant_id, $workspace_id, identifier_key, $now::TIMESTAMP FROM 
   SELECT identifier_key FROM profile_identifiers
   WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster)
   UNION
-  SELECT unnest(identifier_keys) FROM events
-  WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster)
+  SELECT unnest(identifier_keys) FROM erasure_events
 );
 
 /* @name erasure_drop_events */
@@ -86,20 +92,25 @@ DELETE FROM profiles
 WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster);
 
 /* @name erasure_record_audit */
+-- Id and time come from the caller: a file rewrite may run the erasure again on its copy.
 INSERT INTO erasure_audit (erasure_id, tenant_id, workspace_id, profile_id, actor, erased_at, profiles, identifiers,
   metrics, segment_memberships, history_entries, events, purged_at)
 VALUES (
-  'er_' || replace(gen_random_uuid()::VARCHAR, '-', ''), $tenant_id, $workspace_id, $profile_id, $actor, $now::TIMESTAMP,
+  $erasure_id, $tenant_id, $workspace_id, $profile_id, $actor, $now::TIMESTAMP,
   $profiles, $identifiers, $metrics, $segment_memberships, $history_entries, $events, NULL
 );
 
 /* @name erasure_drop_cluster */
 DROP TABLE IF EXISTS erasure_cluster;
 
+/* @name erasure_drop_cluster_events */
+DROP TABLE IF EXISTS erasure_events;
+
 /* @name erasure_mark_purged */
--- On the copy that replaces cds.duckdb (Store.replaceWithCopy), before the swap: the copy holds
--- no row of any erasure committed before it, so each of them is purged once the swap is done. A
--- crash before the swap leaves the old file, where they are still unpurged.
+-- On the copy that replaces cds.duckdb (Store.replaceWithCopy), in the copy's transaction: the
+-- copy holds no row of the erasures in its snapshot, so each of them is purged once the swap is
+-- done. Erasures committed later are replayed onto the copy after this, unpurged. A crash before
+-- the swap leaves the old file, where they are still unpurged.
 UPDATE cds_rewrite.erasure_audit SET purged_at = $now::TIMESTAMP WHERE purged_at IS NULL;
 
 /* @name erasure_unpurged */

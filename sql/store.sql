@@ -1,14 +1,27 @@
 -- Store upkeep (src/store/database.ts). `cds` is the database of cds.duckdb.
 
+/* @name store_take_snapshot */
+-- The first read of a transaction fixes what it sees (Store.replaceWithCopy takes the copy's
+-- snapshot between two writes).
+SELECT count(*) AS migrations FROM cds.schema_migrations;
+
 /* @name store_copy_to_rewrite */
 -- Every table, view, sequence, index and constraint, with live rows only, into the file that
 -- replaces cds.duckdb (Store.replaceWithCopy).
 COPY FROM DATABASE cds TO cds_rewrite;
 
 /* @name store_checkpoint_rewrite */
--- What was written into the copy after it was made (Store.replaceWithCopy's beforeSwap) goes into
--- its file, not a log left beside it.
+-- What was written into the copy after it was made (the replayed writes) goes into its file, not
+-- a log left beside it.
 CHECKPOINT cds_rewrite;
+
+/* @name store_use_rewrite */
+-- Writes committed after the copy's snapshot run again on the copy, their unqualified names
+-- meaning its tables (Store.writeReplayable).
+USE cds_rewrite;
+
+/* @name store_use_live */
+USE cds;
 
 /* @name store_detach_rewrite */
 DETACH cds_rewrite;

@@ -1,8 +1,8 @@
 import type { Clock } from './clock.js';
 import { RateLimitedError } from './errors.js';
 
-/** Every limit counts requests per second. */
-const WINDOW_MS = 1000;
+/** Most limits count requests per second. */
+const SECOND_MS = 1000;
 
 /**
  * Keys one limiter tracks at most. Past it, windows that ended are dropped (at most once a window,
@@ -16,16 +16,17 @@ interface Window {
 }
 
 /**
- * Counts requests per key in fixed one-second windows and refuses those past `perSecond`. Keys are
- * `Map` keys, so a key spelled `__proto__` or `constructor` is a key like any other.
+ * Counts requests per key in fixed windows (a second unless told) and refuses those past `limit`.
+ * Keys are `Map` keys, so a key spelled `__proto__` or `constructor` is a key like any other.
  */
 export class RateLimiter {
   private readonly windows = new Map<string, Window>();
   private lastSweepAt = Number.NEGATIVE_INFINITY;
 
   constructor(
-    private readonly perSecond: number,
+    private readonly limit: number,
     private readonly clock: Clock,
+    private readonly windowMs = SECOND_MS,
   ) {}
 
   /** Counts one request under `key`; throws RateLimitedError when that is one too many. */
@@ -33,22 +34,24 @@ export class RateLimiter {
     const now = this.clock.now().getTime();
     const window = this.windowOf(key, now);
     window.count += 1;
-    if (window.count > this.perSecond) throw new RateLimitedError(retryAfterSeconds(window, now));
+    if (window.count > this.limit) {
+      throw new RateLimitedError(this.retryAfterSeconds(window, now));
+    }
   }
 
   /** Throws RateLimitedError when `key` has used up this window, without counting a request. */
   check(key: string): void {
     const now = this.clock.now().getTime();
     const window = this.windows.get(key);
-    if (window && !ended(window, now) && window.count >= this.perSecond) {
-      throw new RateLimitedError(retryAfterSeconds(window, now));
+    if (window && !this.ended(window, now) && window.count >= this.limit) {
+      throw new RateLimitedError(this.retryAfterSeconds(window, now));
     }
   }
 
   private windowOf(key: string, now: number): Window {
     const known = this.windows.get(key);
     if (known) {
-      if (ended(known, now)) {
+      if (this.ended(known, now)) {
         known.startedAt = now;
         known.count = 0;
       }
@@ -61,21 +64,23 @@ export class RateLimiter {
   }
 
   private makeRoom(now: number): void {
-    if (now - this.lastSweepAt >= WINDOW_MS) {
+    if (now - this.lastSweepAt >= this.windowMs) {
       this.lastSweepAt = now;
-      for (const [key, window] of this.windows) if (ended(window, now)) this.windows.delete(key);
+      for (const [key, window] of this.windows) {
+        if (this.ended(window, now)) this.windows.delete(key);
+      }
     }
     for (const key of this.windows.keys()) {
       if (this.windows.size < MAX_TRACKED_KEYS) break;
       this.windows.delete(key);
     }
   }
-}
 
-function ended(window: Window, now: number): boolean {
-  return now - window.startedAt >= WINDOW_MS || now < window.startedAt;
-}
+  private ended(window: Window, now: number): boolean {
+    return now - window.startedAt >= this.windowMs || now < window.startedAt;
+  }
 
-function retryAfterSeconds(window: Window, now: number): number {
-  return Math.max(1, Math.ceil((window.startedAt + WINDOW_MS - now) / 1000));
+  private retryAfterSeconds(window: Window, now: number): number {
+    return Math.max(1, Math.ceil((window.startedAt + this.windowMs - now) / 1000));
+  }
 }

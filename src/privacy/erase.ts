@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { type Context, nowIso } from '../context.js';
 import { NotFoundError } from '../errors.js';
@@ -6,6 +7,14 @@ import type { Store } from '../store/database.js';
 import type { Session } from '../store/session.js';
 import { DATA_DIR_SNAPSHOT, rewriteExistingSnapshot } from '../store/snapshot.js';
 import { requireWorkspace } from '../tenancy/workspaces.js';
+
+/**
+ * Erasures one tenant may ask for per minute; more answer 429. Each erasure is cheap to answer
+ * but its bytes cost a share of a rewrite of the whole file, which takes every tenant's writes
+ * with it: a burst of 20 passes, a loop over a customer list does not.
+ */
+export const ERASURES_PER_MINUTE = 60;
+export const ERASURE_LIMIT_WINDOW_MS = 60_000;
 
 export interface ErasedCounts {
   profiles: number;
@@ -65,13 +74,17 @@ async function survivorOf(session: Session, request: ErasureRequest): Promise<st
  * Erases a profile with every profile merged into it, in one transaction (design §15): their
  * identifiers, metric values and inputs, memberships, history, stored events and webhooks. The
  * identifier keys stay behind as tombstones so lines already received are dropped at ingest, and
- * an audit row records who erased what, without an identifier. Then the file is rewritten
- * (`scheduleRewrite`).
+ * an audit row records who erased what, without an identifier. The answer goes out once the
+ * transaction commits; the erased bytes leave the file at the next purge (`requestPurge`).
  */
 export async function eraseProfile(
   context: Context,
   request: ErasureRequest,
 ): Promise<ErasureResult> {
+  // Fixed outside the transaction: a file rewrite may run it again on its copy, where it must
+  // write the very same audit row (`Store.writeReplayable`).
+  const now = nowIso(context);
+  const erasureId = `er_${randomUUID().replaceAll('-', '')}`;
   const work = async (session: Session): Promise<ErasureResult> => {
     const survivor = await survivorOf(session, request);
     const scope = {
@@ -79,89 +92,176 @@ export async function eraseProfile(
       workspace_id: request.workspaceId,
     };
     await session.run('erasure_cluster', { ...scope, survivor });
+    await session.run('erasure_cluster_events', scope);
     const erased = (await session.one<ErasedCounts>('erasure_counts', scope)) as ErasedCounts;
     if (!request.dryRun) {
-      const now = nowIso(context);
       await session.run('erasure_tombstones', { ...scope, now });
       for (const step of ERASURE_STEPS) await session.run(step, scope);
       await session.run('erasure_record_audit', {
         ...scope,
         ...erased,
+        erasure_id: erasureId,
         profile_id: survivor,
         actor: request.actor,
         now,
       });
     }
     await session.run('erasure_drop_cluster');
+    await session.run('erasure_drop_cluster_events');
     return { profile_id: survivor, erased };
   };
   if (request.dryRun) return context.store.read(work);
-  const result = await context.store.write(work);
-  scheduleRewrite(context);
+  const result = await context.store.writeReplayable(work);
+  requestPurge(context, 'coalesced');
   await scrubErasedFromQuarantine(context, request.tenantId, request.workspaceId);
   return result;
 }
 
-const queuedRewrites = new WeakMap<Store, Promise<void>>();
+/**
+ * A purge starts once no erasure has come for this long, so that erasures sent back to back (each
+ * answered within 2 s) share one rewrite of the file...
+ */
+export const PURGE_QUIET_MS = 3_000;
+/**
+ * ...and at most this long after the first erasure it waits for, so that a steady stream is
+ * purged too. A burst of 20 erasures of up to 2 s each (40 s) thus costs two rewrites at most.
+ */
+export const PURGE_MAX_DELAY_MS = 20_000;
 
 /**
  * After a failed rewrite (most likely a disk without room for a copy of the file) the next one
- * waits this long, doubling up to an hour: each attempt copies the whole file while writes wait.
+ * waits this long, doubling up to an hour, unless a new erasure asks for one.
  */
 const FIRST_RETRY_MS = 60_000;
 const LONGEST_RETRY_MS = 60 * 60_000;
-const failedRewrites = new WeakMap<Store, { attempts: number; retryAt: number }>();
+
+/** The purges of one store: at most one waiting to start and one running. */
+interface Purges {
+  /** The purge waiting to start, and when the first erasure it waits for came. */
+  waiting: { timer: NodeJS.Timeout; since: number } | null;
+  /** Until the file is swapped. */
+  running: boolean;
+  /** The running purge, then its look for erasures it did not take. */
+  cycle: Promise<void> | null;
+  failure: { attempts: number; retryAt: number } | null;
+}
+
+const purgesOf = new WeakMap<Store, Purges>();
+
+function purges(context: Context): Purges {
+  let found = purgesOf.get(context.store);
+  if (!found) {
+    const created: Purges = { waiting: null, running: false, cycle: null, failure: null };
+    found = created;
+    purgesOf.set(context.store, created);
+    // Shutdown does not leave an erasure's bytes to the next start.
+    context.store.whenClosing(() => settlePurges(context));
+  }
+  return found;
+}
 
 /**
- * The answer goes out once the erasure is committed; the file is then replaced by a copy of its
- * live data (`Store.replaceWithCopy`), in the write queue, so whatever writes next waits for it.
- * Erasures that arrive while one rewrite is still queued share it. Before the swap, a snapshot
- * kept in the data directory is written again from the live rows, and then the copy marks the
- * erasures it purged (`purged_at`): a crash at any point before the swap leaves them unpurged, and
- * the next start does both again (`resumePurges`).
+ * Asks for a purge, at once or coalesced with the erasures that follow (`PURGE_QUIET_MS`,
+ * `PURGE_MAX_DELAY_MS`). A purge running now takes nothing more: once it has swapped the file,
+ * it asks for the next one if an erasure is left (`purgeWhatIsLeft`).
  */
-function scheduleRewrite(context: Context): void {
-  const { store } = context;
-  if (queuedRewrites.has(store)) return;
+function requestPurge(context: Context, when: 'now' | 'coalesced'): void {
+  const state = purges(context);
+  if (state.running) return;
+  if (when === 'now') {
+    startPurge(context, state);
+    return;
+  }
+  const now = performance.now();
+  const since = state.waiting?.since ?? now;
+  if (state.waiting) clearTimeout(state.waiting.timer);
+  const delayMs = Math.max(0, Math.min(PURGE_QUIET_MS, since + PURGE_MAX_DELAY_MS - now));
+  state.waiting = { since, timer: setTimeout(() => startPurge(context, state), delayMs) };
+}
+
+function startPurge(context: Context, state: Purges): void {
+  if (state.waiting) clearTimeout(state.waiting.timer);
+  state.waiting = null;
+  state.running = true;
+  const cycle = (async () => {
+    try {
+      await purge(context, state);
+    } finally {
+      state.running = false;
+    }
+    // Erasures committed after the copy's snapshot go with the next purge.
+    await purgeWhatIsLeft(context, state, 'coalesced');
+  })()
+    .catch((error: unknown) => {
+      process.stderr.write(
+        `looking for erasures left to purge failed: ${(error as Error).message}\n`,
+      );
+    })
+    .finally(() => {
+      if (state.cycle === cycle) state.cycle = null;
+    });
+  state.cycle = cycle;
+}
+
+/**
+ * Starts a purge waiting for its timer at once, and resolves when no purge is waiting or
+ * running: when the store closes, and for whoever must see the bytes gone.
+ */
+export async function settlePurges(context: Context): Promise<void> {
+  const state = purgesOf.get(context.store);
+  if (!state) return;
+  for (;;) {
+    if (state.waiting) startPurge(context, state);
+    if (!state.cycle) return;
+    await state.cycle;
+  }
+}
+
+/**
+ * Replaces the file with a copy of its live data (`Store.replaceWithCopy`). The copy marks
+ * purged (`purged_at`) the erasures in its snapshot, and before the swap a snapshot kept in the
+ * data directory is written again from the live rows: a crash at any point before the swap
+ * leaves them unpurged, and the next start does both again (`resumePurges`).
+ */
+async function purge(context: Context, state: Purges): Promise<void> {
   const dataDirSnapshot = join(context.dataDir.root, DATA_DIR_SNAPSHOT);
-  const replaced = store.replaceWithCopy({
-    onStart: () => queuedRewrites.delete(store),
-    beforeSwap: async (session) => {
-      await rewriteExistingSnapshot(session, dataDirSnapshot);
-      await session.run('erasure_mark_purged', { now: nowIso(context) });
-    },
-  });
-  queuedRewrites.set(
-    store,
-    replaced.then(
-      () => {
-        failedRewrites.delete(store);
+  try {
+    await context.store.replaceWithCopy({
+      inCopy: async (session) => {
+        await session.run('erasure_mark_purged', { now: nowIso(context) });
       },
-      (error: unknown) => {
-        const attempts = (failedRewrites.get(store)?.attempts ?? 0) + 1;
-        const delayMs = Math.min(FIRST_RETRY_MS * 2 ** (attempts - 1), LONGEST_RETRY_MS);
-        failedRewrites.set(store, {
-          attempts,
-          retryAt: context.clock.now().getTime() + delayMs,
-        });
-        process.stderr.write(
-          `rewriting the database file failed: ${(error as Error).message}; the erased rows stay in it until the rewrite is tried again in ${delayMs / 1000} s\n`,
-        );
-      },
-    ),
+      beforeSwap: (session) => rewriteExistingSnapshot(session, dataDirSnapshot),
+    });
+    state.failure = null;
+  } catch (error) {
+    const attempts = (state.failure?.attempts ?? 0) + 1;
+    const delayMs = Math.min(FIRST_RETRY_MS * 2 ** (attempts - 1), LONGEST_RETRY_MS);
+    state.failure = { attempts, retryAt: context.clock.now().getTime() + delayMs };
+    process.stderr.write(
+      `rewriting the database file failed: ${(error as Error).message}; the erased rows stay in it until the rewrite is tried again in ${delayMs / 1000} s\n`,
+    );
+  }
+}
+
+/** Asks for a purge if an erasure is still in the file, unless the last one failed lately. */
+async function purgeWhatIsLeft(
+  context: Context,
+  state: Purges,
+  when: 'now' | 'coalesced',
+): Promise<void> {
+  if (state.failure && context.clock.now().getTime() < state.failure.retryAt) return;
+  if (state.waiting || state.running) return;
+  const pending = await context.store.read((session) =>
+    session.one<{ unpurged: number }>('erasure_unpurged'),
   );
+  if ((pending?.unpurged ?? 0) > 0) requestPurge(context, when);
 }
 
 /**
  * Erasures committed but not yet purged from the file, because a crash or a failed rewrite cut
- * the rewrite off, are rewritten now: called when a process opens the store, and by the ingest
+ * the rewrite off, are purged now: called when a process opens the store, and by the ingest
  * loop's upkeep, which tries a failed rewrite again once its pause is over.
  */
 export async function resumePurges(context: Context): Promise<void> {
-  const failed = failedRewrites.get(context.store);
-  if (failed && context.clock.now().getTime() < failed.retryAt) return;
-  const pending = await context.store.read((session) =>
-    session.one<{ unpurged: number }>('erasure_unpurged'),
-  );
-  if ((pending?.unpurged ?? 0) > 0) scheduleRewrite(context);
+  await purgeWhatIsLeft(context, purges(context), 'now');
 }

@@ -60,9 +60,13 @@ export interface StoreOptions {
 
 /** What a caller of `Store.replaceWithCopy` adds to the rewrite. */
 export interface RewriteSteps {
-  onStart?: () => void;
+  /** In the copy's transaction, right after the copy: `cds_rewrite` holds its snapshot. */
+  inCopy?: (session: Session) => Promise<void>;
+  /** After the copy is committed, while writes go on; for what the swap must not come before. */
   beforeSwap?: (session: Session) => Promise<void>;
 }
+
+type Work<T> = (session: Session) => Promise<T>;
 
 /** After DuckDB invalidated the database, the store tries to reopen it after this… */
 const REOPEN_FIRST_DELAY_MS = 1000;
@@ -105,13 +109,40 @@ async function connectTo(path: string, options: StoreOptions) {
   return { instance, writer, readers };
 }
 
+/** `work` in one transaction on `connection`, rolled back if it throws. */
+async function transaction<T>(connection: DuckDBConnection, work: Work<T>): Promise<T> {
+  await connection.run('BEGIN TRANSACTION');
+  try {
+    const result = await work(new Session(connection));
+    await connection.run('COMMIT');
+    return result;
+  } catch (error) {
+    // A COMMIT that failed was rolled back by DuckDB already, and an invalidated database
+    // refuses the ROLLBACK too: its "no transaction is active" would hide the cause.
+    await connection.run('ROLLBACK').catch(() => undefined);
+    throw error;
+  }
+}
+
 /**
  * The one DuckDB database of a process (design §1). Writes are serialised through a queue on a
  * single connection, each in its own transaction, because DuckDB connections must never run two
- * statements at once; reads take one of a few reader connections.
+ * statements at once; replayable writes pass the queue (`writeReplayable`). Reads take one of a
+ * few reader connections.
  */
 export class Store {
+  /** Writes in the order they were asked for, and file rewrites among them. */
   private writeTail: Promise<unknown> = Promise.resolve();
+  /** The writer connection, one transaction at a time (`onWriter`). */
+  private writerTail: Promise<unknown> = Promise.resolve();
+  /**
+   * While a rewrite copies the file: the replayable writes committed since the copy's snapshot,
+   * to run again on the copy before the swap (`writeReplayable`).
+   */
+  private replaysForCopy: Work<unknown>[] | null = null;
+  /** File rewrites completed since the store opened. */
+  private completedRewrites = 0;
+  private readonly closingSteps: (() => Promise<void>)[] = [];
   private readonly idleReaders: DuckDBConnection[] = [];
   private readonly waitingReaders: ((connection: DuckDBConnection) => void)[] = [];
   private closed = false;
@@ -176,26 +207,39 @@ export class Store {
    * write such as an ingest batch is checkpointed at once, and then leaves DuckDB's cache of table
    * blocks empty (`releaseTableCache`).
    */
-  write<T>(work: (session: Session) => Promise<T>, options: { large?: boolean } = {}): Promise<T> {
+  write<T>(work: Work<T>, options: { large?: boolean } = {}): Promise<T> {
     const run = async (): Promise<T> => {
       this.throwIfUnavailable();
-      await this.writer.run('BEGIN TRANSACTION');
-      let result: T;
-      try {
-        result = await work(new Session(this.writer));
-        await this.writer.run('COMMIT');
-      } catch (error) {
-        // A COMMIT that failed was rolled back by DuckDB already, and an invalidated database
-        // refuses the ROLLBACK too: its "no transaction is active" would hide the cause.
-        await this.writer.run('ROLLBACK').catch(() => undefined);
+      const result = await transaction(this.writer, work).catch((error: unknown) => {
         throw this.failedWith(error);
-      }
+      });
       await this.checkpointLog(options.large ?? false);
       // A checkpoint that failed may have invalidated the database; the write is committed.
       if (options.large && !this.failure) await this.releaseTableCache();
       return result;
     };
-    return this.enqueue(run);
+    return this.enqueue(() => this.onWriter(run));
+  }
+
+  /**
+   * Runs `work` in one transaction on the writer connection as soon as the write running now is
+   * done: it passes the writes queued before it, and a file rewrite that is copying the file. A
+   * rewrite runs it again on its copy before the swap (with `cds_rewrite` as the default
+   * database), so the swap does not bring back what it deleted: from the same rows it must write
+   * the same rows, with no clock, random value or outside file read inside. For erasures, whose
+   * answer must not wait for a rewrite of the whole file.
+   */
+  writeReplayable<T>(work: Work<T>): Promise<T> {
+    return this.onWriter(async () => {
+      this.throwIfUnavailable();
+      const result = await transaction(this.writer, work).catch((error: unknown) => {
+        throw this.failedWith(error);
+      });
+      // While a copy is made, DuckDB refuses to checkpoint, and the log goes with the old file.
+      if (this.replaysForCopy) this.replaysForCopy.push(work);
+      else await this.checkpointLog(false);
+      return result;
+    });
   }
 
   async read<T>(work: (session: Session) => Promise<T>): Promise<T> {
@@ -212,9 +256,9 @@ export class Store {
 
   /**
    * Runs `work` on the writer connection between two writes, with no reader running and outside a
-   * transaction, for what a transaction may not hold: checkpoints and the rewrite after an erasure.
+   * transaction, for what a transaction may not hold: checkpoints and snapshots.
    */
-  exclusive<T>(work: (session: Session) => Promise<T>): Promise<T> {
+  exclusive<T>(work: Work<T>): Promise<T> {
     const run = async (): Promise<T> => {
       // Readers wait too: the work may drop and recreate tables under them.
       this.throwIfUnavailable();
@@ -227,44 +271,105 @@ export class Store {
         for (const reader of readers) this.releaseReader(reader);
       }
     };
-    return this.enqueue(run);
+    return this.enqueue(() => this.onWriter(run));
+  }
+
+  /** How many times the file was replaced by a copy since the store opened. */
+  get rewrites(): number {
+    return this.completedRewrites;
   }
 
   /**
    * Replaces the database file with a fresh copy of its live data, so that no block of the file
    * keeps what was deleted (design §15): DuckDB leaves deleted rows in their blocks and packs small
-   * segments of many tables into shared blocks, so no checkpoint clears them. Writes wait for the
-   * copy; reads go on until the swap itself, which waits for them. The copy is renamed over the
-   * file once complete, so a crash leaves either the old file or the new one, never half of one.
-   * `onStart` runs when the rewrite leaves the write queue; `beforeSwap` may write to the finished
-   * copy, attached as `cds_rewrite`, what holds only once it replaces the file.
+   * segments of many tables into shared blocks, so no checkpoint clears them. The copy is made on
+   * a connection of its own from one snapshot of the file, taken between two writes; writes
+   * queued after the rewrite wait for it, while replayable writes (`writeReplayable`) go on and
+   * run again on the copy before the swap. Reads go on until the swap itself, which waits for
+   * them. The copy is renamed over the file once complete, so a crash leaves either the old file
+   * or the new one, never half of one.
    */
   replaceWithCopy(steps: RewriteSteps = {}): Promise<void> {
     const run = async (): Promise<void> => {
       this.throwIfUnavailable();
-      steps.onStart?.();
       const copy = rewriteCopyPath(this.path);
       await removeDatabaseFile(copy);
-      const session = new Session(this.writer);
-      await session.runText('FORCE CHECKPOINT');
+      const connection = await this.instance.connect();
+      const session = new Session(connection);
       await session.runText(`ATTACH ${sqlStringLiteral(copy)} AS cds_rewrite`);
       try {
-        await session.run('store_copy_to_rewrite');
-        if (steps.beforeSwap) {
-          await steps.beforeSwap(session);
-          await session.run('store_checkpoint_rewrite');
-        }
+        await this.copyInto(session, steps);
+        await steps.beforeSwap?.(session);
+        await this.replayOnCopy(connection);
+        // Into the copy's file while reads and writes go on; the swap checkpoints only what came
+        // after this.
+        await session.run('store_checkpoint_rewrite');
+        await this.swapIn(connection, copy);
       } catch (error) {
+        this.replaysForCopy = null;
         await session.run('store_detach_rewrite').catch(() => undefined);
+        connection.closeSync();
         await removeDatabaseFile(copy);
         throw this.failedWith(error);
       }
+    };
+    return this.enqueue(run);
+  }
+
+  /** The copy, from a snapshot taken while no write runs, in one transaction. */
+  private async copyInto(session: Session, steps: RewriteSteps): Promise<void> {
+    await this.onWriter(async () => {
+      await session.runText('BEGIN TRANSACTION');
+      // DuckDB takes a transaction's snapshot when it first reads the database.
+      await session.run('store_take_snapshot');
+      this.replaysForCopy = [];
+    });
+    try {
+      await session.run('store_copy_to_rewrite');
+      await steps.inCopy?.(session);
+      await session.runText('COMMIT');
+    } catch (error) {
+      await session.runText('ROLLBACK');
+      throw error;
+    }
+  }
+
+  /**
+   * Runs on the copy, in the order they committed, the replayable writes it does not have yet;
+   * answers whether there were any.
+   */
+  private async replayOnCopy(connection: DuckDBConnection): Promise<boolean> {
+    if (!this.replaysForCopy?.length) return false;
+    const session = new Session(connection);
+    await session.run('store_use_rewrite');
+    try {
+      for (;;) {
+        const replays = this.replaysForCopy?.splice(0) ?? [];
+        if (replays.length === 0) return true;
+        for (const work of replays) await transaction(connection, work);
+      }
+    } finally {
+      await session.run('store_use_live');
+    }
+  }
+
+  /**
+   * Once no write runs, then no read (the writer first: reads are short, and an erasure waiting
+   * for its turn would hold every read up): the last replays, then the swap. The log of the old
+   * file holds only writes the copy has, so it goes with the file.
+   */
+  private async swapIn(connection: DuckDBConnection, copy: string): Promise<void> {
+    await this.onWriter(async () => {
+      const session = new Session(connection);
+      const replayed = await this.replayOnCopy(connection);
+      this.replaysForCopy = null;
+      if (replayed) await session.run('store_checkpoint_rewrite');
       await session.run('store_detach_rewrite');
+      connection.closeSync();
       await rm(`${copy}.wal`, { force: true });
       // DuckDB creates the copy with the process's umask, which only the CLI sets.
       await chmod(copy, PRIVATE_FILE_MODE);
       await this.reconnect(async () => {
-        // Nothing was written since the checkpoint, so the WAL holds nothing the copy lacks.
         await rm(`${this.path}.wal`, { force: true });
         await rename(copy, this.path);
       }).catch((error: unknown) => {
@@ -272,8 +377,8 @@ export class Store {
         this.invalidated(storageFaultOf(error) ?? unknownFault(error));
         throw this.unavailable();
       });
-    };
-    return this.enqueue(run);
+      this.completedRewrites++;
+    });
   }
 
   /**
@@ -340,29 +445,31 @@ export class Store {
    * unavailable rather than fail again at the next write.
    */
   private reopen(): Promise<void> {
-    return this.enqueue(async () => {
-      const failure = this.failure;
-      if (this.closed || !failure) return;
-      try {
-        await this.reconnect();
-        await this.writer.run('CHECKPOINT');
-      } catch (error) {
-        const fault = storageFaultOf(error);
-        if (fault && fault.cause !== failure.cause) {
-          process.stderr.write(
-            `the database is still unavailable: ${fault.cause}. DuckDB said: ${fault.detail}\n`,
-          );
-        }
-        this.failure = { ...failure, ...(fault ?? {}), attempts: failure.attempts + 1 };
-        this.scheduleReopen();
-        return;
+    return this.enqueue(() => this.onWriter(() => this.reopenNow()));
+  }
+
+  private async reopenNow(): Promise<void> {
+    const failure = this.failure;
+    if (this.closed || !failure) return;
+    try {
+      await this.reconnect();
+      await this.writer.run('CHECKPOINT');
+    } catch (error) {
+      const fault = storageFaultOf(error);
+      if (fault && fault.cause !== failure.cause) {
+        process.stderr.write(
+          `the database is still unavailable: ${fault.cause}. DuckDB said: ${fault.detail}\n`,
+        );
       }
-      this.failure = null;
-      process.stderr.write(
-        `the database is open again, after ${failure.attempts + 1} attempts (unavailable since ${failure.since})\n`,
-      );
-      for (const listener of this.reopenListeners) listener();
-    });
+      this.failure = { ...failure, ...(fault ?? {}), attempts: failure.attempts + 1 };
+      this.scheduleReopen();
+      return;
+    }
+    this.failure = null;
+    process.stderr.write(
+      `the database is open again, after ${failure.attempts + 1} attempts (unavailable since ${failure.since})\n`,
+    );
+    for (const listener of this.reopenListeners) listener();
   }
 
   /**
@@ -422,15 +529,29 @@ export class Store {
     return result;
   }
 
+  /** Runs when the writer connection is free: DuckDB runs one statement at a time on it. */
+  private onWriter<T>(run: () => Promise<T>): Promise<T> {
+    const result = this.writerTail.then(run, run);
+    this.writerTail = result.catch(() => undefined);
+    return result;
+  }
+
   async checkpoint(): Promise<void> {
     await this.exclusive((session) => session.runText('FORCE CHECKPOINT'));
+  }
+
+  /** `step` runs when the store closes, before it waits for the writes still queued. */
+  whenClosing(step: () => Promise<void>): void {
+    this.closingSteps.push(step);
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     if (this.reopenTimer) clearTimeout(this.reopenTimer);
+    for (const step of this.closingSteps) await step();
     await this.writeTail;
+    await this.writerTail;
     if (this.connected) this.disconnect(this.idleReaders.splice(0));
   }
 

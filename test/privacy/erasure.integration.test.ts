@@ -1,6 +1,7 @@
 import { mkdirSync, readdirSync, readFileSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { settlePurges } from '../../src/privacy/erase.js';
 import { DATA_DIR_SNAPSHOT, writeSnapshot } from '../../src/store/snapshot.js';
 import { runJson } from '../helpers/cli.js';
 import { openTestEnv, type TestEnv } from '../helpers/context.js';
@@ -165,8 +166,8 @@ describe('erasure', () => {
       call(env.app, token, 'GET', `${ERASURES}${query}`);
 
     expect((await erase(ann)).statusCode).toBe(200);
-    // The answer comes before the file rewrite; the next checkpoint waits for it.
-    await env.context.store.checkpoint();
+    // The answer comes before the file rewrite, which waits a few seconds for more erasures.
+    await settlePurges(env.context);
     expect((await erasures()).json().erasures[0].purged_at).toBe('2026-03-01T12:00:00.000Z');
 
     env.clock.advance(60_000);
@@ -182,7 +183,7 @@ describe('erasure', () => {
         )
       ).statusCode,
     ).toBe(200);
-    await env.context.store.checkpoint();
+    await settlePurges(env.context);
 
     const all = (await erasures()).json();
     expect(all.erasures.map((row: { profile_id: string }) => row.profile_id)).toEqual([
@@ -277,7 +278,7 @@ describe('erasure', () => {
     writeFileSync(partial, `rows of the time: ${annEvent}`);
 
     expect((await erase(ann)).statusCode).toBe(200);
-    await env.context.store.checkpoint();
+    await settlePurges(env.context);
     expect(filesHolding(env.dir, annEvent as string)).toEqual([]);
   });
 
@@ -304,7 +305,7 @@ describe('erasure', () => {
     mkdirSync(copyPath);
 
     expect((await erase(ann)).statusCode).toBe(200);
-    await env.context.store.checkpoint();
+    await settlePurges(env.context);
     expect((await call(env.app, tokens.tenant, 'GET', ERASURES)).json().erasures).toMatchObject([
       { profile_id: ann, purged_at: null },
     ]);
@@ -336,19 +337,19 @@ describe('erasure', () => {
     const copyPath = `${env.context.store.path}.rewrite`;
     mkdirSync(copyPath);
     expect((await erase(ann)).statusCode).toBe(200);
-    await env.context.store.checkpoint();
+    await settlePurges(env.context);
     rmdirSync(copyPath);
     const purgedAt = async () =>
       (await call(env.app, tokens.tenant, 'GET', ERASURES)).json().erasures[0].purged_at;
 
     // The ingest loop's upkeep waits out the pause after a failure, then rewrites.
     await env.ingest();
-    await env.context.store.checkpoint();
+    await settlePurges(env.context);
     expect(await purgedAt()).toBeNull();
     expect(filesHolding(env.dir, annEvent as string)).not.toEqual([]);
     env.clock.advance(60_000);
     await env.ingest();
-    await env.context.store.checkpoint();
+    await settlePurges(env.context);
     expect(await purgedAt()).not.toBeNull();
     expect(filesHolding(env.dir, annEvent as string)).toEqual([]);
   });
@@ -394,8 +395,8 @@ describe('erasure', () => {
     await writeSnapshot(env.context.store, join(env.dir, DATA_DIR_SNAPSHOT), { replace: false });
 
     expect((await erase(ann)).statusCode).toBe(200);
-    // The answer comes before the file rewrite; the next checkpoint waits for it.
-    await env.context.store.checkpoint();
+    // The answer comes before the file rewrite, which waits a few seconds for more erasures.
+    await settlePurges(env.context);
     expect(await constraints()).toEqual(constraintsBefore);
 
     for (const needle of [

@@ -5,6 +5,7 @@ import { loadConfig } from '../../src/config.js';
 import { OutOfMemoryError } from '../../src/errors.js';
 import { openDataDir } from '../../src/store/data-dir.js';
 import { Store } from '../../src/store/database.js';
+import type { Session } from '../../src/store/session.js';
 import { migrations } from '../../src/store/sql-files.js';
 import { tempDir } from '../helpers/context.js';
 
@@ -159,6 +160,65 @@ describe('Store', () => {
         session.run('insert_tenant', { tenant_id: 'keep', now: '2026-01-01T00:00:00Z' }),
       ),
     ).rejects.toThrow(/Duplicate key .* violates primary key constraint/);
+  });
+
+  it('lets replayable writes commit while a rewrite copies the file and replays them onto the copy; other writes wait for the swap', async () => {
+    const path = join(tempDir(), 'cds.duckdb');
+    const store = await Store.open(path);
+    opened.push(store);
+    const insertTenant = (tenantId: string) => (session: Session) =>
+      session.run('insert_tenant', { tenant_id: tenantId, now: '2026-01-01T00:00:00Z' });
+    const tenantIds = async () =>
+      (await store.read((session) => session.all<{ tenant_id: string }>('list_tenants'))).map(
+        (row) => row.tenant_id,
+      );
+    await store.write(insertTenant('before'));
+    await store.write(async (session) => {
+      await session.runText(
+        "CREATE TABLE filler AS SELECT range AS n, 'gone-row-' || range AS marker FROM range(20000)",
+      );
+    });
+
+    const happened: string[] = [];
+    let releaseCopy = () => {};
+    const copyHeld = new Promise<void>((resolve) => {
+      releaseCopy = resolve;
+    });
+    let copyReached = () => {};
+    const inCopy = new Promise<void>((resolve) => {
+      copyReached = resolve;
+    });
+    const replaced = store
+      .replaceWithCopy({
+        inCopy: async () => {
+          copyReached();
+          await copyHeld;
+        },
+      })
+      .then(() => happened.push('swapped'));
+    await inCopy;
+    // Queued after the rewrite: lands in the new file once it is swapped in.
+    const queued = store.write(insertTenant('queued')).then(() => happened.push('queued write'));
+    // Passes the rewrite, and again on the copy, so the swap does not bring the rows back.
+    await store.writeReplayable(async (session) => {
+      await insertTenant('beside')(session);
+      await session.runText('DELETE FROM filler WHERE n < 10000');
+    });
+    happened.push('replayable write');
+    expect(await tenantIds()).toEqual(['before', 'beside']);
+    expect(store.rewrites).toBe(0);
+
+    releaseCopy();
+    await Promise.all([replaced, queued]);
+    expect(happened).toEqual(['replayable write', 'swapped', 'queued write']);
+    expect(store.rewrites).toBe(1);
+    expect(await tenantIds()).toEqual(['before', 'beside', 'queued']);
+    const [filler] = await store.read((session) =>
+      session.allText<{ rows: number; low: number }>(
+        'SELECT count(*) AS rows, count(*) FILTER (WHERE n < 10000) AS low FROM filler',
+      ),
+    );
+    expect(filler).toEqual({ rows: 10000, low: 0 });
   });
 
   it('removes a copy left by a rewrite that was cut off before its swap', async () => {

@@ -10,7 +10,8 @@ import {
   viewProfile,
 } from '../../identity/profile-view.js';
 import { idSchema } from '../../ids.js';
-import { eraseProfile } from '../../privacy/erase.js';
+import { ERASURE_LIMIT_WINDOW_MS, ERASURES_PER_MINUTE, eraseProfile } from '../../privacy/erase.js';
+import { RateLimiter } from '../../rate-limit.js';
 import {
   erasedCountsResponse,
   metricValue,
@@ -61,6 +62,8 @@ const lookupQuery = z.object({
 export function profileRoutes(app: FastifyInstance, context: Context): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
   const base = '/v1/tenants/:tenant/workspaces/:workspace/profiles';
+  // Keyed by the route's tenant, after the token check.
+  const erasureLimit = new RateLimiter(ERASURES_PER_MINUTE, context.clock, ERASURE_LIMIT_WINDOW_MS);
   const scopeOf = (params: { tenant: string; workspace: string }) => ({
     tenantId: params.tenant,
     workspaceId: params.workspace,
@@ -145,6 +148,7 @@ export function profileRoutes(app: FastifyInstance, context: Context): void {
       },
     },
     async (request) => {
+      if (!request.query.dry_run) erasureLimit.take(request.params.tenant);
       const result = await eraseProfile(context, {
         tenantId: request.params.tenant,
         workspaceId: request.params.workspace,
