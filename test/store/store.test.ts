@@ -169,9 +169,11 @@ describe('Store', () => {
     const insertTenant = (tenantId: string) => (session: Session) =>
       session.run('insert_tenant', { tenant_id: tenantId, now: '2026-01-01T00:00:00Z' });
     const tenantIds = async () =>
-      (await store.read((session) => session.all<{ tenant_id: string }>('list_tenants'))).map(
-        (row) => row.tenant_id,
-      );
+      (
+        await store.read((session) =>
+          session.all<{ tenant_id: string }>('list_tenants_page', ALL_TENANTS),
+        )
+      ).map((row) => row.tenant_id);
     await store.write(insertTenant('before'));
     await store.write(async (session) => {
       await session.runText(
