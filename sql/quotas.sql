@@ -10,5 +10,8 @@ SELECT count(*) AS held FROM metric_definitions WHERE tenant_id = $tenant_id;
 /* @name quota_count_event_types */
 SELECT count(*) AS held FROM event_types WHERE tenant_id = $tenant_id;
 
+/* @name quota_count_identifier_types */
+SELECT count(*) AS held FROM identifier_types WHERE tenant_id = $tenant_id;
+
 /* @name quota_count_tokens */
 SELECT count(*) AS held FROM tokens WHERE tenant_id = $tenant_id AND revoked_at IS NULL;

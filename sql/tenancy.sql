@@ -67,9 +67,13 @@ SET tier = excluded.tier, max_per_profile = excluded.max_per_profile, updated_at
 SELECT identifier_type AS type, tier, max_per_profile, created_at, updated_at
 FROM identifier_types WHERE tenant_id = $tenant_id AND identifier_type = $identifier_type;
 
-/* @name list_identifier_types */
+/* @name list_identifier_types_page */
+-- Keyset paging on the type's name; $after_type is NULL on the first page.
 SELECT identifier_type AS type, tier, max_per_profile, created_at, updated_at
-FROM identifier_types WHERE tenant_id = $tenant_id ORDER BY identifier_type;
+FROM identifier_types
+WHERE tenant_id = $tenant_id AND ($after_type IS NULL OR identifier_type > $after_type)
+ORDER BY identifier_type
+LIMIT $limit;
 
 /* @name delete_placeholders */
 DELETE FROM placeholders WHERE tenant_id = $tenant_id;

@@ -52,6 +52,8 @@ const configSchema = z.object({
   quota_segments: z.coerce.number().int().positive().default(1000),
   quota_metric_definitions: z.coerce.number().int().positive().default(500),
   quota_event_types: z.coerce.number().int().positive().default(500),
+  /** Each declared type is a column of every identity step of ingest for the tenant. */
+  quota_identifier_types: z.coerce.number().int().positive().default(50),
   /** Tokens not revoked, of every kind. */
   quota_tokens: z.coerce.number().int().positive().default(1000),
   master_key: z.string().optional(),

@@ -1,4 +1,7 @@
+import { z } from 'zod';
 import { type Context, nowIso } from '../context.js';
+import { decodeCursor, type Page, type PageQuery, toPage } from '../store/cursor.js';
+import { requireRoom } from '../tenancy/quotas.js';
 import { requireTenant } from '../tenancy/tenant-lookup.js';
 
 export type Tier = 'strong' | 'weak';
@@ -32,6 +35,7 @@ export async function putIdentifierType(
     await requireTenant(session, tenantId);
     const key = { tenant_id: tenantId, identifier_type: spec.type };
     const existed = (await session.one('get_identifier_type', key)) !== null;
+    if (!existed) await requireRoom(session, context.config, tenantId, 'identifier_types');
     await session.run('upsert_identifier_type', {
       ...key,
       tier: spec.tier,
@@ -46,11 +50,26 @@ export async function putIdentifierType(
   });
 }
 
+// Strict, and a key no other listing uses: a cursor of another listing is refused, not misread.
+const identifierTypeCursor = z.object({ y: z.string() }).strict();
+
 export async function listIdentifierTypes(
   context: Context,
   tenantId: string,
-): Promise<IdentifierType[]> {
-  return context.store.read((session) =>
-    session.all<IdentifierType>('list_identifier_types', { tenant_id: tenantId }),
+  query: PageQuery,
+): Promise<Page<IdentifierType>> {
+  const after = query.cursor === null ? null : decodeCursor(query.cursor, identifierTypeCursor);
+  const rows = await context.store.read((session) =>
+    session.all<IdentifierType>('list_identifier_types_page', {
+      tenant_id: tenantId,
+      after_type: after?.y ?? null,
+      limit: query.limit + 1,
+    }),
+  );
+  return toPage(
+    rows,
+    query.limit,
+    (row) => ({ y: row.type }),
+    (row) => row,
   );
 }

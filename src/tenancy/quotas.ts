@@ -3,13 +3,20 @@ import { QuotaExceededError } from '../errors.js';
 import type { Session } from '../store/session.js';
 
 /** What a tenant holds a bounded number of (docs/decisions.md, Tenants and workspaces). */
-export type Quota = 'workspaces' | 'segments' | 'metric_definitions' | 'event_types' | 'tokens';
+export type Quota =
+  | 'workspaces'
+  | 'segments'
+  | 'metric_definitions'
+  | 'event_types'
+  | 'identifier_types'
+  | 'tokens';
 
 const LIMIT_KEY = {
   workspaces: 'quota_workspaces',
   segments: 'quota_segments',
   metric_definitions: 'quota_metric_definitions',
   event_types: 'quota_event_types',
+  identifier_types: 'quota_identifier_types',
   tokens: 'quota_tokens',
 } as const satisfies Record<Quota, keyof Config>;
 

@@ -62,6 +62,8 @@ beforeAll(async () => {
     });
     expect(created.statusCode, created.body).toBe(201);
   }
+  // A new tenant holds cookie, device_id, email and phone.
+  await call(env.app, tokens.tenant, 'PUT', `${ACME}/identifier-types/user_id`, { tier: 'strong' });
   // Tokens made within one millisecond share created_at: the cursor must still tell them apart.
   for (const name of ['a', 'b', 'c']) {
     await call(env.app, tokens.tenant, 'POST', `${ACME}/tokens`, { kind: 'collector', name });
@@ -75,10 +77,11 @@ describe('paged listings', () => {
     ['event_types', ACME, 'event_name', 5],
     ['tokens', ACME, 'token_id', 8],
     ['tenants', '/v1/operator', 'tenant_id', 5],
+    ['identifier_types', ACME, 'type', 5],
   ])(
     'pages %s two at a time, visiting each once, in the order of one page',
     async (key, base, id, total) => {
-      const path = key === 'event_types' ? 'event-types' : key;
+      const path = key.replace('_', '-');
       const token = key === 'tenants' ? operator : tokens.tenant;
       const url = `${base}/${path}`;
       const paged = await walk(token, url, key);
@@ -121,6 +124,7 @@ describe('paged listings', () => {
     ['tokens', `${ACME}/tokens`],
     ['metric definitions', `${ACME}/metric-definitions`],
     ['tenants', '/v1/operator/tenants'],
+    ['identifier types', `${ACME}/identifier-types`],
   ])(
     'refuses a cursor it did not hand out for %s (422), and a limit out of range',
     async (_name, url) => {

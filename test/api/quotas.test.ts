@@ -112,6 +112,16 @@ describe('per-tenant quotas', () => {
     expect((await putEventType('signed_up')).statusCode).toBe(201);
   });
 
+  it('refuses an identifier type past quota_identifier_types; updating one still works', async () => {
+    // A new tenant holds cookie, device_id, email and phone.
+    await openWithQuotas({ quota_identifier_types: 5 });
+    const putType = (type: string) =>
+      call(env.app, tokens.tenant, 'PUT', `${ACME}/identifier-types/${type}`, { tier: 'strong' });
+    expect((await putType('user_id')).statusCode).toBe(201);
+    expectQuotaExceeded(await putType('loyalty_id'), 'identifier_types', 5);
+    expect((await putType('email')).statusCode).toBe(200);
+  });
+
   it('refuses a metric definition past quota_metric_definitions', async () => {
     await openWithQuotas({ quota_metric_definitions: 2 });
     expect((await putEventType('order_completed')).statusCode).toBe(201);

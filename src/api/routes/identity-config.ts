@@ -4,7 +4,12 @@ import { z } from 'zod';
 import type { Context } from '../../context.js';
 import { listIdentifierTypes, putIdentifierType } from '../../identity/identifier-types.js';
 import { getPlaceholders, putPlaceholders } from '../../identity/placeholders.js';
-import { identifierTypeResponse, placeholdersResponse, tenantParams } from '../schemas.js';
+import {
+  identifierTypeResponse,
+  pagingQuery,
+  placeholdersResponse,
+  tenantParams,
+} from '../schemas.js';
 
 const identifierTypeName = z
   .string()
@@ -40,12 +45,22 @@ export function identityConfigRoutes(app: FastifyInstance, context: Context): vo
       config: { access: 'tenant-token' },
       schema: {
         params: tenantParams,
-        response: { 200: z.object({ identifier_types: z.array(identifierTypeResponse) }) },
+        querystring: pagingQuery,
+        response: {
+          200: z.object({
+            identifier_types: z.array(identifierTypeResponse),
+            next_cursor: z.string().nullable(),
+          }),
+        },
       },
     },
-    async (request) => ({
-      identifier_types: await listIdentifierTypes(context, request.params.tenant),
-    }),
+    async (request) => {
+      const page = await listIdentifierTypes(context, request.params.tenant, {
+        limit: request.query.limit,
+        cursor: request.query.cursor ?? null,
+      });
+      return { identifier_types: page.items, next_cursor: page.next_cursor };
+    },
   );
   api.put(
     '/v1/tenants/:tenant/placeholders',
