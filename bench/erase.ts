@@ -139,7 +139,8 @@ export async function benchErase(events: number): Promise<void> {
   const cds = await startChild(
     [process.execPath, CDS_BIN, '--data-dir', seeded.dir, 'serve', '--port', '0', '--quiet'],
     /cds listening on (http:\/\/\S+)/,
-    { CDS_COLLECTOR_RATE_LIMIT: '1000000000' },
+    // The bench measures erasures beside traffic, not the limits: reads share the tenant token.
+    { CDS_COLLECTOR_RATE_LIMIT: '1000000000', CDS_CONTROL_PLANE_RATE_LIMIT: '1000000000' },
   );
   const profiles = `${cds.url}/v1/tenants/${TENANT}/workspaces/${WORKSPACE}/profiles`;
   const asTenant = { authorization: `Bearer ${seeded.tenantToken}` };
