@@ -65,17 +65,27 @@ FROM (
 );
 
 /* @name ingest_mark_duplicates */
--- First seen wins: within the batch by order, across batches against stored events' hashes.
--- Only the line numbers are kept; ingest_accepted shows those lines of ingest_checked, so the
--- batch's lines are held in memory once.
-CREATE TEMP TABLE ingest_first_seen AS
-SELECT min(n.rowid) AS seq
+-- Lines whose key a stored event already holds are duplicates. Of the rest, a key the batch holds
+-- once is that line's; a key held by several lines is contested: its first line with usable
+-- identifiers wins (ingest_first_seen), as one line a batch would give, so only contested lines
+-- are keyed beyond each key's first. Only line numbers are kept; ingest_candidates shows those
+-- lines of ingest_checked, so the batch's lines are held in memory once.
+CREATE TEMP TABLE ingest_hash_firsts AS
+SELECT n.dedup_hash, min(n.rowid) AS seq, count(*) AS lines
 FROM ingest_checked n ANTI JOIN events e ON e.dedup_hash = n.dedup_hash
 WHERE n.reject_reason IS NULL
 GROUP BY n.dedup_hash;
-CREATE TEMP VIEW ingest_accepted AS
+CREATE TEMP TABLE ingest_contested AS
+SELECT c.rowid AS seq, c.dedup_hash
+FROM ingest_checked c SEMI JOIN (SELECT dedup_hash FROM ingest_hash_firsts WHERE lines > 1) h USING (dedup_hash)
+WHERE c.reject_reason IS NULL;
+CREATE TEMP TABLE ingest_keyed_lines AS
+SELECT seq FROM ingest_hash_firsts WHERE lines = 1
+UNION ALL
+SELECT seq FROM ingest_contested;
+CREATE TEMP VIEW ingest_candidates AS
 SELECT c.rowid AS seq, c.* EXCLUDE (reject_reason)
-FROM ingest_checked c SEMI JOIN ingest_first_seen f ON f.seq = c.rowid;
+FROM ingest_checked c SEMI JOIN ingest_keyed_lines k ON k.seq = c.rowid;
 
 /* @name ingest_extract_identifiers */
 -- anon_id first, then properties.identifiers in the order written; only declared types, and on
@@ -88,7 +98,7 @@ CREATE OR REPLACE TEMP MACRO json_key_pointer(k) AS '/' || replace(replace(k, '~
 CREATE TEMP TABLE ingest_identifiers AS
 WITH candidates AS (
   SELECT seq, tenant_id, source, 0 AS ord, 'cookie' AS identifier_type, anon_id[8:] AS raw_value
-  FROM ingest_accepted WHERE starts_with(anon_id, 'cookie:')
+  FROM ingest_candidates WHERE starts_with(anon_id, 'cookie:')
   UNION ALL
   SELECT seq, tenant_id, source, ord, identifier_type,
     CASE WHEN json_type(value) IN ('VARCHAR', 'BIGINT', 'UBIGINT', 'DOUBLE') THEN value->>'$' END AS raw_value
@@ -97,7 +107,7 @@ WITH candidates AS (
     FROM (
       SELECT seq, tenant_id, source, ids,
         unnest(list_transform(json_keys(ids), (k, i) -> {'k': k, 'i': i})) AS entry
-      FROM (SELECT seq, tenant_id, source, properties->'identifiers' AS ids FROM ingest_accepted)
+      FROM (SELECT seq, tenant_id, source, properties->'identifiers' AS ids FROM ingest_candidates)
       WHERE json_type(ids) = 'OBJECT'
     )
   )
@@ -180,7 +190,7 @@ WITH entries AS (
   GROUP BY i.seq
 )
 SELECT a.seq, a.tenant_id, a.workspace_id, a.source, list_transform(e.entries, entry -> entry.key_id) AS key_ids
-FROM ingest_accepted a JOIN entries e USING (seq);
+FROM ingest_candidates a JOIN entries e USING (seq);
 
 /* @name ingest_drop_erased */
 -- A line received before an erasure that carries one of its identifier keys was in flight for the
@@ -191,10 +201,33 @@ FROM (SELECT seq, tenant_id, workspace_id, unnest(key_ids) AS key_id FROM ingest
 JOIN ingest_id_map m USING (key_id)
 JOIN identifier_tombstones t
   ON t.tenant_id = k.tenant_id AND t.workspace_id = k.workspace_id AND t.identifier_key = m.identifier_key
-JOIN ingest_accepted a ON a.seq = k.seq
+JOIN ingest_candidates a ON a.seq = k.seq
 WHERE a.received_at <= t.erased_at;
 DELETE FROM ingest_event_keys WHERE seq IN (SELECT seq FROM ingest_erased);
+
+/* @name ingest_first_seen */
+-- First seen wins among the lines that can be stored: a contested key goes to its first line that
+-- still has identifiers (none dropped as placeholders, not erased). The lines before it are
+-- rejected (no_identifiers) or erased, the lines after it are duplicates, as they would be one
+-- line a batch. Before, a first line without identifiers took the key and a later line with
+-- identifiers was lost as its duplicate, though it was stored when it came in a later batch.
+CREATE TEMP TABLE ingest_first_seen AS
+WITH stored AS (
+  SELECT c.dedup_hash, min(c.seq) AS seq
+  FROM ingest_contested c SEMI JOIN ingest_event_keys k USING (seq)
+  GROUP BY c.dedup_hash
+)
+SELECT seq FROM ingest_hash_firsts WHERE lines = 1
+UNION ALL
+SELECT c.seq FROM ingest_contested c LEFT JOIN stored s USING (dedup_hash)
+WHERE s.seq IS NULL OR c.seq <= s.seq;
+DELETE FROM ingest_erased WHERE seq NOT IN (SELECT seq FROM ingest_first_seen);
 DELETE FROM ingest_first_seen WHERE seq IN (SELECT seq FROM ingest_erased);
+DELETE FROM ingest_event_keys
+WHERE seq IN (SELECT seq FROM ingest_contested) AND seq NOT IN (SELECT seq FROM ingest_first_seen);
+CREATE TEMP VIEW ingest_accepted AS
+SELECT c.rowid AS seq, c.* EXCLUDE (reject_reason)
+FROM ingest_checked c SEMI JOIN ingest_first_seen f ON f.seq = c.rowid;
 
 /* @name ingest_group_sets */
 -- Events with the same identifier keys resolve alike, as one set. A set is named by the line
@@ -514,8 +547,9 @@ UPDATE ingest_stats SET
 WHERE id = 1;
 
 /* @name ingest_drop_temporaries */
-DROP VIEW IF EXISTS ingest_accepted; DROP TABLE IF EXISTS ingest_checked; DROP TABLE IF EXISTS ingest_event_profiles;
-DROP TABLE IF EXISTS ingest_first_seen;
+DROP VIEW IF EXISTS ingest_accepted; DROP VIEW IF EXISTS ingest_candidates; DROP TABLE IF EXISTS ingest_checked; DROP TABLE IF EXISTS ingest_event_profiles;
+DROP TABLE IF EXISTS ingest_first_seen; DROP TABLE IF EXISTS ingest_hash_firsts; DROP TABLE IF EXISTS ingest_contested;
+DROP TABLE IF EXISTS ingest_keyed_lines;
 DROP TABLE IF EXISTS ingest_identifiers; DROP TABLE IF EXISTS ingest_id_map; DROP TABLE IF EXISTS ingest_values;
 DROP TABLE IF EXISTS ingest_lookup_pads; DROP TABLE IF EXISTS ingest_js_normalized; DROP TABLE IF EXISTS ingest_sealed;
 DROP TABLE IF EXISTS ingest_to_seal; DROP TABLE IF EXISTS ingest_event_keys;

@@ -350,13 +350,16 @@ async function resolveInJs(
  * The identity step of an ingest batch (design §10): resolves every workspace's identity sets
  * against what the store knows and writes the outcome: new profiles and identifiers, merges,
  * conflicts, and which profile each set's events go to (`ingest_resolution`). Runs in the batch's
- * transaction after its lines are staged and deduplicated (it reads `ingest_accepted`), and before
+ * transaction after its lines are staged and their stored duplicates marked (it reads
+ * `ingest_candidates`), decides which lines are first seen (`ingest_accepted`), and runs before
  * `ingest_assign_profiles`, which gives each event its set's profile.
  */
 export async function resolveAndApply(session: Session, keyRing: KeyRing, now: string) {
   const { rules, dropped } = await keyValues(session, keyRing);
   await session.run('ingest_group_event_keys');
   await session.run('ingest_drop_erased');
+  // Dedup needs the keys: a line left without identifiers does not take its dedup key.
+  await session.run('ingest_first_seen');
   await session.run('ingest_group_sets');
 
   await session.run('ingest_find_known');
