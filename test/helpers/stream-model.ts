@@ -199,7 +199,8 @@ export function runModel(rules: ModelRules, stream: readonly StreamEvent[]): Mod
         }
       } else {
         const [oldest, ...rest] = [...known].sort(
-          (a, b) => a.createdAt.localeCompare(b.createdAt) || a.profileId.localeCompare(b.profileId),
+          (a, b) =>
+            a.createdAt.localeCompare(b.createdAt) || a.profileId.localeCompare(b.profileId),
         ) as [ReturnType<typeof live>, ...ReturnType<typeof live>[]];
         target = oldest;
         for (const merged of rest) {
@@ -213,7 +214,11 @@ export function runModel(rules: ModelRules, stream: readonly StreamEvent[]): Mod
     }
     for (const [key, type] of unknown) {
       if (!room(target, type, 1)) {
-        result.conflicts.push({ profileId: target.profileId, otherProfileId: null, eventId: event.id });
+        result.conflicts.push({
+          profileId: target.profileId,
+          otherProfileId: null,
+          eventId: event.id,
+        });
         continue;
       }
       target.typeCounts.set(type, (target.typeCounts.get(type) ?? 0) + 1);
@@ -240,9 +245,7 @@ export function inWindow(occuredAt: string, today: string, windowDays: number): 
 }
 
 /** `latest` (design §12, decisions: ties on occured_at go to the greater string). */
-export function latestString(
-  values: { at: string; value: string }[],
-): string | null {
+export function latestString(values: { at: string; value: string }[]): string | null {
   let best: { at: string; value: string } | null = null;
   for (const candidate of values) {
     if (
