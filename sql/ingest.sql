@@ -425,10 +425,16 @@ FROM ingest_merges m
 WHERE p.tenant_id = m.tenant_id AND p.workspace_id = m.workspace_id AND p.profile_id = m.merged_profile_id;
 
 /* @name ingest_apply_merges_to_earlier_merges */
--- Profiles merged earlier into a profile merged now follow it to the new survivor.
+-- Profiles merged earlier into a profile merged now follow it to the new survivor, and so do the
+-- merges recorded with it as survivor: a survivor's history lists every merge of its cluster,
+-- as when both merges come in one batch (before, a merge of an earlier batch stayed with the
+-- profile merged away later, and the survivor's history depended on the cut).
 UPDATE profiles p SET merged_into = m.survivor_profile_id
 FROM ingest_merges m
 WHERE p.tenant_id = m.tenant_id AND p.workspace_id = m.workspace_id AND p.merged_into = m.merged_profile_id;
+UPDATE profile_merges r SET survivor_profile_id = m.survivor_profile_id
+FROM ingest_merges m
+WHERE r.tenant_id = m.tenant_id AND r.workspace_id = m.workspace_id AND r.survivor_profile_id = m.merged_profile_id;
 
 /* @name ingest_apply_merges_to_identifiers */
 UPDATE profile_identifiers i SET profile_id = m.survivor_profile_id
