@@ -49,6 +49,8 @@ export interface ModelResult {
   /** Stored events, with the profile they end on. */
   events: { event: StreamEvent; profileId: string }[];
   conflicts: { profileId: string; otherProfileId: string | null; eventId: string }[];
+  /** Each merge with its cluster's survivor at the end (a survivor's history lists them all). */
+  merges: { mergedProfileId: string; survivorProfileId: string; eventId: string }[];
   duplicates: number;
   rejected: number;
 }
@@ -122,6 +124,7 @@ export function runModel(rules: ModelRules, stream: readonly StreamEvent[]): Mod
     profiles,
     events: [],
     conflicts: [],
+    merges: [],
     duplicates: 0,
     rejected: 0,
   };
@@ -205,6 +208,11 @@ export function runModel(rules: ModelRules, stream: readonly StreamEvent[]): Mod
         target = oldest;
         for (const merged of rest) {
           merged.mergedInto = oldest.profileId;
+          result.merges.push({
+            mergedProfileId: merged.profileId,
+            survivorProfileId: oldest.profileId,
+            eventId: event.id,
+          });
           for (const [type, n] of merged.typeCounts)
             oldest.typeCounts.set(type, (oldest.typeCounts.get(type) ?? 0) + n);
           for (const [key, at] of merged.identifiers) oldest.identifiers.set(key, at);
@@ -232,6 +240,8 @@ export function runModel(rules: ModelRules, stream: readonly StreamEvent[]): Mod
   for (const profile of profiles.values()) {
     if (profile.mergedInto) profile.mergedInto = live(profile.mergedInto).profileId;
   }
+  for (const merge of result.merges)
+    merge.survivorProfileId = live(merge.survivorProfileId).profileId;
   result.events = stored.map((event) => ({ ...event, profileId: live(event.profileId).profileId }));
   return result;
 }
