@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { Store } from '../../src/store/database.js';
 import { openTestEnv, type TestEnv } from '../helpers/context.js';
 import { sendBrowser, sendServer } from '../helpers/events.js';
 import {
@@ -617,34 +618,74 @@ describe('ingest under random streams', () => {
     expect(observed.stats).toEqual([{ events_ingested: 1, duplicates: 0, rejected: 1 }]);
   }, 60_000);
 
+  /** Two merges into one cluster: e3 merges Asha's email profile, e5 the result into u1's. */
+  const server = (id: string, at: string, identifiers: [string, string][]): StreamEvent => ({
+    source: 'server',
+    id,
+    name: 'signed_up',
+    identifiers,
+    properties: {},
+    occuredAt: `2026-02-${at}:00:00.000Z`,
+    indianOffset: false,
+  });
+  const twoMerges = [
+    server('e1', '28T09', [['email', 'asha@shop.test']]),
+    server('e2', '27T09', [['phone', '98765 43210']]),
+    server('e3', '28T10', [
+      ['email', 'asha@shop.test'],
+      ['phone', '+919876543210'],
+    ]),
+    server('e4', '26T09', [['user_id', 'u1']]),
+    server('e5', '28T11', [
+      ['phone', '+91 98765 43210'],
+      ['user_id', 'u1'],
+    ]),
+  ];
+
   it('lists every merge of a cluster with its last survivor, however the merges were cut', async () => {
     // Found by the property: a merge recorded in an earlier batch kept as survivor the profile a
     // later batch merged away, so the survivor's history missed it; in one batch it was listed.
-    const server = (id: string, at: string, identifiers: [string, string][]): StreamEvent => ({
-      source: 'server',
-      id,
-      name: 'signed_up',
-      identifiers,
-      properties: {},
-      occuredAt: `2026-02-${at}:00:00.000Z`,
-      indianOffset: false,
-    });
-    const stream = [
-      server('e1', '28T09', [['email', 'asha@shop.test']]),
-      server('e2', '27T09', [['phone', '98765 43210']]),
-      server('e3', '28T10', [
-        ['email', 'asha@shop.test'],
-        ['phone', '+919876543210'],
-      ]),
-      server('e4', '26T09', [['user_id', 'u1']]),
-      server('e5', '28T11', [
-        ['phone', '+91 98765 43210'],
-        ['user_id', 'u1'],
-      ]),
-    ];
-    const observed = await checkStream(noLimits, stream, [3, 2]);
+    const observed = await checkStream(noLimits, twoMerges, [3, 2]);
     expect(observed.merges.map((merge) => merge.event_id).sort()).toEqual(['e3', 'e5']);
     expect(new Set(observed.merges.map((merge) => merge.survivor_profile_id)).size).toBe(1);
+  }, 60_000);
+
+  it("moves a merge stored before the upgrade to its cluster's last survivor (migration 014)", async () => {
+    const env = await openTestEnv({ collector: true, config: { master_key: MASTER_KEY } });
+    try {
+      const tokens = await seedTenants(env.context);
+      await configure(env, tokens, noLimits);
+      await sendCut(env, tokens, twoMerges.slice(0, 3));
+      await sendCut(env, tokens, twoMerges.slice(3));
+      const merges = () =>
+        env.context.store.read((session) =>
+          session.allText<{
+            event_id: string;
+            merged_profile_id: string;
+            survivor_profile_id: string;
+          }>(
+            'SELECT event_id, merged_profile_id, survivor_profile_id FROM profile_merges ORDER BY event_id',
+          ),
+        );
+      const [, second] = await merges();
+      // As the release before left it: e3's merge names the survivor of its own batch.
+      await env.context.store.write(async (session) => {
+        await session.runText(
+          "UPDATE profile_merges SET survivor_profile_id = $merged WHERE event_id = 'e3'",
+          { merged: second?.merged_profile_id ?? null },
+        );
+        await session.runText('DELETE FROM schema_migrations WHERE version = 14');
+      });
+      const path = env.context.store.path;
+      await env.context.store.close();
+      env.context.store = await Store.open(path);
+      expect((await merges()).map((merge) => merge.survivor_profile_id)).toEqual([
+        second?.survivor_profile_id,
+        second?.survivor_profile_id,
+      ]);
+    } finally {
+      await env.close();
+    }
   }, 60_000);
 
   it.runIf(REPLAY)(
