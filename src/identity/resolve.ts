@@ -165,9 +165,11 @@ export function resolveIdentities(input: ResolutionInput): Resolution {
         totals.set(type, (totals.get(type) ?? 0) + count);
     }
     for (const key of newKeys) totals.set(typeOf(key), (totals.get(typeOf(key)) ?? 0) + 1);
-    for (const [type, total] of totals) {
+    // By name: where several types are over, the conflict names the same one however the
+    // stored counts were read.
+    for (const type of [...totals.keys()].sort()) {
       const max = input.maxPerProfile.get(type);
-      if (max !== undefined && total > max) return type;
+      if (max !== undefined && (totals.get(type) ?? 0) > max) return type;
     }
     return null;
   };
