@@ -7,6 +7,7 @@ import { openContext } from '../../src/cli/open-context.js';
 import { openOwnedCollector } from '../../src/collector/runtime.js';
 import { Store } from '../../src/store/database.js';
 import { runCli, startCli } from '../helpers/cli.js';
+import { VisitSender } from '../helpers/demo-visits.js';
 import { mountSmallDisk } from '../helpers/small-disk.js';
 import { waitUntil } from '../helpers/wait.js';
 
@@ -25,17 +26,6 @@ const PAUSE_MS = 100;
 
 /** The sender waits while this much is sealed and not ingested, so the database fills the disk. */
 const MAX_BACKLOG_BYTES = 2 * MiB;
-
-const visit = (id: string) => ({
-  envelop_version: '1.0',
-  id,
-  name: 'page_viewed',
-  tenant_id: DEMO_TENANT,
-  workspace_id: 'brand-eu',
-  anon_id: `cookie:${id}`,
-  occured_at: '2026-03-01T10:00:00Z',
-  properties: { path: `/products/${'x'.repeat(300)}` },
-});
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -89,25 +79,14 @@ describe('cds serve on a disk that fills up', () => {
         ['--data-dir', dir, 'serve', '--port', '0', '--quiet'],
         /cds listening on (http:\/\/\S+)/,
       );
-      const acknowledged: string[] = [];
-      const refusals: { status: number; body: unknown }[] = [];
+      const sender = new VisitSender(server.url, 300);
+      const { acknowledged, refusals } = sender;
       let request = 0;
       const send = async () => {
-        const events = Array.from({ length: EVENTS_PER_REQUEST }, (_, index) =>
-          visit(`r${request}-e${index}`),
+        await sender.send(
+          Array.from({ length: EVENTS_PER_REQUEST }, (_, index) => `r${request}-e${index}`),
         );
         request += 1;
-        const response = await fetch(`${server.url}/v1/events/batch`, {
-          method: 'POST',
-          headers: {
-            'content-type': 'application/json',
-            'x-tenant-id': DEMO_TENANT,
-            'x-workspace-id': 'brand-eu',
-          },
-          body: JSON.stringify({ events }),
-        });
-        if (response.status === 202) acknowledged.push(...events.map((event) => event.id));
-        else refusals.push({ status: response.status, body: await response.json() });
         await sleep(PAUSE_MS);
       };
       try {

@@ -9,6 +9,7 @@ import { openContext } from '../../src/cli/open-context.js';
 import { openOwnedCollector } from '../../src/collector/runtime.js';
 import { CDS_BIN, runCli, startCli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/context.js';
+import { demoVisit, VisitSender } from '../helpers/demo-visits.js';
 import { waitUntil } from '../helpers/wait.js';
 
 /** Landing files may not grow past this under the collector's file-size limit (`ulimit -f`). */
@@ -44,16 +45,7 @@ async function startLimitedCollector(dir: string) {
   throw new Error(`cds collect did not start: ${stdout}`);
 }
 
-const visit = (id: string) => ({
-  envelop_version: '1.0',
-  id,
-  name: 'page_viewed',
-  tenant_id: DEMO_TENANT,
-  workspace_id: 'brand-eu',
-  anon_id: `cookie:${id}`,
-  occured_at: '2026-03-01T10:00:00Z',
-  properties: { path: `/products/${'x'.repeat(200)}` },
-});
+const visit = (id: string) => demoVisit(id, 200);
 
 describe('a landing file the disk stops taking', () => {
   it('answers 503, keeps no torn line, and every event it acknowledged is stored once', async () => {
@@ -64,22 +56,11 @@ describe('a landing file the disk stops taking', () => {
     await context.store.close();
 
     const { child, url } = await startLimitedCollector(dir);
-    const acknowledged: string[] = [];
-    const refusals: { status: number; body: unknown }[] = [];
+    const sender = new VisitSender(url, 200);
     for (let request = 0; request < 12; request += 1) {
-      const events = Array.from({ length: 40 }, (_, index) => visit(`r${request}-e${index}`));
-      const response = await fetch(`${url}/v1/events/batch`, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          'x-tenant-id': DEMO_TENANT,
-          'x-workspace-id': 'brand-eu',
-        },
-        body: JSON.stringify({ events }),
-      });
-      if (response.status === 202) acknowledged.push(...events.map((event) => event.id));
-      else refusals.push({ status: response.status, body: await response.json() });
+      await sender.send(Array.from({ length: 40 }, (_, index) => `r${request}-e${index}`));
     }
+    const { acknowledged, refusals } = sender;
     child.kill('SIGTERM');
     expect((await once(child, 'exit'))[0]).toBe(0);
 
