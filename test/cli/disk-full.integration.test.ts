@@ -90,7 +90,14 @@ describe('cds serve on a disk that fills up', () => {
         await sleep(PAUSE_MS);
       };
       try {
-        // Until the checkpoint of a batch finds no room: DuckDB then invalidates the database.
+        // Until the checkpoint of a batch finds no room: DuckDB then invalidates the database,
+        // and every answer says so. The store tries to reopen it after a second, which may work
+        // for a while when the checkpoint freed what it had taken; the next batch fails again.
+        const unavailableAnswers = async () => [
+          await getJson(`${server.url}/healthz`),
+          await getJson(`${server.url}/readyz`),
+          await getJson(`${server.url}/v1/tenants/${DEMO_TENANT}/event-types`, tokens.tenant),
+        ];
         await until(
           async () => {
             const ready = await getJson(`${server.url}/readyz`);
@@ -101,10 +108,21 @@ describe('cds serve on a disk that fills up', () => {
               return false;
             }
             await send();
-            return (await getJson(`${server.url}/healthz`)).status === 503;
+            if ((await getJson(`${server.url}/healthz`)).status !== 503) return false;
+            const [health, readiness, eventTypes] = await unavailableAnswers();
+            if (health.status !== 503 || readiness.status !== 503 || eventTypes.status !== 503) {
+              return false;
+            }
+            expect(health.body).toEqual(unavailableBecauseFull);
+            expect(readiness.body).toMatchObject(unavailableBecauseFull);
+            expect(eventTypes.body).toMatchObject(unavailableBecauseFull);
+            return true;
           },
           'the database to be invalidated',
           90_000,
+        );
+        expect(server.errors()).toContain(
+          'the database is unavailable: the disk is full (ENOSPC). DuckDB said: ',
         );
         // The collector goes on taking events until the landing files fill the disk.
         await until(
@@ -121,19 +139,6 @@ describe('cds serve on a disk that fills up', () => {
             body: { error: { code: 'landing_write_failed' } },
           });
         }
-
-        const health = await getJson(`${server.url}/healthz`);
-        expect(health).toEqual({ status: 503, body: unavailableBecauseFull });
-        expect(await getJson(`${server.url}/readyz`)).toMatchObject({
-          status: 503,
-          body: unavailableBecauseFull,
-        });
-        expect(
-          await getJson(`${server.url}/v1/tenants/${DEMO_TENANT}/event-types`, tokens.tenant),
-        ).toMatchObject({ status: 503, body: unavailableBecauseFull });
-        expect(server.errors()).toContain(
-          'the database is unavailable: the disk is full (ENOSPC). DuckDB said: ',
-        );
 
         disk.freeBallast();
         await waitUntil(
