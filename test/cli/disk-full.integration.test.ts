@@ -97,7 +97,7 @@ describe('cds serve on a disk that fills up', () => {
           await getJson(`${server.url}/healthz`),
           await getJson(`${server.url}/readyz`),
           await getJson(`${server.url}/v1/tenants/${DEMO_TENANT}/event-types`, tokens.tenant),
-        ];
+        ] as const;
         await until(
           async () => {
             const ready = await getJson(`${server.url}/readyz`);
