@@ -93,11 +93,12 @@ describe('cds serve on a disk that fills up', () => {
         // Until the checkpoint of a batch finds no room: DuckDB then invalidates the database,
         // and every answer says so. The store tries to reopen it after a second, which may work
         // for a while when the checkpoint freed what it had taken; the next batch fails again.
-        const unavailableAnswers = async () => [
-          await getJson(`${server.url}/healthz`),
-          await getJson(`${server.url}/readyz`),
-          await getJson(`${server.url}/v1/tenants/${DEMO_TENANT}/event-types`, tokens.tenant),
-        ] as const;
+        const unavailableAnswers = async () =>
+          [
+            await getJson(`${server.url}/healthz`),
+            await getJson(`${server.url}/readyz`),
+            await getJson(`${server.url}/v1/tenants/${DEMO_TENANT}/event-types`, tokens.tenant),
+          ] as const;
         await until(
           async () => {
             const ready = await getJson(`${server.url}/readyz`);
