@@ -13,20 +13,25 @@ GROUP BY ALL ORDER BY t.tenant_id
 LIMIT $limit;
 
 /* @name get_workspace */
-SELECT workspace_id, display_name, created_at, updated_at
+SELECT workspace_id, display_name, allowed_origins, created_at, updated_at
 FROM workspaces WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id;
 
 /* @name insert_workspace */
-INSERT INTO workspaces (tenant_id, workspace_id, display_name, created_at, updated_at)
-VALUES ($tenant_id, $workspace_id, $display_name, $now::TIMESTAMP, $now::TIMESTAMP);
+INSERT INTO workspaces (tenant_id, workspace_id, display_name, allowed_origins, created_at, updated_at)
+VALUES ($tenant_id, $workspace_id, $display_name,
+  coalesce(CAST($allowed_origins AS JSON)::VARCHAR[], []::VARCHAR[]), $now::TIMESTAMP, $now::TIMESTAMP);
 
 /* @name update_workspace */
-UPDATE workspaces SET display_name = $display_name, updated_at = $now::TIMESTAMP
+-- Allowed origins omitted ($allowed_origins NULL) stay as they were: renaming a workspace must not
+-- cut off the sites that send it events.
+UPDATE workspaces SET display_name = $display_name,
+  allowed_origins = coalesce(CAST($allowed_origins AS JSON)::VARCHAR[], allowed_origins),
+  updated_at = $now::TIMESTAMP
 WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id;
 
 /* @name list_workspaces_page */
 -- Keyset paging on workspace_id; $after_workspace is NULL on the first page.
-SELECT workspace_id, display_name, created_at, updated_at
+SELECT workspace_id, display_name, allowed_origins, created_at, updated_at
 FROM workspaces
 WHERE tenant_id = $tenant_id AND ($after_workspace IS NULL OR workspace_id > $after_workspace)
 ORDER BY workspace_id

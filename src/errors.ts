@@ -41,6 +41,18 @@ export class ForbiddenError extends AppError {
   }
 }
 
+/** A browser request or preflight from an origin its workspace does not allow (issue 19). */
+export class OriginNotAllowedError extends AppError {
+  constructor(origin: string) {
+    super(
+      403,
+      'origin_not_allowed',
+      `origin ${origin} may not send events here; a tenant token adds it to the workspace's allowed_origins`,
+      { origin },
+    );
+  }
+}
+
 export class NotFoundError extends AppError {
   constructor(message: string) {
     super(404, 'not_found', message);

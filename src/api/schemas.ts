@@ -17,6 +17,7 @@ const timestamp = z.string();
 export const workspaceResponse = z.object({
   workspace_id: z.string(),
   display_name: z.string().nullable(),
+  allowed_origins: z.array(z.string()),
   created_at: timestamp,
   updated_at: timestamp,
 });

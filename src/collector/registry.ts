@@ -19,6 +19,10 @@ const collectorTokenEntry = z.object({
 const tenantEntry = z.object({
   tenant_id: z.string(),
   workspaces: z.array(z.string()),
+  /** Only workspaces that allow any; a file written before allowed origins existed has none. */
+  allowed_origins: z
+    .array(z.object({ workspace_id: z.string(), origins: z.array(z.string()) }))
+    .default([]),
   event_types: z.array(z.string()),
   collector_tokens: z.array(collectorTokenEntry),
 });
@@ -98,6 +102,8 @@ export class Registry {
   private tenants = new Map<string, TenantEntry>();
   private workspaces = new Map<string, Set<string>>();
   private eventTypes = new Map<string, Set<string>>();
+  /** Allowed browser origins by tenant id, then workspace id. */
+  private origins = new Map<string, Map<string, readonly string[]>>();
   private tokensByLookup = new Map<string, (CollectorTokenEntry & { tenant_id: string })[]>();
   private generatedAt = '';
   private currentVersion = -1;
@@ -120,11 +126,16 @@ export class Registry {
     const tenants = new Map<string, TenantEntry>();
     const workspaces = new Map<string, Set<string>>();
     const eventTypes = new Map<string, Set<string>>();
+    const origins = new Map<string, Map<string, readonly string[]>>();
     const tokens = new Map<string, (CollectorTokenEntry & { tenant_id: string })[]>();
     for (const tenant of snapshot.tenants) {
       tenants.set(tenant.tenant_id, tenant);
       workspaces.set(tenant.tenant_id, new Set(tenant.workspaces));
       eventTypes.set(tenant.tenant_id, new Set(tenant.event_types));
+      origins.set(
+        tenant.tenant_id,
+        new Map(tenant.allowed_origins.map((entry) => [entry.workspace_id, entry.origins])),
+      );
       for (const token of tenant.collector_tokens) {
         tokens.set(token.token_lookup, [
           ...(tokens.get(token.token_lookup) ?? []),
@@ -135,6 +146,7 @@ export class Registry {
     this.tenants = tenants;
     this.workspaces = workspaces;
     this.eventTypes = eventTypes;
+    this.origins = origins;
     this.tokensByLookup = tokens;
     this.generatedAt = snapshot.generated_at;
     this.currentVersion = snapshot.version;
@@ -153,6 +165,16 @@ export class Registry {
 
   hasWorkspace(tenantId: string, workspaceId: string): boolean {
     return this.workspaces.get(tenantId)?.has(workspaceId) ?? false;
+  }
+
+  /** The browser origins a workspace allowed through the API (not the operator's defaults). */
+  allowedOrigins(tenantId: string, workspaceId: string): readonly string[] {
+    return this.origins.get(tenantId)?.get(workspaceId) ?? [];
+  }
+
+  /** Every workspace's allowed origins, for a preflight that names no workspace. */
+  *everyAllowedOrigins(): Iterable<readonly string[]> {
+    for (const byWorkspace of this.origins.values()) yield* byWorkspace.values();
   }
 
   hasEventType(tenantId: string, eventName: string): boolean {

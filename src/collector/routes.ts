@@ -2,17 +2,21 @@ import cors from '@fastify/cors';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { BODY_LIMIT_BYTES } from '../api/base-app.js';
 import {
   BadRequestError,
   ForbiddenError,
   NotFoundError,
+  OriginNotAllowedError,
   UnauthorizedError,
   ValidationError,
 } from '../errors.js';
 import { RateLimiter } from '../rate-limit.js';
 import { faultError, type IntakeScope, intake } from './accept.js';
+import { inflatedBody } from './compressed-body.js';
 import type { EventSource } from './envelope.js';
 import { encodeLines } from './landing-writer.js';
+import { originAllowed } from './origins.js';
 import type { CollectorPrincipal } from './registry.js';
 import type { CollectorRuntime } from './runtime.js';
 
@@ -27,18 +31,91 @@ function header(request: FastifyRequest, name: string): string | undefined {
   return typeof value === 'string' && value !== '' ? value : undefined;
 }
 
-/** Browser requests name their tenant and workspace in headers, which must exist. */
+/**
+ * Where a browser request names its tenant or workspace: a header, or a query parameter, as a
+ * beacon does (it can set no header). A value given both ways must be the same.
+ */
+function browserTarget(
+  request: FastifyRequest,
+  headerName: string,
+  queryName: string,
+): string | undefined {
+  const fromHeader = header(request, headerName);
+  const query = request.query as Record<string, unknown> | undefined;
+  const fromQuery = query?.[queryName];
+  if (fromQuery !== undefined && typeof fromQuery !== 'string') {
+    throw ValidationError.field(`query.${queryName}`, 'is given more than once');
+  }
+  if (fromHeader !== undefined && fromQuery !== undefined && fromQuery !== fromHeader) {
+    throw ValidationError.field(`query.${queryName}`, `differs from the ${headerName} header`);
+  }
+  return fromHeader ?? (fromQuery === '' ? undefined : fromQuery);
+}
+
+const tenantOf = (request: FastifyRequest) => browserTarget(request, 'x-tenant-id', 'tenant_id');
+const workspaceOf = (request: FastifyRequest) =>
+  browserTarget(request, 'x-workspace-id', 'workspace_id');
+
+/** The workspace's own allowed origins, and the operator's defaults for its tenant. */
+function originAllowedFor(
+  runtime: CollectorRuntime,
+  origin: string,
+  tenantId: string,
+  workspaceId: string,
+): boolean {
+  return (
+    originAllowed(origin, runtime.corsOrigins.get(tenantId) ?? []) ||
+    originAllowed(origin, runtime.registry.allowedOrigins(tenantId, workspaceId))
+  );
+}
+
+/** For a preflight of a request that names its workspace in headers, which a preflight omits. */
+function originAllowedAnywhere(runtime: CollectorRuntime, origin: string): boolean {
+  for (const allowed of runtime.corsOrigins.values()) {
+    if (originAllowed(origin, allowed)) return true;
+  }
+  for (const allowed of runtime.registry.everyAllowedOrigins()) {
+    if (originAllowed(origin, allowed)) return true;
+  }
+  return false;
+}
+
+/**
+ * The origin check of every browser request and preflight (issue 19): a request from a page
+ * (it carries `Origin`) is refused 403 unless its workspace allows that origin. A request naming
+ * no existing workspace is left to admission, which answers why.
+ */
+function checkOrigin(runtime: CollectorRuntime, request: FastifyRequest): void {
+  const origin = header(request, 'origin');
+  if (origin === undefined) return;
+  const tenantId = tenantOf(request);
+  const workspaceId = workspaceOf(request);
+  const named =
+    tenantId !== undefined &&
+    workspaceId !== undefined &&
+    runtime.registry.hasWorkspace(tenantId, workspaceId);
+  if (named) {
+    if (!originAllowedFor(runtime, origin, tenantId, workspaceId)) {
+      throw new OriginNotAllowedError(origin);
+    }
+    return;
+  }
+  if (request.method === 'OPTIONS' && !originAllowedAnywhere(runtime, origin)) {
+    throw new OriginNotAllowedError(origin);
+  }
+}
+
+/** Browser requests name their tenant and workspace (headers or query), which must exist. */
 function browserScope(runtime: CollectorRuntime, request: FastifyRequest): IntakeScope {
-  const tenantId = header(request, 'x-tenant-id');
-  const workspaceId = header(request, 'x-workspace-id');
-  if (!tenantId) throw ValidationError.field('headers.x-tenant-id', 'is required');
-  if (!workspaceId) throw ValidationError.field('headers.x-workspace-id', 'is required');
+  const tenantId = tenantOf(request);
+  const workspaceId = workspaceOf(request);
+  if (!tenantId)
+    throw ValidationError.field('headers.x-tenant-id', 'is required (or query tenant_id)');
+  if (!workspaceId) {
+    throw ValidationError.field('headers.x-workspace-id', 'is required (or query workspace_id)');
+  }
   if (!runtime.registry.hasWorkspace(tenantId, workspaceId)) {
     throw new NotFoundError(`no workspace ${workspaceId} in tenant ${tenantId}`);
-  }
-  const origin = header(request, 'origin');
-  if (origin && !(runtime.corsOrigins.get(tenantId) ?? []).includes(origin)) {
-    throw new ForbiddenError(`origin ${origin} may not send events for tenant ${tenantId}`);
   }
   return { source: 'browser', tenantId, workspaceId };
 }
@@ -79,10 +156,6 @@ function admission(
   };
 }
 
-function allOriginsOf(runtime: CollectorRuntime): Set<string> {
-  return new Set([...runtime.corsOrigins.values()].flat());
-}
-
 /**
  * The collector's four endpoints (interface "Event collection", design §7–§8). A request is
  * answered only once its accepted lines are durably in a landing file.
@@ -98,6 +171,15 @@ export async function collectorRoutes(
   const perToken = new RateLimiter(runtime.rateLimitPerSecond, runtime.clock);
   const refusedPerAddress = new RateLimiter(runtime.refusedRateLimitPerSecond, runtime.clock);
   const scopes = new WeakMap<FastifyRequest, IntakeScope>();
+
+  // Every collector endpoint takes gzip and deflate bodies; limits hold for the inflated bytes.
+  app.addHook('preParsing', async (request, _reply, payload) =>
+    inflatedBody(
+      request.headers['content-encoding'],
+      payload,
+      request.routeOptions.bodyLimit ?? BODY_LIMIT_BYTES,
+    ),
+  );
 
   /** Runs before the body is read, so a refused request costs no parsing. */
   const admit = (source: EventSource) => async (request: FastifyRequest) => {
@@ -155,9 +237,11 @@ export async function collectorRoutes(
     );
     // A batch body stays text until the intake pool parses it, on a worker thread when it is large.
     await api.register(async (batch) => {
-      batch.removeContentTypeParser('application/json');
+      for (const type of ['application/json', 'text/plain']) {
+        if (batch.hasContentTypeParser(type)) batch.removeContentTypeParser(type);
+      }
       batch.addContentTypeParser(
-        'application/json',
+        ['application/json', ...(source === 'browser' ? ['text/plain'] : [])],
         { parseAs: 'string' },
         (_request, body, done) => done(null, body),
       );
@@ -173,8 +257,9 @@ export async function collectorRoutes(
     });
   };
 
-  // Browser endpoints answer CORS for configured origins. A preflight carries no tenant header
-  // value, so it passes for an origin any tenant allows; the request itself is checked per tenant.
+  // Browser endpoints answer CORS for the origins their workspace allows. A preflight carries no
+  // tenant header value, so one for a request naming its workspace in headers passes for an origin
+  // any workspace allows; the request itself is checked against its own workspace.
   await app.register(async (browser) => {
     // The CORS plugin answers an OPTIONS that is no preflight in plain text of its own; it is
     // refused here first, in the one error body (design §6).
@@ -187,20 +272,21 @@ export async function collectorRoutes(
           'a CORS preflight names its Origin and Access-Control-Request-Method',
         );
       }
+      checkOrigin(runtime, request);
     });
-    await browser.register(cors, () => async (request: FastifyRequest) => {
-      const origin = header(request, 'origin');
-      const tenantId = header(request, 'x-tenant-id');
-      const allowed = tenantId
-        ? (runtime.corsOrigins.get(tenantId) ?? [])
-        : [...allOriginsOf(runtime)];
-      return {
-        origin: origin !== undefined && allowed.includes(origin) ? origin : false,
-        methods: ['POST'],
-        allowedHeaders: ['content-type', 'x-tenant-id', 'x-workspace-id'],
-        maxAge: 600,
-      };
-    });
+    // Every origin that gets this far is allowed: `checkOrigin` refused the others.
+    await browser.register(cors, () => async (request: FastifyRequest) => ({
+      origin: header(request, 'origin') ?? false,
+      methods: ['POST'],
+      allowedHeaders: ['content-type', 'content-encoding', 'x-tenant-id', 'x-workspace-id'],
+      maxAge: 600,
+    }));
+    // A beacon or a CORS simple request sends its JSON as text/plain (issue 19).
+    browser.addContentTypeParser(
+      'text/plain',
+      { parseAs: 'string' },
+      browser.getDefaultJsonParser('error', 'error'),
+    );
     await routesFor(browser, '/v1/events', 'browser');
   });
   await routesFor(app, '/v1/server/events', 'server');

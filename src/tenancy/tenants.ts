@@ -28,6 +28,7 @@ export async function createTenant(
         tenant_id: tenantId,
         workspace_id: workspaceId,
         display_name: null,
+        allowed_origins: null,
         now,
       });
     }

@@ -8,6 +8,8 @@ import { requireRoom } from './quotas.js';
 export interface Workspace {
   workspace_id: string;
   display_name: string | null;
+  /** Browser origins this workspace takes events from, besides the operator's `cors_origins`. */
+  allowed_origins: string[];
   created_at: string;
   updated_at: string;
 }
@@ -34,18 +36,25 @@ export async function requireWorkspace(
   return workspace;
 }
 
-/** Creates the workspace or renames it; `created` tells which. */
+/** What a PUT sets; allowed origins left out (null) stay as stored, or none on a new workspace. */
+export interface WorkspaceFields {
+  displayName: string | null;
+  allowedOrigins: string[] | null;
+}
+
+/** Creates the workspace or changes it; `created` tells which. */
 export async function putWorkspace(
   context: Context,
   tenantId: string,
   workspaceId: string,
-  displayName: string | null,
+  fields: WorkspaceFields,
 ): Promise<{ workspace: Workspace; created: boolean }> {
   return context.store.write(async (session) => {
     const params = {
       tenant_id: tenantId,
       workspace_id: workspaceId,
-      display_name: displayName,
+      display_name: fields.displayName,
+      allowed_origins: fields.allowedOrigins && JSON.stringify([...new Set(fields.allowedOrigins)]),
       now: nowIso(context),
     };
     const existing = await findWorkspace(session, tenantId, workspaceId);

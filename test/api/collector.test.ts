@@ -80,7 +80,9 @@ describe('collector endpoints', () => {
         payload: envelope({ anon: 'v' }),
       });
       expect(bare.statusCode).toBe(422);
-      expect(bare.json().error.message).toBe('headers.x-tenant-id: is required');
+      expect(bare.json().error.message).toBe(
+        'headers.x-tenant-id: is required (or query tenant_id)',
+      );
       expect(
         (await browserSingle(envelope({ anon: 'v' }), { 'x-workspace-id': 'apac' })).statusCode,
       ).toBe(404);
@@ -290,14 +292,23 @@ describe('collector endpoints', () => {
       }
     });
 
-    it('gives no CORS grant to another origin, and refuses its events with 403', async () => {
-      expect(
-        (await preflight('https://evil.test')).headers['access-control-allow-origin'],
-      ).toBeUndefined();
+    it('gives no CORS grant to another origin, and refuses its preflight and events with 403', async () => {
+      const refusal = {
+        error: {
+          code: 'origin_not_allowed',
+          message: expect.stringContaining('origin https://evil.test may not send events'),
+          details: { origin: 'https://evil.test' },
+        },
+      };
+      const refusedPreflight = await preflight('https://evil.test');
+      expect(refusedPreflight.statusCode).toBe(403);
+      expect(refusedPreflight.json()).toEqual(refusal);
+      expect(refusedPreflight.headers['access-control-allow-origin']).toBeUndefined();
       const response = await browserSingle(envelope({ anon: 'v' }), {
         origin: 'https://evil.test',
       });
       expect(response.statusCode).toBe(403);
+      expect(response.json()).toEqual(refusal);
       const allowed = await browserSingle(envelope({ anon: 'v' }), { origin: SHOP });
       expect(allowed.statusCode).toBe(202);
       expect(allowed.headers['access-control-allow-origin']).toBe(SHOP);

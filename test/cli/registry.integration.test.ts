@@ -123,6 +123,48 @@ describe('registry.json across processes', () => {
     expect(collector.errors()).toBe('');
   });
 
+  it("cds collect follows a workspace's allowed origins within 1 s, without a restart", async () => {
+    const created = await cdsJson<{ tenant_token: { token: string } }>(
+      'tenants',
+      'create',
+      'acme',
+      '-w',
+      'eu',
+    );
+    const tenantToken = created.tenant_token.token;
+    const server = await start(['serve', '--port', '0', '--quiet'], LISTENING);
+    await api(server.url, tenantToken, 'PUT', '/v1/tenants/acme/event-types/page_viewed');
+    const collector = await start(['collect', '--port', '0'], COLLECTING);
+    const shop = 'https://shop.acme.test';
+    const beacon = () =>
+      fetch(`${collector.url}/v1/events?tenant_id=acme&workspace_id=eu`, {
+        method: 'POST',
+        headers: { origin: shop, 'content-type': 'text/plain' },
+        body: JSON.stringify(event('acme', 'eu', 'page_viewed')),
+      });
+    const setOrigins = (origins: string[]) =>
+      fetch(`${server.url}/v1/tenants/acme/workspaces/eu`, {
+        method: 'PUT',
+        headers: { authorization: `Bearer ${tenantToken}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ allowed_origins: origins }),
+      });
+
+    expect((await beacon()).status).toBe(403);
+    expect((await setOrigins(['https://*.acme.test'])).status).toBe(200);
+    await waitUntil(
+      async () => (await beacon()).status === 202,
+      'cds collect to allow the origin',
+      1_000,
+    );
+    expect((await setOrigins([])).status).toBe(200);
+    await waitUntil(
+      async () => (await beacon()).status === 403,
+      'cds collect to refuse the origin',
+      1_000,
+    );
+    expect(collector.errors()).toBe('');
+  });
+
   it('a tenant named constructor with a collector token: cds serve starts and restarts, every tenant writes', async () => {
     const odd = await cdsJson<{ tenant_token: { token: string } }>(
       'tenants',

@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { allowedOriginsSchema } from '../../collector/origins.js';
 import type { Context } from '../../context.js';
 import { listWorkspaces, putWorkspace, requireWorkspace } from '../../tenancy/workspaces.js';
 import {
@@ -19,18 +20,21 @@ export function workspaceRoutes(app: FastifyInstance, context: Context): void {
       config: { access: 'tenant-token' },
       schema: {
         params: workspaceParams,
-        body: optionalBody(z.object({ display_name: z.string().min(1).max(200).nullish() })),
+        body: optionalBody(
+          z.object({
+            display_name: z.string().min(1).max(200).nullish(),
+            allowed_origins: allowedOriginsSchema.optional(),
+          }),
+        ),
         response: { 200: workspaceResponse, 201: workspaceResponse },
       },
     },
     async (request, reply) => {
       const { tenant, workspace } = request.params;
-      const result = await putWorkspace(
-        context,
-        tenant,
-        workspace,
-        request.body.display_name ?? null,
-      );
+      const result = await putWorkspace(context, tenant, workspace, {
+        displayName: request.body.display_name ?? null,
+        allowedOrigins: request.body.allowed_origins ?? null,
+      });
       return reply.code(result.created ? 201 : 200).send(result.workspace);
     },
   );
