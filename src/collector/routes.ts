@@ -19,6 +19,7 @@ import { encodeLines } from './landing-writer.js';
 import { originAllowed } from './origins.js';
 import type { CollectorPrincipal } from './registry.js';
 import type { CollectorRuntime } from './runtime.js';
+import { sdkScriptRoute } from './sdk-script.js';
 
 const accepted = z.object({ accepted: z.number() });
 const batchAnswer = z.object({
@@ -279,6 +280,8 @@ export async function collectorRoutes(
       origin: header(request, 'origin') ?? false,
       methods: ['POST'],
       allowedHeaders: ['content-type', 'content-encoding', 'x-tenant-id', 'x-workspace-id'],
+      // The SDK reads it to wait as long as a 429 asks.
+      exposedHeaders: ['retry-after'],
       maxAge: 600,
     }));
     // A beacon or a CORS simple request sends its JSON as text/plain (issue 19).
@@ -290,4 +293,5 @@ export async function collectorRoutes(
     await routesFor(browser, '/v1/events', 'browser');
   });
   await routesFor(app, '/v1/server/events', 'server');
+  sdkScriptRoute(app);
 }

@@ -1,0 +1,411 @@
+import { existsSync } from 'node:fs';
+import { createServer, get, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { gunzipSync } from 'node:zlib';
+import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type ChildServer, runJson, startCli } from '../helpers/cli.js';
+import { tempDir } from '../helpers/context.js';
+import { waitUntil } from '../helpers/wait.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const LISTENING = /cds listening on (http:\/\/\S+)/;
+
+/** What the tests call in the page (the test files are typed without the DOM). */
+interface PageGlobals {
+  cds: {
+    track(name: string, properties: unknown): string;
+    flush(): Promise<void>;
+    anonymousId(): string;
+  };
+  localStorage: { getItem(key: string): string | null };
+}
+
+interface Exchange {
+  method: string;
+  url: string;
+  origin: string | undefined;
+  body: string;
+  status: number;
+  answer: string;
+}
+
+async function listen(server: Server, port = 0): Promise<number> {
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
+  return (server.address() as AddressInfo).port;
+}
+
+async function close(server: Server): Promise<void> {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+}
+
+/**
+ * Stands between the page and the collector: it records every request the browser really sends
+ * (a CORS preflight included, which the browser's own events do not show), and going down makes
+ * the collector unreachable for the page while cds keeps running.
+ */
+class CollectorDoor {
+  readonly exchanges: Exchange[] = [];
+  private server: Server | null = null;
+  private port = 0;
+
+  constructor(private readonly target: string) {}
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  async open(): Promise<void> {
+    const server = createServer((request, response) => {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', async () => {
+        const body = Buffer.concat(chunks);
+        const upstream = await fetch(`${this.target}${request.url}`, {
+          method: request.method,
+          headers: forwarded(request.headers),
+          body: request.method === 'GET' || request.method === 'HEAD' ? undefined : body,
+        });
+        const answer = Buffer.from(await upstream.arrayBuffer());
+        this.exchanges.push({
+          method: request.method ?? '',
+          url: request.url ?? '',
+          origin: request.headers.origin,
+          body: body.toString(),
+          status: upstream.status,
+          answer: answer.toString(),
+        });
+        const headers = Object.fromEntries(
+          [...upstream.headers].filter(
+            ([name]) => !['content-encoding', 'content-length'].includes(name),
+          ),
+        );
+        response.writeHead(upstream.status, headers);
+        response.end(answer);
+      });
+    });
+    this.port = await listen(server, this.port);
+    this.server = server;
+  }
+
+  async shut(): Promise<void> {
+    if (this.server) await close(this.server);
+    this.server = null;
+  }
+}
+
+function forwarded(headers: IncomingHttpHeaders): Record<string, string> {
+  const kept: Record<string, string> = Object.create(null);
+  for (const [name, value] of Object.entries(headers)) {
+    if (typeof value === 'string' && !['host', 'connection', 'content-length'].includes(name)) {
+      kept[name] = value;
+    }
+  }
+  return kept;
+}
+
+/** A shop's page: it loads cds.js from the collector and starts it with options in its hash. */
+function shopPage(scriptUrl: string, collectorUrl: string): string {
+  return `<!doctype html><html><head><title>shop</title>
+<script src="${scriptUrl}/v1/cds.js"></script>
+<script>
+  var extra = location.hash ? JSON.parse(decodeURIComponent(location.hash.slice(1))) : {};
+  cds.init(Object.assign({ url: '${collectorUrl}', tenant: 'acme', workspace: 'eu' }, extra));
+</script></head><body>shoes</body></html>`;
+}
+
+describe('the browser SDK in a real Chromium, on a page of another origin', () => {
+  let server: ChildServer;
+  let door: CollectorDoor;
+  let site: Server;
+  let siteOrigin: string;
+  let browser: Browser;
+  let context: BrowserContext;
+  let tenantToken: string;
+  let collectorToken: string;
+
+  const api = async (method: string, path: string, token: string, body?: unknown) => {
+    const response = await fetch(`${server.url}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+  };
+
+  /** The ids of the events stored under the profile that holds `email`, oldest first. */
+  const storedEventIds = async (email: string): Promise<string[]> => {
+    const lookup = await api(
+      'GET',
+      `/v1/tenants/acme/workspaces/eu/profiles/lookup?email=${encodeURIComponent(email)}`,
+      tenantToken,
+    );
+    if (lookup.status !== 200) return [];
+    const history = await api(
+      'GET',
+      `/v1/tenants/acme/workspaces/eu/profiles/${lookup.body.profile_id}/history?limit=500`,
+      tenantToken,
+    );
+    return (history.body.entries as { kind: string; event_id?: string }[])
+      .filter((entry) => entry.kind === 'event')
+      .map((entry) => entry.event_id ?? '')
+      .reverse();
+  };
+
+  const openShop = async (options: Record<string, unknown> = {}, origin = siteOrigin) => {
+    const page = await context.newPage();
+    await page.goto(`${origin}/#${encodeURIComponent(JSON.stringify(options))}`);
+    return page;
+  };
+
+  const track = (page: Page, name: string, properties: Record<string, unknown> = {}) =>
+    page.evaluate(
+      ([eventName, eventProperties]) =>
+        (globalThis as unknown as PageGlobals).cds.track(eventName as string, eventProperties),
+      [name, properties] as const,
+    );
+
+  const flush = (page: Page) =>
+    page.evaluate(() => (globalThis as unknown as PageGlobals).cds.flush());
+
+  const anonymousId = (page: Page) =>
+    page.evaluate(() => (globalThis as unknown as PageGlobals).cds.anonymousId());
+
+  /** A server event that says who the visitor of this cookie is: the way a login is told. */
+  const identify = async (visitor: string, email: string) => {
+    const response = await fetch(`${door.url}/v1/server/events`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${collectorToken}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        envelop_version: '1.0',
+        id: crypto.randomUUID(),
+        name: 'signed_up',
+        tenant_id: 'acme',
+        workspace_id: 'eu',
+        anon_id: `cookie:${visitor}`,
+        occured_at: new Date().toISOString(),
+        properties: { identifiers: { email } },
+      }),
+    });
+    expect(response.status).toBe(202);
+  };
+
+  beforeAll(async () => {
+    if (!existsSync(CHROMIUM)) {
+      throw new Error(
+        `${CHROMIUM} is missing: run bash scripts/system-packages.sh (npm test runs it first)`,
+      );
+    }
+    const dir = tempDir();
+    const created = await runJson<{ tenant_token: { token: string } }>([
+      '--data-dir',
+      dir,
+      'tenants',
+      'create',
+      'acme',
+      '-w',
+      'eu',
+    ]);
+    tenantToken = created.tenant_token.token;
+    server = await startCli(
+      ['--data-dir', dir, 'serve', '--port', '0', '--quiet'],
+      LISTENING,
+      20_000,
+      { CDS_LANDING_MAX_AGE_MS: '200', CDS_INGEST_INTERVAL_MS: '200' },
+    );
+    door = new CollectorDoor(server.url);
+    await door.open();
+    site = createServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+      response.end(shopPage(server.url, door.url));
+    });
+    siteOrigin = `http://127.0.0.1:${await listen(site)}`;
+
+    for (const name of ['page_viewed', 'product_viewed', 'signed_up']) {
+      expect(
+        (await api('PUT', `/v1/tenants/acme/event-types/${name}`, tenantToken, {})).status,
+      ).toBe(201);
+    }
+    expect(
+      (
+        await api('PUT', '/v1/tenants/acme/workspaces/eu', tenantToken, {
+          allowed_origins: [siteOrigin],
+        })
+      ).status,
+    ).toBe(200);
+    const issued = await api('POST', '/v1/tenants/acme/tokens', tenantToken, {
+      kind: 'collector',
+      name: 'shop backend',
+      workspace_id: 'eu',
+    });
+    collectorToken = String(issued.body.token);
+
+    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+    context = await browser.newContext();
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    if (site) await close(site);
+    await door?.shut();
+    await server?.stop();
+  });
+
+  it('is served with a JavaScript type, an ETag, a cache lifetime, gzipped under 5 KB', async () => {
+    // node:http, not fetch, which would inflate the body before its size can be read.
+    const gzipped = await new Promise<{
+      status: number;
+      headers: IncomingHttpHeaders;
+      body: Buffer;
+    }>((resolve, reject) => {
+      get(`${server.url}/v1/cds.js`, { headers: { 'accept-encoding': 'gzip' } }, (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () =>
+          resolve({
+            status: response.statusCode ?? 0,
+            headers: response.headers,
+            body: Buffer.concat(chunks),
+          }),
+        );
+      }).on('error', reject);
+    });
+    expect(gzipped.status).toBe(200);
+    expect(gzipped.headers['content-type']).toBe('text/javascript; charset=utf-8');
+    expect(gzipped.headers['cache-control']).toBe('public, max-age=3600');
+    expect(gzipped.headers['content-encoding']).toBe('gzip');
+    const compressed = gzipped.body;
+    expect(compressed.length).toBeLessThanOrEqual(5 * 1024);
+    const etag = String(gzipped.headers.etag);
+    expect(etag).toMatch(/^"[\w-]+"$/);
+
+    const plain = await fetch(`${server.url}/v1/cds.js`, {
+      headers: { 'accept-encoding': 'identity' },
+    });
+    const text = await plain.text();
+    expect(text).toBe(gunzipSync(compressed).toString());
+    expect(text).toContain('cds_anon_id');
+    expect(plain.headers.get('content-encoding')).toBeNull();
+    expect(plain.headers.get('etag')).toBe(etag);
+
+    const unchanged = await fetch(`${server.url}/v1/cds.js`, {
+      headers: { 'if-none-match': etag },
+    });
+    expect(unchanged.status).toBe(304);
+    expect(await unchanged.text()).toBe('');
+  });
+
+  it('sends tracked events, stored under the visitor cookie, which a server event ties to an email', async () => {
+    const page = await openShop({ flushInterval: 100 });
+    const ids = [
+      await track(page, 'Page Viewed', { path: '/shoes' }),
+      await track(page, 'product_viewed', { sku: 'shoe-1' }),
+    ];
+    await flush(page);
+    const visitor = await anonymousId(page);
+    expect(visitor).toMatch(/^[0-9a-f-]{36}$/);
+    const cookie = (await context.cookies(siteOrigin)).find(
+      (entry) => entry.name === 'cds_anon_id',
+    );
+    expect(cookie).toMatchObject({ value: visitor, sameSite: 'Lax', path: '/' });
+    const yearFromNow = Date.now() / 1000 + 365 * 24 * 3600;
+    expect(Math.abs((cookie?.expires ?? 0) - yearFromNow)).toBeLessThan(60);
+    expect(
+      await page.evaluate(() =>
+        (globalThis as unknown as PageGlobals).localStorage.getItem('cds_anon_id'),
+      ),
+    ).toBe(visitor);
+
+    await identify(visitor, 'ana@example.com');
+    await waitUntil(
+      async () => {
+        const stored = await storedEventIds('ana@example.com');
+        return ids.every((id) => stored.includes(id));
+      },
+      'the tracked events under the profile of the cookie',
+      10_000,
+    );
+    // Each a simple request: the SDK never asks for a preflight.
+    expect(door.exchanges.filter((exchange) => exchange.method === 'OPTIONS')).toEqual([]);
+    const posts = door.exchanges.filter((exchange) => exchange.body.includes(ids[0] ?? '-'));
+    expect(posts[0]).toMatchObject({ method: 'POST', origin: siteOrigin, status: 202 });
+    expect(posts[0]?.url).toBe('/v1/events/batch?tenant_id=acme&workspace_id=eu');
+    await page.close();
+  });
+
+  it('sends what is left when the page goes away, in a beacon with no preflight', async () => {
+    const page = await openShop({ flushInterval: 60_000 });
+    const id = await track(page, 'page_viewed', { path: '/leaving' });
+    await page.goto('about:blank');
+    await waitUntil(
+      () =>
+        door.exchanges.some((exchange) => exchange.body.includes(id) && exchange.status === 202),
+      'the beacon',
+      5_000,
+    );
+    expect(door.exchanges.filter((exchange) => exchange.method === 'OPTIONS')).toEqual([]);
+    await waitUntil(
+      async () => (await storedEventIds('ana@example.com')).includes(id),
+      'the beaconed event to be stored',
+      10_000,
+    );
+    await page.close();
+  });
+
+  it('is refused on an origin the workspace does not allow, naming it', async () => {
+    const otherOrigin = siteOrigin.replace('127.0.0.1', 'localhost');
+    const page = await openShop({ flushInterval: 60_000 }, otherOrigin);
+    const id = await track(page, 'page_viewed', { path: '/elsewhere' });
+    await flush(page);
+    const refused = door.exchanges.find((exchange) => exchange.body.includes(id));
+    expect(refused).toMatchObject({ origin: otherOrigin, status: 403 });
+    expect(JSON.parse(refused?.answer ?? '{}')).toMatchObject({
+      error: { code: 'origin_not_allowed', details: { origin: otherOrigin } },
+    });
+    await page.close();
+  });
+
+  it('keeps events while the collector is down and delivers them after a reload, each once', async () => {
+    await door.shut();
+    const page = await openShop({ flushInterval: 50 });
+    const ids = [
+      await track(page, 'page_viewed', { path: '/offline-1' }),
+      await track(page, 'page_viewed', { path: '/offline-2' }),
+      await track(page, 'product_viewed', { sku: 'offline' }),
+    ];
+    await flush(page);
+    const kept = await page.evaluate(() =>
+      (globalThis as unknown as PageGlobals).localStorage.getItem('cds_queue:acme/eu'),
+    );
+    // Behind what earlier pages of the site left unacknowledged (a beacon's events).
+    expect(
+      (JSON.parse(kept ?? '[]') as { id: string }[]).map((event) => event.id).slice(-3),
+    ).toEqual(ids);
+
+    await door.open();
+    await page.reload();
+    await waitUntil(
+      async () => {
+        const stored = await storedEventIds('ana@example.com');
+        return ids.every((id) => stored.includes(id));
+      },
+      'the queued events after the reload',
+      15_000,
+    );
+    await waitUntil(
+      async () =>
+        (await page.evaluate(() =>
+          (globalThis as unknown as PageGlobals).localStorage.getItem('cds_queue:acme/eu'),
+        )) === '[]',
+      'the queue to be emptied',
+      5_000,
+    );
+    const stored = await storedEventIds('ana@example.com');
+    for (const id of ids) expect(stored.filter((storedId) => storedId === id)).toHaveLength(1);
+    await page.close();
+  });
+});
