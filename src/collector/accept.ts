@@ -30,7 +30,7 @@ export interface EventCatalog {
 }
 
 /** Why one event was refused: a snake_case code and the field at fault. */
-interface Fault {
+export interface Fault {
   code: string;
   path: string;
   reason: string;

@@ -15,6 +15,7 @@ import type { EventSource } from './envelope.js';
 import { encodeLines } from './landing-writer.js';
 import type { CollectorPrincipal } from './registry.js';
 import type { CollectorRuntime } from './runtime.js';
+import { segmentRoutes } from './segment-routes.js';
 
 const accepted = z.object({ accepted: z.number() });
 const batchAnswer = z.object({
@@ -204,4 +205,5 @@ export async function collectorRoutes(
     await routesFor(browser, '/v1/events', 'browser');
   });
   await routesFor(app, '/v1/server/events', 'server');
+  await segmentRoutes(app, runtime, { perToken, refusedPerAddress });
 }
