@@ -409,7 +409,7 @@ describe('Segment-spec tracking API', () => {
         },
         { index: 4, code: 'invalid_event', message: expect.stringMatching(/^message: /) },
         { index: 5, code: 'invalid_event', message: 'properties: must be an object' },
-        { index: 6, code: 'invalid_event', message: 'anonymousId: must be at most 249 characters' },
+        { index: 6, code: 'invalid_event', message: 'anonymousId: must be at most 249 characters, on one line' },
         { index: 7, code: 'event_too_large', message: 'event: is larger than 32768 bytes' },
         {
           index: 8,
