@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { generateEvents } from '../src/demo/generator.js';
@@ -34,9 +35,90 @@ function browserEvents(count: number) {
     .map((item) => item.event);
 }
 
+/** `page_viewed` → `Page Viewed`, as a Segment user names events; the collector maps it back. */
+function segmentName(name: string): string {
+  return name
+    .split('_')
+    .map((word) => word.charAt(0).toUpperCase() + word.slice(1))
+    .join(' ');
+}
+
+/** The same events as `@segment/analytics-node` sends them: a message each, in one batch body. */
+function segmentBatch(events: Record<string, unknown>[], writeKey: string): string {
+  const batch = events.map((event) => ({
+    type: 'track',
+    event: segmentName(event.name as string),
+    properties: event.properties,
+    anonymousId: (event.anon_id as string).slice('cookie:'.length),
+    timestamp: event.occured_at,
+    context: { library: { name: '@segment/analytics-node', version: '3.1.0' } },
+    integrations: {},
+    // analytics-node's own form, which is no UUID: the collector derives one from it.
+    messageId: `node-next-${Date.parse(event.occured_at as string)}-${randomUUID()}`,
+    _metadata: { nodeVersion: process.version, jsRuntime: 'node' },
+  }));
+  return JSON.stringify({ batch, writeKey, sentAt: new Date().toISOString() });
+}
+
+/** A collector token of the bench's first workspace: a Segment write key. */
+async function mintWriteKey(url: string, tenantToken: string): Promise<string> {
+  const response = await fetch(`${url}/v1/tenants/${TENANT}/tokens`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${tenantToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ kind: 'collector', name: 'segment', workspace_id: WORKSPACES[0] }),
+  });
+  if (response.status !== 201) throw new Error(`minting a write key: ${await response.text()}`);
+  return ((await response.json()) as { token: string }).token;
+}
+
+/**
+ * `/v1/batch` against `/v1/server/events/batch` with the same 500 events and the same token,
+ * in the order native, Segment, Segment, native, so that drift in disk latency falls on both.
+ */
+async function benchSegmentBatch(url: string, tenantToken: string): Promise<void> {
+  const writeKey = await mintWriteKey(url, tenantToken);
+  const events = browserEvents(500);
+  const run = (path: string, authorization: string, body: string) =>
+    load({
+      url: `${url}${path}`,
+      method: 'POST',
+      headers: { authorization, 'content-type': 'application/json' },
+      body,
+      connections: 8,
+    });
+  const native = () =>
+    run('/v1/server/events/batch', `Bearer ${writeKey}`, JSON.stringify({ events }));
+  const segment = () =>
+    run(
+      '/v1/batch',
+      `Basic ${Buffer.from(`${writeKey}:`).toString('base64')}`,
+      segmentBatch(events, writeKey),
+    );
+  const runs = [await native(), await segment(), await segment(), await native()];
+  const [nativeFirst, segmentFirst, segmentSecond, nativeSecond] = runs as [
+    autocannon.Result,
+    autocannon.Result,
+    autocannon.Result,
+    autocannon.Result,
+  ];
+  const nativeEvents = (nativeFirst['2xx'] + nativeSecond['2xx']) * 500;
+  const segmentEvents = (segmentFirst['2xx'] + segmentSecond['2xx']) * 500;
+  const p99 = (a: autocannon.Result, b: autocannon.Result) =>
+    Math.max(a.latency.p99, b.latency.p99);
+  console.log(
+    `native server batch (500 events a request): ${rate(nativeEvents, 2 * SECONDS)} events, p99 ${p99(nativeFirst, nativeSecond)} ms, non-2xx ${nativeFirst.non2xx + nativeSecond.non2xx}`,
+  );
+  console.log(
+    `Segment /v1/batch (the same 500 events as analytics-node sends them): ${rate(segmentEvents, 2 * SECONDS)} events, p99 ${p99(segmentFirst, segmentSecond)} ms, non-2xx ${segmentFirst.non2xx + segmentSecond.non2xx}`,
+  );
+  console.log(
+    `ratio Segment / native batch: ${(segmentEvents / nativeEvents).toFixed(2)} (target >= 0.8)`,
+  );
+}
+
 export async function benchCollector(): Promise<void> {
   console.log(`\n## collector: ${CONNECTIONS} connections, ${SECONDS} s per run`);
-  const { dir } = await prepareDataDir();
+  const { dir, tenantToken } = await prepareDataDir();
   const cds = await startChild(
     [
       process.execPath,
@@ -100,6 +182,8 @@ export async function benchCollector(): Promise<void> {
     console.log(
       `batch endpoint (500 events a request): ${rate(batchEvents, SECONDS)} events acknowledged durably, p99 ${batchRun.latency.p99} ms, non-2xx ${batchRun.non2xx} (target >= 150,000/s)`,
     );
+
+    await benchSegmentBatch(cds.url, tenantToken);
   } finally {
     await stopChild(cds.child);
     await stopChild(bare.child);

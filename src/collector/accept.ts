@@ -1,6 +1,8 @@
 import { type AppError, ForbiddenError, PayloadTooLargeError, ValidationError } from '../errors.js';
 import {
   browserEnvelopeSchema,
+  builtLandingLineText,
+  type Envelope,
   type EventSource,
   envelopeSchema,
   landingLineText,
@@ -30,7 +32,7 @@ export interface EventCatalog {
 }
 
 /** Why one event was refused: a snake_case code and the field at fault. */
-interface Fault {
+export interface Fault {
   code: string;
   path: string;
   reason: string;
@@ -55,7 +57,20 @@ function check(
     const path = issue?.path.length ? issue.path.join('.') : 'event';
     return { code: 'invalid_event', path, reason: issue?.message ?? 'is invalid' };
   }
-  const event = parsed.data;
+  return checkEnvelope(registry, parsed.data, scope, receivedAt, collectorId);
+}
+
+type LineText = typeof landingLineText;
+
+/** Every check after the envelope's shape: its scope, the registry, its content and its size. */
+function checkEnvelope(
+  registry: EventCatalog,
+  event: Envelope,
+  scope: IntakeScope,
+  receivedAt: string,
+  collectorId: string,
+  lineText: LineText = landingLineText,
+): LandingLine | Fault {
   if (event.tenant_id !== scope.tenantId) {
     return {
       code: 'tenant_mismatch',
@@ -87,7 +102,7 @@ function check(
   const contentFault = checkEventContent(event, scope.source);
   if (contentFault) return contentFault;
   // Only once the content is known to be shallow: JSON.stringify recurses on the call stack.
-  const text = landingLineText(receivedAt, scope.source, collectorId, event);
+  const text = lineText(receivedAt, scope.source, collectorId, event);
   if (exceedsEventBytes(text)) {
     return {
       code: 'event_too_large',
@@ -119,6 +134,22 @@ export function intake(
     else faults.push({ index, ...outcome });
   });
   return { lines, faults };
+}
+
+/**
+ * `intake`'s check of one envelope the collector built itself (segment-spec.ts), whose shape
+ * holds by construction (a test checks that claim): every check but the envelope schema's, and
+ * the line written by `builtLandingLineText`. Each would cost a sixth of the time such a batch
+ * takes.
+ */
+export function checkBuilt(
+  registry: EventCatalog,
+  event: Envelope,
+  scope: IntakeScope,
+  receivedAt: string,
+  collectorId: string,
+): LandingLine | Fault {
+  return checkEnvelope(registry, event, scope, receivedAt, collectorId, builtLandingLineText);
 }
 
 /** How a batch answer lists a refused event. */

@@ -30,27 +30,30 @@ export interface BatchOutcome {
   chunks: LandingChunk[];
 }
 
+/** A body read as text, parsed as JSON is everywhere in the API: prototype keys are refused. */
+export function parseBody(body: string): unknown {
+  if (body === '') throw BadRequestError.emptyJson();
+  try {
+    return secureJson.parse(body);
+  } catch (error) {
+    throw BadRequestError.invalidJson((error as Error).message);
+  }
+}
+
+/** A body of the wrong shape, every issue named by its path. */
+export function bodyFault(error: z.ZodError): ValidationError {
+  return new ValidationError(
+    error.issues.map((issue) => ({ path: issue.path.join('.') || 'body', message: issue.message })),
+  );
+}
+
 /**
  * Parses and checks a batch body (design §8): JSON (prototype keys refused, as everywhere in the
  * API), an `events` array of at most 1,000, then every event on its own.
  */
 export function checkBatch(request: BatchRequest, catalog: EventCatalog): BatchOutcome {
-  if (request.body === '') throw BadRequestError.emptyJson();
-  let parsed: unknown;
-  try {
-    parsed = secureJson.parse(request.body);
-  } catch (error) {
-    throw BadRequestError.invalidJson((error as Error).message);
-  }
-  const shape = batchBody.safeParse(parsed);
-  if (!shape.success) {
-    throw new ValidationError(
-      shape.error.issues.map((issue) => ({
-        path: issue.path.join('.') || 'body',
-        message: issue.message,
-      })),
-    );
-  }
+  const shape = batchBody.safeParse(parseBody(request.body));
+  if (!shape.success) throw bodyFault(shape.error);
   const { events } = shape.data;
   if (events.length > MAX_BATCH_EVENTS) {
     throw new PayloadTooLargeError(`a batch holds at most ${MAX_BATCH_EVENTS} events`);

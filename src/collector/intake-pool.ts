@@ -4,6 +4,7 @@ import { AppError } from '../errors.js';
 import { type BatchOutcome, type BatchRequest, checkBatch } from './batch-intake.js';
 import type { IntakeTask, RefusedBatch } from './intake-worker.js';
 import type { Registry } from './registry.js';
+import { checkSegmentBatch, type SegmentBatchRequest } from './segment-intake.js';
 
 /** Worker threads start on the first large batch and stop after this long without one. */
 const IDLE_MS = 30_000;
@@ -39,12 +40,28 @@ export class IntakePool {
     idleTimeout: IDLE_MS,
   });
 
+  /** A batch of our envelopes (`/v1/events/batch`, `/v1/server/events/batch`). */
   async check(request: BatchRequest, registry: Registry): Promise<BatchOutcome> {
     if (request.body.length <= INLINE_BATCH_CHARS) return checkBatch(request, registry);
-    const outcome = await this.pool.run({
-      request,
-      registry: registry.eventCatalogOf(request.scope.tenantId),
-    });
+    const catalog = registry.eventCatalogOf(request.scope.tenantId);
+    return this.run({ format: 'native', request, registry: catalog });
+  }
+
+  /** A batch of Segment's messages (`/v1/batch`). */
+  async checkSegment(request: SegmentBatchRequest, registry: Registry): Promise<BatchOutcome> {
+    if (request.body.length <= INLINE_BATCH_CHARS) {
+      return checkSegmentBatch(request, registry);
+    }
+    const catalog = registry.eventCatalogOf(request.scope.tenantId);
+    const { body } = request;
+    // A body that has its memory to itself moves to the worker rather than being copied.
+    const whole = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength;
+    const transferList = whole && body.buffer instanceof ArrayBuffer ? [body.buffer] : [];
+    return this.run({ format: 'segment', request, registry: catalog }, transferList);
+  }
+
+  private async run(task: IntakeTask, transferList: ArrayBuffer[] = []): Promise<BatchOutcome> {
+    const outcome = await this.pool.run(task, { transferList });
     if ('refused' in outcome) {
       const { status, code, message, details } = outcome.refused;
       throw new AppError(status, code, message, details);

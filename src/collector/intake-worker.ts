@@ -1,12 +1,15 @@
 import { AppError } from '../errors.js';
 import { type BatchOutcome, type BatchRequest, checkBatch } from './batch-intake.js';
 import { Registry, type RegistrySnapshot } from './registry.js';
+import { checkSegmentBatch, type SegmentBatchRequest } from './segment-intake.js';
 
-/** What a worker thread is given: the request and the registry entry of its tenant. */
-export interface IntakeTask {
-  request: BatchRequest;
-  registry: RegistrySnapshot;
-}
+/**
+ * What a worker thread is given: the request, in our envelope batch or in Segment's batch, and
+ * the registry entry of its tenant.
+ */
+export type IntakeTask =
+  | { format: 'native'; request: BatchRequest; registry: RegistrySnapshot }
+  | { format: 'segment'; request: SegmentBatchRequest; registry: RegistrySnapshot };
 
 /** An AppError crosses the thread boundary as data; its class would not survive the copy. */
 export interface RefusedBatch {
@@ -15,7 +18,10 @@ export interface RefusedBatch {
 
 export default function checkOnWorker(task: IntakeTask): BatchOutcome | RefusedBatch {
   try {
-    return checkBatch(task.request, new Registry(task.registry));
+    const registry = new Registry(task.registry);
+    return task.format === 'segment'
+      ? checkSegmentBatch(task.request, registry)
+      : checkBatch(task.request, registry);
   } catch (error) {
     if (!(error instanceof AppError)) throw error;
     const { status, code, message, details } = error;

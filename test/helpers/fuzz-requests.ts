@@ -392,6 +392,48 @@ const BAD_CURSORS = [
   '{"a":"","i":""}',
 ].map((json) => Buffer.from(json).toString('base64url'));
 
+/** A Segment-spec message of `type` (issue 19): names, ids and traits hostile or real. */
+function segmentMessage(fixture: FuzzFixture, type: string): fc.Arbitrary<JsonObject> {
+  return fc
+    .record({
+      type: fc.oneof({ weight: 6, arbitrary: fc.constant(type) }, hostileString),
+      messageId: optionalOf(fc.oneof(fc.uuid(), hostileString)),
+      event: optionalOf(
+        fc.oneof(fc.constantFrom(...fixture.eventTypes, 'Order Completed'), hostileString),
+      ),
+      userId: optionalOf(fc.oneof(fc.constant('u-1'), hostileString)),
+      anonymousId: optionalOf(fc.oneof(fc.constant('visitor-1'), hostileString)),
+      previousId: optionalOf(hostileString),
+      timestamp: optionalOf(fc.oneof(fc.constant('2026-03-01T10:00:00Z'), hostileString)),
+      sentAt: optionalOf(fc.oneof(fc.constant('2026-03-01T10:00:01Z'), hostileString)),
+      properties: optionalOf(hostileValue),
+      traits: optionalOf(
+        fc.oneof(fc.constant(jsonObject([['email', 'ana@example.com']])), hostileValue),
+      ),
+      context: optionalOf(hostileValue),
+    })
+    .map(present);
+}
+
+/** Write keys as Segment's libraries send them, a collector token as Basic username, and others. */
+const segmentAuthorization = (fixture: FuzzFixture) =>
+  fc
+    .constantFrom(fixture.tokens.collector, fixture.tokens.tenant, ...fixture.spareTokens)
+    .map((key) => ({ authorization: `Basic ${Buffer.from(`${key}:`).toString('base64')}` }));
+
+const anySegmentAuthorization = (fixture: FuzzFixture) =>
+  fc.oneof(
+    segmentAuthorization(fixture),
+    fc.constant({}),
+    hostileHeaderValue.map((value) => ({ authorization: `Basic ${value}` })),
+  );
+
+const segmentRoute = (type: string): RouteInput => ({
+  callers: [],
+  headers: { valid: segmentAuthorization, any: anySegmentAuthorization },
+  body: (fixture) => segmentMessage(fixture, type),
+});
+
 /** Every route of both apps, keyed as `listRoutes` names them. */
 export const ROUTE_INPUTS: Record<string, RouteInput> = {
   'GET /healthz': { callers: [] },
@@ -664,6 +706,32 @@ export const ROUTE_INPUTS: Record<string, RouteInput> = {
     callers: ['collector'],
     body: (fixture) => events(fixture, 'server'),
   },
+  'GET /v1/cds.js': { callers: [] },
+  'POST /v1/batch': {
+    callers: [],
+    headers: { valid: segmentAuthorization, any: anySegmentAuthorization },
+    body: (fixture) =>
+      fc
+        .record({
+          batch: fc.array(
+            fc.oneof(
+              ...['track', 'identify', 'page', 'screen', 'alias', 'group'].map((type) =>
+                segmentMessage(fixture, type),
+              ),
+            ),
+            { maxLength: 6 },
+          ),
+          sentAt: optionalOf(fc.constant('2026-03-01T10:00:01Z')),
+          writeKey: optionalOf(fc.constantFrom(fixture.tokens.collector, 'cpc_x')),
+        })
+        .map(present),
+  },
+  'POST /v1/track': segmentRoute('track'),
+  'POST /v1/identify': segmentRoute('identify'),
+  'POST /v1/page': segmentRoute('page'),
+  'POST /v1/screen': segmentRoute('screen'),
+  'POST /v1/alias': segmentRoute('alias'),
+  'POST /v1/group': segmentRoute('group'),
 };
 
 function authorization(fixture: FuzzFixture, callers: readonly Caller[]) {

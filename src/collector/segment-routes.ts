@@ -1,0 +1,195 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { ZodTypeProvider } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { ForbiddenError, UnauthorizedError } from '../errors.js';
+import type { RateLimiter } from '../rate-limit.js';
+import { encodeLines } from './landing-writer.js';
+import type { CollectorRuntime } from './runtime.js';
+import {
+  checkSegmentBatchBody,
+  checkSegmentMessage,
+  parseBytes,
+  type SegmentRequest,
+  type WorkspaceScope,
+  writeKeyIn,
+} from './segment-intake.js';
+import { SEGMENT_TYPES } from './segment-spec.js';
+
+/** The collector's limiters these endpoints share with `/v1/server/events`. */
+export interface SegmentLimiters {
+  /** Requests per second of each collector token. */
+  perToken: RateLimiter;
+  /** Requests per second one address may have refused. */
+  refusedPerAddress: RateLimiter;
+}
+
+const NO_BODY = new Uint8Array(0);
+const success = z.object({ success: z.literal(true) });
+const batchAnswer = success.extend({
+  accepted: z.number(),
+  rejected: z.array(z.object({ index: z.number(), code: z.string(), message: z.string() })),
+});
+
+const HOW_TO_SEND =
+  'send a collector token of one workspace (cpc_…) as the Basic auth username with an empty password, or as writeKey in the body';
+
+/**
+ * The write key of an Authorization header: Basic auth's username, as Segment's and
+ * RudderStack's libraries send it (the password is ignored, as Segment does), or a bearer token,
+ * as our own server endpoints take it.
+ */
+function writeKeyOfHeader(authorization: string): string {
+  const basic = /^Basic\s+(\S+)$/i.exec(authorization)?.[1];
+  if (basic !== undefined) {
+    const decoded = Buffer.from(basic, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    return colon === -1 ? decoded : decoded.slice(0, colon);
+  }
+  const bearer = /^Bearer\s+(\S+)$/i.exec(authorization)?.[1];
+  if (bearer !== undefined) return bearer;
+  throw new UnauthorizedError(
+    `the Authorization header is neither Basic nor Bearer: ${HOW_TO_SEND}`,
+  );
+}
+
+/** The token a write key is, if it is a collector token of one workspace. */
+function principalOf(
+  runtime: CollectorRuntime,
+  writeKey: string | undefined,
+): { scope: WorkspaceScope; tokenId: string } {
+  if (writeKey === undefined || writeKey === '') {
+    throw new UnauthorizedError(`missing write key: ${HOW_TO_SEND}`);
+  }
+  const principal = runtime.registry.authenticateCollector(writeKey);
+  if (!principal) {
+    if (/^cp[tw]_/.test(writeKey)) {
+      throw new ForbiddenError('a write key is a collector token (cpc_…), not an API token');
+    }
+    throw new UnauthorizedError('unknown or revoked write key');
+  }
+  const { tenantId, workspaceId, tokenId } = principal;
+  if (workspaceId === null) {
+    throw new ForbiddenError(
+      'this collector token is tenant-wide; a write key must be a collector token minted for one workspace (POST /v1/tenants/{tenant}/tokens with kind "collector" and a workspace_id)',
+    );
+  }
+  return { scope: { source: 'server', tenantId, workspaceId }, tokenId };
+}
+
+/**
+ * Segment's tracking API (docs/decisions.md "Segment-spec tracking API"): `POST /v1/batch` and
+ * one endpoint per message type, so Segment's and RudderStack's server libraries send to cds
+ * unchanged. Each message becomes an envelope of the write key's workspace, checked and landed
+ * as a server event; a request is answered once its accepted lines are on disk.
+ */
+export async function segmentRoutes(
+  app: FastifyInstance,
+  runtime: CollectorRuntime,
+  limiters: SegmentLimiters,
+): Promise<void> {
+  const { perToken, refusedPerAddress } = limiters;
+  const scopes = new WeakMap<FastifyRequest, WorkspaceScope>();
+
+  /** Counts the request against its token, or against its address when it is refused. */
+  const admit = (request: FastifyRequest, writeKey: () => string | undefined): WorkspaceScope => {
+    let admitted: ReturnType<typeof principalOf>;
+    try {
+      admitted = principalOf(runtime, writeKey());
+    } catch (error) {
+      refusedPerAddress.take(request.ip);
+      throw error;
+    }
+    perToken.take(admitted.tokenId);
+    return admitted.scope;
+  };
+
+  /**
+   * A key in the Authorization header is checked before the body is read, so a refused request
+   * costs no parsing; a request without one must be parsed to find `writeKey`, unless its address
+   * has used up its refusals.
+   */
+  const admitByHeader = async (request: FastifyRequest) => {
+    const authorization = request.headers.authorization;
+    if (authorization === undefined || authorization === '') {
+      refusedPerAddress.check(request.ip);
+      return;
+    }
+    scopes.set(
+      request,
+      admit(request, () => writeKeyOfHeader(authorization)),
+    );
+  };
+
+  /** The request's scope, admitting it by the body's `writeKey` where no header named a key. */
+  const admitted = (
+    request: FastifyRequest,
+    bytes: Uint8Array,
+  ): { scope: WorkspaceScope; body?: unknown } => {
+    const scope = scopes.get(request);
+    if (scope) return { scope };
+    let body: unknown;
+    try {
+      body = parseBytes(bytes);
+    } catch (error) {
+      refusedPerAddress.take(request.ip);
+      throw error;
+    }
+    return { scope: admit(request, () => writeKeyIn(body)), body };
+  };
+
+  const requestIn = (scope: WorkspaceScope): SegmentRequest => ({
+    scope,
+    receivedAt: runtime.clock.now().toISOString(),
+    collectorId: runtime.writer.collectorId,
+  });
+
+  await app.register(async (segment) => {
+    // Segment's API reads every body as JSON, whatever its content-type says (RudderStack's
+    // library sends its gzipped batches with none); bodies stay bytes until parsed below, on a
+    // worker thread when a batch is large.
+    segment.removeAllContentTypeParsers();
+    segment.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) =>
+      done(null, body),
+    );
+    const routes = segment.withTypeProvider<ZodTypeProvider>();
+    const bytesBody = z.custom<Buffer>((body) => Buffer.isBuffer(body)).nullish();
+
+    routes.post(
+      '/v1/batch',
+      { onRequest: admitByHeader, schema: { body: bytesBody, response: { 200: batchAnswer } } },
+      async (request) => {
+        const bytes = request.body ?? NO_BODY;
+        const { scope, body } = admitted(request, bytes);
+        const outcome =
+          body === undefined
+            ? await runtime.intakePool.checkSegment(
+                { ...requestIn(scope), body: bytes },
+                runtime.registry,
+              )
+            : checkSegmentBatchBody(body, requestIn(scope), runtime.registry);
+        await runtime.writer.append(outcome.chunks);
+        return { success: true as const, accepted: outcome.accepted, rejected: outcome.rejected };
+      },
+    );
+
+    for (const type of SEGMENT_TYPES) {
+      routes.post(
+        `/v1/${type}`,
+        { onRequest: admitByHeader, schema: { body: bytesBody, response: { 200: success } } },
+        async (request) => {
+          const bytes = request.body ?? NO_BODY;
+          const admission = admitted(request, bytes);
+          const body = 'body' in admission ? admission.body : parseBytes(bytes);
+          const lines = checkSegmentMessage(
+            body,
+            type,
+            requestIn(admission.scope),
+            runtime.registry,
+          );
+          await runtime.writer.append(encodeLines(lines));
+          return { success: true as const };
+        },
+      );
+    }
+  });
+}
