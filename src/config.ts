@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
-import { ValidationError } from './errors.js';
+import { ConfigError } from './errors.js';
 
 const commaList = z.preprocess(
   (value) =>
@@ -15,7 +15,18 @@ const commaList = z.preprocess(
 );
 
 const jsonObject = z.preprocess(
-  (value) => (typeof value === 'string' ? JSON.parse(value) : value),
+  (value, context) => {
+    if (typeof value !== 'string') return value;
+    try {
+      return JSON.parse(value);
+    } catch (error) {
+      context.addIssue({
+        code: 'custom',
+        message: `is not valid JSON (${(error as Error).message})`,
+      });
+      return z.NEVER;
+    }
+  },
   z.record(z.string(), z.array(z.string())),
 );
 
@@ -81,19 +92,32 @@ function fromEnv(env: NodeJS.ProcessEnv): ConfigInput {
   return found;
 }
 
-function fromFile(dataDir: string): ConfigInput {
-  const path = join(dataDir, 'cds.config.json');
+/** The settings of `cds.config.json`; a key that is no setting is refused, not ignored. */
+function fromFile(path: string): ConfigInput {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
   } catch {
     return {};
   }
+  let parsed: unknown;
   try {
-    return JSON.parse(text) as ConfigInput;
+    parsed = JSON.parse(text);
   } catch (error) {
-    throw ValidationError.field(path, `not valid JSON: ${(error as Error).message}`);
+    throw new ConfigError(path, `is not valid JSON (${(error as Error).message})`);
   }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new ConfigError(path, 'must be a JSON object of settings');
+  }
+  for (const key of Object.keys(parsed)) {
+    if (!(keys as string[]).includes(key)) {
+      throw new ConfigError(
+        `${path}: ${JSON.stringify(key)}`,
+        'is not a setting (docs: README, Configuration)',
+      );
+    }
+  }
+  return parsed as ConfigInput;
 }
 
 function definedOnly(input: ConfigInput): ConfigInput {
@@ -102,17 +126,23 @@ function definedOnly(input: ConfigInput): ConfigInput {
 
 /** Flags win over `CDS_*` environment variables, which win over `cds.config.json` in the data dir. */
 export function loadConfig(flags: ConfigInput = {}, env: NodeJS.ProcessEnv = process.env): Config {
-  const early = { ...definedOnly(fromEnv(env)), ...definedOnly(flags) };
+  const fromFlags = definedOnly(flags);
+  const fromVariables = definedOnly(fromEnv(env));
+  const early = { ...fromVariables, ...fromFlags };
   const dataDir = resolve(String(early.data_dir ?? configSchema.shape.data_dir.parse(undefined)));
-  const merged = { ...fromFile(dataDir), ...early, data_dir: dataDir };
+  const filePath = join(dataDir, 'cds.config.json');
+  const merged = { ...fromFile(filePath), ...early, data_dir: dataDir };
   const parsed = configSchema.safeParse(merged);
   if (!parsed.success) {
-    throw new ValidationError(
-      parsed.error.issues.map((issue) => ({
-        path: `config.${issue.path.join('.')}`,
-        message: issue.message,
-      })),
-    );
+    const [issue] = parsed.error.issues;
+    const key = String(issue?.path[0] ?? '');
+    const source = Object.hasOwn(fromFlags, key)
+      ? `--${key.replaceAll('_', '-')} (or CDS_${key.toUpperCase()})`
+      : Object.hasOwn(fromVariables, key)
+        ? `CDS_${key.toUpperCase()}`
+        : `${filePath}: ${key}`;
+    const within = issue && issue.path.length > 1 ? ` at ${issue.path.slice(1).join('.')}` : '';
+    throw new ConfigError(source, `${issue?.message ?? 'is invalid'}${within}`);
   }
   return parsed.data;
 }

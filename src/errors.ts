@@ -143,6 +143,27 @@ export class ValidationError extends AppError {
   }
 }
 
+/**
+ * A setting cds cannot run with, named as it was given (`--port`, `CDS_CORS_ORIGINS`,
+ * `cds.config.json: key`): the CLI says it in one line and exits 2, as for bad usage.
+ */
+export class ConfigError extends ValidationError {
+  constructor(source: string, message: string) {
+    super([{ path: source, message }]);
+  }
+}
+
+/** The database was migrated by a newer cds: this one would misread what it does not know. */
+export class DatabaseTooNewError extends AppError {
+  constructor(path: string, databaseVersion: number, knownVersion: number) {
+    super(
+      503,
+      'database_too_new',
+      `${path} was migrated by a newer cds (schema version ${databaseVersion}; this cds knows up to ${knownVersion}): run that cds or a newer one, or restore a backup made before the upgrade`,
+    );
+  }
+}
+
 export class RateLimitedError extends AppError {
   constructor(readonly retryAfterSeconds: number) {
     super(429, 'rate_limited', `too many requests; retry after ${retryAfterSeconds} s`);

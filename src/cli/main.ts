@@ -1,5 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
-import { AppError } from '../errors.js';
+import { AppError, ConfigError } from '../errors.js';
 import { PRIVATE_UMASK } from '../store/file-modes.js';
 import { collectCommand } from './commands/collect.js';
 import { demoCommand } from './commands/demo.js';
@@ -17,8 +18,17 @@ import { tokensCommand } from './commands/tokens.js';
 import { webhooksCommand } from './commands/webhooks.js';
 import { escapeControls, printErrorLine } from './output.js';
 
+/** This build's version: `package.json` is two levels up from `src/cli/` and `dist/cli/` alike. */
+function packageVersion(): string {
+  const manifest = JSON.parse(
+    readFileSync(new URL('../../package.json', import.meta.url), 'utf8'),
+  ) as { version: string };
+  return manifest.version;
+}
+
 export function createCLI(): Command {
   return new Command('cds')
+    .version(packageVersion(), '-V, --version', 'print the version of cds')
     .description('cds: customer events to profiles, metrics and segments, over one DuckDB file')
     .addOption(
       new Option('-d, --data-dir <dir>', 'data directory (default ./cds-data)').env('CDS_DATA_DIR'),
@@ -91,6 +101,11 @@ export async function runCLI(argv: string[]): Promise<void> {
   } catch (error) {
     if (error instanceof CommanderError) {
       process.exitCode = error.exitCode === 0 ? 0 : 2;
+      return;
+    }
+    if (error instanceof ConfigError) {
+      printErrorLine(`cds: ${error.message}`);
+      process.exitCode = 2;
       return;
     }
     if (error instanceof AppError) {

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { chmod, rename, rm, stat } from 'node:fs/promises';
 import { type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
-import { StoreLockedError, StoreUnavailableError } from '../errors.js';
+import { DatabaseTooNewError, StoreLockedError, StoreUnavailableError } from '../errors.js';
 import { traced } from '../trace.js';
 import { PRIVATE_FILE_MODE } from './file-modes.js';
 import { Session } from './session.js';
@@ -586,7 +586,14 @@ export class Store {
       session.allText<{ version: number }>('SELECT version FROM schema_migrations'),
     );
     const done = new Set(applied.map((row) => row.version));
-    for (const migration of migrations()) {
+    const known = migrations();
+    const newestKnown = Math.max(0, ...known.map((migration) => migration.version));
+    const newestApplied = Math.max(0, ...done);
+    // Before any migration runs: a newer cds's tables are not this one's to change.
+    if (newestApplied > newestKnown) {
+      throw new DatabaseTooNewError(this.path, newestApplied, newestKnown);
+    }
+    for (const migration of known) {
       if (!done.has(migration.version)) await this.applyMigration(migration);
     }
   }
