@@ -14,6 +14,7 @@ import { identityConfigRoutes } from './routes/identity-config.js';
 import { metricDefinitionRoutes } from './routes/metric-definitions.js';
 import { operatorRoutes } from './routes/operator.js';
 import { profileRoutes } from './routes/profiles.js';
+import { rejectionRoutes } from './routes/rejections.js';
 import { segmentRoutes } from './routes/segments.js';
 import { tokenRoutes } from './routes/tokens.js';
 import { whoamiRoutes } from './routes/whoami.js';
@@ -55,6 +56,7 @@ export function buildApp(context: Context, options: AppOptions = {}): FastifyIns
   segmentRoutes(app, context);
   profileRoutes(app, context);
   erasureRoutes(app, context);
+  rejectionRoutes(app, context);
 
   const collector = options.collector;
   if (collector) app.register((scope) => collectorRoutes(scope, collector));

@@ -390,6 +390,8 @@ const BAD_CURSORS = [
   '{"at":"9999-99-99T99:99:99Z","kind":"merge","ref":"x"}',
   '{"a":"2026-13-45","i":"x"}',
   '{"a":"","i":""}',
+  '{"a":"not a time","f":"x","i":"y","r":"z"}',
+  '{"a":"2026-03-01T00:00:00Z","f":1,"i":"y","r":"z"}',
 ].map((json) => Buffer.from(json).toString('base64url'));
 
 /** A Segment-spec message of `type` (issue 19): names, ids and traits hostile or real. */
@@ -608,6 +610,7 @@ export const ROUTE_INPUTS: Record<string, RouteInput> = {
   },
   'DELETE /v1/tenants/:tenant/event-types/:event_name': { callers: TENANT_CALLERS },
   'GET /v1/tenants/:tenant/erasures': { callers: TENANT_CALLERS, query: pagingQuery },
+  'GET /v1/tenants/:tenant/rejections': { callers: MEMBER_CALLERS, query: pagingQuery },
   'PUT /v1/tenants/:tenant/metric-definitions': {
     callers: TENANT_CALLERS,
     body: (fixture) =>

@@ -7,7 +7,9 @@ import type { IngestStatus } from '../../ingest/status.js';
 import { configuredSender } from '../../webhooks/sender.js';
 import { type GlobalOptions, withAdminClient } from '../admin-client.js';
 import { openContext } from '../open-context.js';
+import { tenantOption, tenantPath, workspaceOption } from '../options.js';
 import { output, printErrorLine, printTable } from '../output.js';
+import { allPages } from '../paged.js';
 import { closeOnSignals } from '../serve.js';
 
 interface Totals {
@@ -41,6 +43,37 @@ async function printStatus(globals: GlobalOptions): Promise<void> {
     client<{ ingest: Partial<IngestStatus> }>({ method: 'GET', path: '/readyz' }),
   );
   output(globals.json, ready.ingest, (status) => printTable([{ ...status }], Object.keys(status)));
+}
+
+/** `cds ingest rejections`: the lines of a workspace ingest refused, and why, every page of them. */
+function rejectionsCommand(): Command {
+  return new Command('rejections')
+    .description('list the events ingest refused in a workspace, newest first, with the reason')
+    .addOption(tenantOption())
+    .addOption(workspaceOption())
+    .action(async (options: { tenant: string; workspace: string }, command: Command) => {
+      const globals = command.optsWithGlobals<GlobalOptions>();
+      const rejections = await withAdminClient(globals, (client) =>
+        allPages<'rejections', Record<string, unknown>>(
+          client,
+          {
+            method: 'GET',
+            path: tenantPath(options.tenant, 'rejections'),
+            query: { workspace_id: options.workspace },
+          },
+          'rejections',
+        ),
+      );
+      output(globals.json, { rejections }, (value) =>
+        printTable(value.rejections, [
+          'event_id',
+          'event_name',
+          'reason',
+          'received_at',
+          'rejected_at',
+        ]),
+      );
+    });
 }
 
 /** `cds ingest quarantine list|retry`: the lines ingest set aside because they fail every batch. */
@@ -157,5 +190,6 @@ export function ingestCommand(): Command {
         process.stdout.write(`Ingested ${describe(totals, startedAt)}\n`),
       );
     })
-    .addCommand(quarantineCommand());
+    .addCommand(quarantineCommand())
+    .addCommand(rejectionsCommand());
 }
