@@ -7,6 +7,7 @@ import type { IngestFailure } from '../ingest/loop.js';
 import { loneSurrogatePath } from '../well-formed.js';
 import { registerAuth } from './auth.js';
 import { createBaseApp } from './base-app.js';
+import { serveApiDocument } from './openapi.js';
 import { erasureRoutes } from './routes/erasures.js';
 import { eventTypeRoutes } from './routes/event-types.js';
 import { healthRoutes } from './routes/health.js';
@@ -60,6 +61,7 @@ export function buildApp(context: Context, options: AppOptions = {}): FastifyIns
 
   const collector = options.collector;
   if (collector) app.register((scope) => collectorRoutes(scope, collector));
+  serveApiDocument(app);
   // A changed event type, workspace or token is in this process's collector and in
   // registry.json before the change is acknowledged, so the caller's next event is judged by it,
   // here and in every `cds collect` process (which re-reads the file within a second). Admin

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { type AppError, ShuttingDownError, ValidationError } from '../errors.js';
 import { handleError, handleNotFound } from './error-handler.js';
 import { answerServerEdges, checkRequestLine, httpEdgeOptions } from './http-edges.js';
+import { recordRoutes } from './openapi.js';
 
 /** The largest body any route takes: a collector batch (design §8). */
 export const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -42,6 +43,7 @@ export function createBaseApp(
     // before routing; it goes through the one error handler like every other failure.
     frameworkErrors: handleError,
   });
+  recordRoutes(app);
   answerServerEdges(app);
   let closing = false;
   app.addHook('preClose', async () => {

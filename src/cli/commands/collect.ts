@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { createBaseApp, listenOn } from '../../api/base-app.js';
+import { serveApiDocument } from '../../api/openapi.js';
 import { collectorRoutes } from '../../collector/routes.js';
 import { openFileCollector } from '../../collector/runtime.js';
 import { loadConfig } from '../../config.js';
@@ -35,6 +36,7 @@ export function collectCommand(): Command {
       const collector = await openFileCollector(dataDir, config);
       const app = createBaseApp(true);
       await app.register((scope) => collectorRoutes(scope, collector));
+      serveApiDocument(app);
       const url = await cleaningUpOnFailure(listenOn(app, config.port, config.host), () =>
         collector.close(),
       );
