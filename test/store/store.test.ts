@@ -383,15 +383,18 @@ describe('configuration', () => {
     expect(config.cors_origins).toEqual({ acme: ['https://shop.acme.test'] });
   });
 
-  it('names the faulty key', () => {
+  it('names the faulty setting as it was given', () => {
     expect(() => loadConfig({ data_dir: tempDir() }, { CDS_PORT: 'eighty' })).toThrow(
-      /config\.port/,
+      /^CDS_PORT: /,
     );
     expect(() => loadConfig({ data_dir: tempDir() }, { CDS_WEBHOOK_SECRET: 'secret' })).toThrow(
-      /config\.webhook_secret/,
+      /^CDS_WEBHOOK_SECRET: /,
     );
     expect(() => loadConfig({ data_dir: tempDir() }, { CDS_MEMORY_LIMIT: 'lots' })).toThrow(
-      /config\.memory_limit: must be a size such as 384MB or 2GB/,
+      /^CDS_MEMORY_LIMIT: must be a size such as 384MB or 2GB$/,
+    );
+    expect(() => loadConfig({ data_dir: tempDir(), port: 70000 }, {})).toThrow(
+      /^--port \(or CDS_PORT\): /,
     );
   });
 });
