@@ -1,8 +1,15 @@
-import Fastify, { type FastifyInstance, type FastifyRequest } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyRequest,
+  LogController,
+} from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { type AppError, ShuttingDownError, ValidationError } from '../errors.js';
+import { componentLog } from '../telemetry/log.js';
+import { httpRequestDuration } from '../telemetry/metrics.js';
 import { handleError, handleNotFound } from './error-handler.js';
 import { answerServerEdges, checkRequestLine, httpEdgeOptions } from './http-edges.js';
 import { recordRoutes } from './openapi.js';
@@ -35,7 +42,12 @@ export function createBaseApp(
   // Fastify answers requests that arrive while it closes with a 503 of its own body; ours says
   // the same in the one error body (design §6).
   const app = Fastify({
-    logger: logRequests && { level: 'info', serializers: { req: requestLine } },
+    // The process's one log; a request is logged when it was asked for, its errors always.
+    loggerInstance: componentLog('http').child(
+      {},
+      { serializers: { req: requestLine } },
+    ) as FastifyBaseLogger,
+    logController: new LogController({ disableRequestLogging: !logRequests }),
     bodyLimit: BODY_LIMIT_BYTES,
     return503OnClosing: false,
     ...httpEdgeOptions,
@@ -44,6 +56,17 @@ export function createBaseApp(
     frameworkErrors: handleError,
   });
   recordRoutes(app);
+  app.addHook('onResponse', async (request, reply) => {
+    httpRequestDuration.observe(
+      {
+        method: request.method,
+        // The route's template (`/v1/tenants/:tenant/…`), never the path a client sent.
+        route: request.routeOptions.url ?? 'unmatched',
+        status: String(reply.statusCode),
+      },
+      reply.elapsedTime / 1000,
+    );
+  });
   answerServerEdges(app);
   let closing = false;
   app.addHook('preClose', async () => {

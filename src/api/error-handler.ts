@@ -49,6 +49,13 @@ function fromFastify(error: FastifyError): AppError | null {
   }
 }
 
+/** The error code each refused reply carried, for the metrics counting refusals by reason. */
+const answeredCodes = new WeakMap<FastifyReply, string>();
+
+export function errorCodeOf(reply: FastifyReply): string | undefined {
+  return answeredCodes.get(reply);
+}
+
 /** The one place where an error becomes an HTTP answer (design §6). */
 export function handleError(
   error: FastifyError,
@@ -57,15 +64,21 @@ export function handleError(
 ): FastifyReply {
   const known = error instanceof AppError ? error : fromFastify(error);
   if (known) {
-    if (known.status >= 500) request.log.error({ err: error }, 'request failed');
+    // A 503 is a state the service is in (shutting down, database unavailable), logged once
+    // where it starts; each request it refuses is a line without a stack.
+    if (known.status >= 500)
+      request.log.warn({ code: known.code, status: known.status }, known.message);
     if (known instanceof RateLimitedError) reply.header('retry-after', known.retryAfterSeconds);
+    answeredCodes.set(reply, known.code);
     return reply.code(known.status).send(errorBody(known));
   }
   request.log.error({ err: error }, 'unexpected error');
+  answeredCodes.set(reply, 'internal');
   return reply.code(500).send({ error: { code: 'internal', message: 'internal error' } });
 }
 
 export function handleNotFound(request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const error = new NotFoundError(`no route ${request.method} ${request.url.split('?')[0]}`);
+  answeredCodes.set(reply, error.code);
   return reply.code(404).send(errorBody(error));
 }

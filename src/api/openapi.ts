@@ -87,6 +87,7 @@ function securityOf(route: DocumentedRoute): Record<string, string[]>[] | undefi
     case 'any-token':
       return schemes('tenantToken', 'workspaceToken', 'collectorToken', 'operatorToken');
   }
+  if (route.url === '/metrics') return schemes('operatorToken');
   if (route.url.startsWith('/v1/server/')) return schemes('collectorToken');
   if (/^\/v1\/(batch|track|identify|page|screen|alias|group)$/.test(route.url)) {
     return schemes('writeKey', 'collectorToken');

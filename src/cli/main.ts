@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { AppError, ConfigError } from '../errors.js';
 import { PRIVATE_UMASK } from '../store/file-modes.js';
+import { checkLogLevel, componentLog } from '../telemetry/log.js';
 import { collectCommand } from './commands/collect.js';
 import { demoCommand } from './commands/demo.js';
 import { eraseCommand } from './commands/erase.js';
@@ -90,13 +91,23 @@ function exitWhenOutputCloses(): void {
   });
 }
 
+/** Node's own warnings (deprecations, listeners) go to the one log too, not as plain lines. */
+function logProcessWarnings(): void {
+  process.removeAllListeners('warning');
+  process.on('warning', (warning: Error & { code?: string }) => {
+    componentLog('process').warn({ warning: warning.name, code: warning.code }, warning.message);
+  });
+}
+
 /** Exit codes: 0 done, 1 refused or failed (the message says why), 2 bad usage. */
 export async function runCLI(argv: string[]): Promise<void> {
   // Before any file is made: DuckDB creates its own (database, WAL, snapshots) with the umask.
   process.umask(PRIVATE_UMASK);
   exitWhenOutputCloses();
+  logProcessWarnings();
   const program = prepareCommands(createCLI());
   try {
+    checkLogLevel();
     await program.parseAsync(argv);
   } catch (error) {
     if (error instanceof CommanderError) {

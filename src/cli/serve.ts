@@ -5,9 +5,9 @@ import { type CollectorRuntime, openOwnedCollector } from '../collector/runtime.
 import type { Context } from '../context.js';
 import { IngestLoop } from '../ingest/loop.js';
 import { snapshotEvery } from '../store/snapshot.js';
+import { componentLog } from '../telemetry/log.js';
 import { configuredSender } from '../webhooks/sender.js';
 import { cleaningUpOnFailure } from './on-failure.js';
-import { printErrorLine } from './output.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -39,7 +39,6 @@ export async function startServer(context: Context, options: ServeOptions): Prom
         maxBatchEvents: context.config.max_batch_events,
         intervalMs: context.config.ingest_interval_ms,
         onBatch: () => sender?.tick(),
-        report: printErrorLine,
       })
     : null;
   const app = buildApp(context, {
@@ -87,12 +86,20 @@ export async function startServer(context: Context, options: ServeOptions): Prom
 /** Keeps the process up until SIGINT or SIGTERM, then closes cleanly. */
 export function closeOnSignals(server: Pick<RunningServer, 'close'>): Promise<void> {
   return new Promise((resolve) => {
-    const stop = (): void => {
-      server.close().then(resolve, (error: unknown) => {
-        printErrorLine(`error while closing: ${(error as Error).message}`);
-        process.exitCode = 1;
-        resolve();
-      });
+    const stop = (signal: NodeJS.Signals): void => {
+      const log = componentLog('process');
+      log.info({ signal }, 'shutting down: finishing the requests, batch and deliveries under way');
+      server.close().then(
+        () => {
+          log.info('stopped');
+          resolve();
+        },
+        (error: unknown) => {
+          log.error({ err: error }, 'error while closing');
+          process.exitCode = 1;
+          resolve();
+        },
+      );
     };
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);

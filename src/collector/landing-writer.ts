@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import { LandingWriteError } from '../errors.js';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../store/file-modes.js';
 import { syncDirectory } from '../sync-directory.js';
+import { componentLog } from '../telemetry/log.js';
 
 export const OPEN_SUFFIX = '.ndjson.open';
 export const SEALED_SUFFIX = '.ndjson';
@@ -269,8 +270,9 @@ export class LandingWriter {
         await file.handle.close();
         await this.seal(file);
       } catch (error) {
-        process.stderr.write(
-          `could not seal ${file.openPath}: ${(error as Error).message}; its events wait in it until a collector starts again\n`,
+        componentLog('collector').error(
+          { path: file.openPath, err: error },
+          'could not seal a landing file; its events wait in it until a collector starts again',
         );
       }
     }

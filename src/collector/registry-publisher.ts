@@ -1,6 +1,7 @@
 import { readdir, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { Context } from '../context.js';
+import { componentLog } from '../telemetry/log.js';
 import {
   type RegistrySnapshot,
   readRegistryFile,
@@ -51,8 +52,9 @@ export class RegistryPublisher {
     );
     // A file that cannot be written is reported, not thrown: the write it follows is committed.
     await writeRegistryFile(dataDir.registryPath, snapshot).catch((error: unknown) => {
-      process.stderr.write(
-        `${dataDir.registryPath} could not be written (${(error as Error).message}); collectors run by cds collect keep the one before until the next change is written\n`,
+      componentLog('registry').error(
+        { path: dataDir.registryPath, err: error },
+        'registry.json could not be written; collectors run by cds collect keep the one before until the next change is written',
       );
     });
     return snapshot;

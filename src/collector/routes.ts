@@ -3,6 +3,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { BODY_LIMIT_BYTES } from '../api/base-app.js';
+import { errorCodeOf } from '../api/error-handler.js';
 import {
   BadRequestError,
   ForbiddenError,
@@ -12,6 +13,7 @@ import {
   ValidationError,
 } from '../errors.js';
 import { RateLimiter } from '../rate-limit.js';
+import { collectorRequestsRefused, countIntake } from '../telemetry/metrics.js';
 import { faultError, type IntakeScope, intake } from './accept.js';
 import { inflatedBody } from './compressed-body.js';
 import type { EventSource } from './envelope.js';
@@ -173,6 +175,10 @@ export async function collectorRoutes(
   const perToken = new RateLimiter(runtime.rateLimitPerSecond, runtime.clock);
   const refusedPerAddress = new RateLimiter(runtime.refusedRateLimitPerSecond, runtime.clock);
   const scopes = new WeakMap<FastifyRequest, IntakeScope>();
+  app.addHook('onResponse', async (_request, reply) => {
+    if (reply.statusCode < 400) return;
+    collectorRequestsRefused.inc({ reason: errorCodeOf(reply) ?? String(reply.statusCode) });
+  });
 
   // Every collector endpoint takes gzip and deflate bodies; limits hold for the inflated bytes.
   app.addHook('preParsing', async (request, _reply, payload) =>
@@ -210,6 +216,7 @@ export async function collectorRoutes(
       runtime.writer.collectorId,
     );
     const [fault] = faults;
+    countIntake(lines.length, faults);
     if (fault) throw faultError(fault, scope.source);
     await runtime.writer.append(encodeLines(lines));
     return { accepted: lines.length };
@@ -224,6 +231,7 @@ export async function collectorRoutes(
     };
     const outcome = await runtime.intakePool.check(request, runtime.registry);
     await runtime.writer.append(outcome.chunks);
+    countIntake(outcome.accepted, outcome.rejected);
     return { accepted: outcome.accepted, rejected: outcome.rejected };
   };
 

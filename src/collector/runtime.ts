@@ -3,6 +3,7 @@ import { type Clock, systemClock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Context } from '../context.js';
 import type { DataDir } from '../store/data-dir.js';
+import { componentLog } from '../telemetry/log.js';
 import { IntakePool } from './intake-pool.js';
 import { LandingWriter, sealOrphans } from './landing-writer.js';
 import { Registry, type RegistrySnapshot, readRegistryFile } from './registry.js';
@@ -113,8 +114,8 @@ export async function openFileCollector(
   const report = (failure: string) => {
     if (failure === lastFailure) return;
     lastFailure = failure;
-    process.stderr.write(
-      `${failure}; events are still checked against the registry read before it\n`,
+    componentLog('registry').warn(
+      `${failure}; events are still checked against the registry read before it`,
     );
   };
   const reload = () => {

@@ -3,6 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { ForbiddenError, UnauthorizedError } from '../errors.js';
 import type { RateLimiter } from '../rate-limit.js';
+import { countIntake } from '../telemetry/metrics.js';
 import { encodeLines } from './landing-writer.js';
 import type { CollectorRuntime } from './runtime.js';
 import {
@@ -168,6 +169,7 @@ export async function segmentRoutes(
               )
             : checkSegmentBatchBody(body, requestIn(scope), runtime.registry);
         await runtime.writer.append(outcome.chunks);
+        countIntake(outcome.accepted, outcome.rejected);
         return { success: true as const, accepted: outcome.accepted, rejected: outcome.rejected };
       },
     );
@@ -187,6 +189,7 @@ export async function segmentRoutes(
             runtime.registry,
           );
           await runtime.writer.append(encodeLines(lines));
+          countIntake(lines.length, []);
           return { success: true as const };
         },
       );

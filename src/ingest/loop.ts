@@ -1,6 +1,14 @@
 import { watch } from 'chokidar';
 import type { Context } from '../context.js';
 import { withoutQuotedValues } from '../privacy/redact.js';
+import { componentLog } from '../telemetry/log.js';
+import {
+  ingestBatchDuration,
+  ingestBatches,
+  ingestEvents,
+  ingestLag,
+  quarantinedParts,
+} from '../telemetry/metrics.js';
 import { traced } from '../trace.js';
 import type { BatchResult } from './batch.js';
 import { ingestIsolating, isDataFault } from './isolate.js';
@@ -15,8 +23,6 @@ export interface IngestLoopConfig {
   intervalMs: number;
   /** Called after each committed batch (progress lines, counters). */
   onBatch?: (batch: BatchResult) => void;
-  /** Where the loop says that batches fail, and when they work again (stderr in the CLI). */
-  report?: (line: string) => void;
 }
 
 /** Consecutive failed batches, since the first: `/readyz` shows them until one commits. */
@@ -24,6 +30,33 @@ export interface IngestFailure {
   error: Error;
   since: string;
   attempts: number;
+}
+
+const log = () => componentLog('ingest');
+
+/** Metrics and one log record for the batches an ingest pass committed. */
+function recordBatches(batches: BatchResult[], seconds: number, oldestFileAt: number): void {
+  if (batches.length === 0) return;
+  ingestBatches.inc({ outcome: 'committed' }, batches.length);
+  ingestBatchDuration.observe(seconds);
+  ingestLag.set(Math.max(0, (Date.now() - oldestFileAt) / 1000));
+  const total = (pick: (batch: BatchResult) => number) =>
+    batches.reduce((sum, batch) => sum + pick(batch), 0);
+  const counts = {
+    files: total((batch) => batch.files),
+    lines: total((batch) => batch.lines),
+    stored: total((batch) => batch.stored),
+    duplicates: total((batch) => batch.duplicates),
+    rejected: total((batch) => batch.rejected),
+    unparsable: total((batch) => batch.unparsable),
+    new_profiles: total((batch) => batch.newProfiles),
+    merges: total((batch) => batch.merges),
+  };
+  ingestEvents.inc({ outcome: 'stored' }, counts.stored);
+  ingestEvents.inc({ outcome: 'duplicate' }, counts.duplicates);
+  ingestEvents.inc({ outcome: 'rejected' }, counts.rejected);
+  ingestEvents.inc({ outcome: 'unparsable' }, counts.unparsable);
+  log().info({ ...counts, duration_ms: Math.round(seconds * 1000) }, 'ingest batch committed');
 }
 
 /** After a failed batch the loop waits before trying again, doubling up to this. */
@@ -66,20 +99,30 @@ export class IngestLoop {
       await this.upkeep();
       const batch = this.nextBatch(await this.sealedFilesInBatchSizes());
       if (batch.length === 0) return results;
+      const startedAt = performance.now();
       const { batches, quarantined } = await traced('ingest batch', () =>
         ingestIsolating(
           this.context,
           batch.map((file) => file.path),
         ),
       );
+      const seconds = (performance.now() - startedAt) / 1000;
       for (const file of quarantined) {
-        this.config.report?.(
-          `ingest quarantined ${file.lines} line(s) of tenant ${file.tenant_id ?? '?'} that fail every batch (${file.reason}); the other lines were ingested. See cds ingest quarantine list (${file.quarantine_id})`,
+        quarantinedParts.inc();
+        log().warn(
+          {
+            tenant_id: file.tenant_id,
+            lines: file.lines,
+            reason: file.reason,
+            quarantine_id: file.quarantine_id,
+          },
+          `ingest quarantined ${file.lines} line(s) of tenant ${file.tenant_id ?? '?'} that fail every batch; the other lines were ingested (see cds ingest quarantine list)`,
         );
       }
       const bytes = batch.reduce((sum, file) => sum + file.bytes, 0);
       const lines = batches.reduce((sum, result) => sum + result.lines, 0);
       if (lines > 0) this.bytesPerLine = Math.max(1, Math.round(bytes / lines));
+      recordBatches(batches, seconds, Math.min(...batch.map((file) => file.modifiedAt)));
       for (const result of batches) {
         results.push(result);
         this.config.onBatch?.(result);
@@ -100,7 +143,7 @@ export class IngestLoop {
       if (!isDataFault(error)) throw error;
       const message = withoutQuotedValues((error as Error).message);
       if (this.upkeepError !== message) {
-        this.config.report?.(`ingest upkeep failed: ${message}; batches go on`);
+        log().error({ cause: message }, 'ingest upkeep failed; batches go on');
       }
       this.upkeepError = message;
     }
@@ -159,7 +202,10 @@ export class IngestLoop {
 
   private succeeded(): void {
     if (this.failure) {
-      this.config.report?.(`ingest works again after ${this.failure.attempts} failed attempts`);
+      log().info(
+        { failed_attempts: this.failure.attempts, since: this.failure.since },
+        'ingest works again',
+      );
     }
     this.failure = null;
     this.retryAt = 0;
@@ -173,9 +219,11 @@ export class IngestLoop {
   private failed(error: Error): void {
     const attempts = (this.failure?.attempts ?? 0) + 1;
     const delayMs = Math.min(this.config.intervalMs * 2 ** (attempts - 1), MAX_RETRY_DELAY_MS);
+    ingestBatches.inc({ outcome: 'failed' });
     if (this.failure?.error.message !== error.message) {
-      this.config.report?.(
-        `ingest failed: ${withoutQuotedValues(error.message)}. The landing files stay; trying again after pauses that grow to ${MAX_RETRY_DELAY_MS / 1000} s`,
+      log().error(
+        { cause: withoutQuotedValues(error.message), max_retry_seconds: MAX_RETRY_DELAY_MS / 1000 },
+        'ingest failed; the landing files stay, and the batch is tried again after growing pauses',
       );
     }
     this.failure = {

@@ -6,6 +6,8 @@ import { scrubErasedFromQuarantine } from '../ingest/quarantine.js';
 import type { Store } from '../store/database.js';
 import type { Session } from '../store/session.js';
 import { DATA_DIR_SNAPSHOT, rewriteExistingSnapshot } from '../store/snapshot.js';
+import { componentLog } from '../telemetry/log.js';
+import { erasurePurges } from '../telemetry/metrics.js';
 import { requireWorkspace } from '../tenancy/workspaces.js';
 
 /**
@@ -193,9 +195,7 @@ function startPurge(context: Context, state: Purges): void {
     await purgeWhatIsLeft(context, state, 'coalesced');
   })()
     .catch((error: unknown) => {
-      process.stderr.write(
-        `looking for erasures left to purge failed: ${(error as Error).message}\n`,
-      );
+      componentLog('erasure').error({ err: error }, 'looking for erasures left to purge failed');
     })
     .finally(() => {
       if (state.cycle === cycle) state.cycle = null;
@@ -225,6 +225,7 @@ export async function settlePurges(context: Context): Promise<void> {
  */
 async function purge(context: Context, state: Purges): Promise<void> {
   const dataDirSnapshot = join(context.dataDir.root, DATA_DIR_SNAPSHOT);
+  const startedAt = performance.now();
   try {
     await context.store.replaceWithCopy({
       inCopy: async (session) => {
@@ -233,12 +234,19 @@ async function purge(context: Context, state: Purges): Promise<void> {
       beforeSwap: (session) => rewriteExistingSnapshot(session, dataDirSnapshot),
     });
     state.failure = null;
+    erasurePurges.inc({ outcome: 'done' });
+    componentLog('erasure').info(
+      { duration_ms: Math.round(performance.now() - startedAt) },
+      'purge done: the database file was rewritten without the erased rows',
+    );
   } catch (error) {
+    erasurePurges.inc({ outcome: 'failed' });
     const attempts = (state.failure?.attempts ?? 0) + 1;
     const delayMs = Math.min(FIRST_RETRY_MS * 2 ** (attempts - 1), LONGEST_RETRY_MS);
     state.failure = { attempts, retryAt: context.clock.now().getTime() + delayMs };
-    process.stderr.write(
-      `rewriting the database file failed: ${(error as Error).message}; the erased rows stay in it until the rewrite is tried again in ${delayMs / 1000} s\n`,
+    componentLog('erasure').error(
+      { err: error, retry_in_seconds: delayMs / 1000 },
+      'rewriting the database file failed; the erased rows stay in it until the rewrite is tried again',
     );
   }
 }

@@ -2,6 +2,8 @@ import { ValidationError } from '../errors.js';
 import { metricShapes } from '../metrics/shapes.js';
 import type { Session } from '../store/session.js';
 import { sql } from '../store/sql-files.js';
+import { componentLog } from '../telemetry/log.js';
+import { segmentEvaluations } from '../telemetry/metrics.js';
 import { compileSegmentSet, fillSlots, MAX_SEGMENTS_PER_MASK } from './compile.js';
 import { type MetricShape, type Predicate, parsePredicate } from './predicate.js';
 
@@ -102,8 +104,14 @@ async function markBroken(
       error,
       now: options.now,
     });
-    process.stderr.write(
-      `segment ${segment.segment_id} of ${segment.tenant_id}/${segment.workspace_id} is skipped until its status is set again: ${error}\n`,
+    componentLog('segments').error(
+      {
+        tenant_id: segment.tenant_id,
+        workspace_id: segment.workspace_id,
+        segment_id: segment.segment_id,
+        cause: error,
+      },
+      'segment evaluation failed; the segment is skipped until its status is set again',
     );
   }
 }
@@ -123,6 +131,7 @@ async function evaluateWorkspace(
   const where = { tenant_id: first.tenant_id, workspace_id: first.workspace_id };
   const { evaluable, broken } = await checked(session, segments);
   await markBroken(session, broken, options);
+  if (broken.length > 0) segmentEvaluations.inc({ outcome: 'failed' }, broken.length);
   if (evaluable.length === 0) return;
   if (scope === 'workspace') {
     await session.run('segments_mark_evaluated', {
@@ -154,6 +163,10 @@ async function evaluateWorkspace(
   if (options.announce)
     await session.run('segments_queue_webhooks', { ...where, now: options.now });
   await session.run('segments_drop_evaluation_tables');
+  segmentEvaluations.inc(
+    { outcome: scope === 'touched' ? 'touched_profiles' : 'workspace' },
+    evaluable.length,
+  );
 }
 
 /** Re-evaluates live segments for the profiles a metric step touched (`metric_touched_profiles`). */

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { chmod, rename, rm, stat } from 'node:fs/promises';
 import { type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { DatabaseTooNewError, StoreLockedError, StoreUnavailableError } from '../errors.js';
+import { componentLog } from '../telemetry/log.js';
 import { traced } from '../trace.js';
 import { PRIVATE_FILE_MODE } from './file-modes.js';
 import { Session } from './session.js';
@@ -42,7 +43,10 @@ function openFailure(path: string, error: unknown): unknown {
   }
   const fault = storageFaultOf(error);
   if (!fault) return error;
-  process.stderr.write(`opening ${path} failed: ${fault.detail}\n`);
+  componentLog('store').error(
+    { path, cause: fault.cause, detail: fault.detail },
+    'opening the database failed',
+  );
   return StoreUnavailableError.atOpen(path, fault.cause);
 }
 
@@ -422,8 +426,9 @@ export class Store {
   private invalidated(fault: StorageFault): void {
     if (this.failure) return;
     this.failure = { ...fault, since: new Date().toISOString(), attempts: 0 };
-    process.stderr.write(
-      `the database is unavailable: ${fault.cause}. DuckDB said: ${fault.detail}\nReopening it once it can, trying after pauses that grow to ${REOPEN_MAX_DELAY_MS / 1000} s\n`,
+    componentLog('store').error(
+      { cause: fault.cause, detail: fault.detail, max_retry_seconds: REOPEN_MAX_DELAY_MS / 1000 },
+      `the database is unavailable: ${fault.cause}; reopening it once it can, trying after growing pauses`,
     );
     this.scheduleReopen();
   }
@@ -457,8 +462,9 @@ export class Store {
     } catch (error) {
       const fault = storageFaultOf(error);
       if (fault && fault.cause !== failure.cause) {
-        process.stderr.write(
-          `the database is still unavailable: ${fault.cause}. DuckDB said: ${fault.detail}\n`,
+        componentLog('store').error(
+          { cause: fault.cause, detail: fault.detail },
+          `the database is still unavailable: ${fault.cause}`,
         );
       }
       this.failure = { ...failure, ...(fault ?? {}), attempts: failure.attempts + 1 };
@@ -466,8 +472,9 @@ export class Store {
       return;
     }
     this.failure = null;
-    process.stderr.write(
-      `the database is open again, after ${failure.attempts + 1} attempts (unavailable since ${failure.since})\n`,
+    componentLog('store').info(
+      { attempts: failure.attempts + 1, since: failure.since },
+      'the database is open again',
     );
     for (const listener of this.reopenListeners) listener();
   }
@@ -482,7 +489,7 @@ export class Store {
     await traced('checkpoint', () => this.writer.run('CHECKPOINT')).catch((error: unknown) => {
       // An invalidated database is reported by `invalidated`, which starts reopening it.
       if (invalidatesDatabase(error)) this.failedWith(error);
-      else process.stderr.write(`checkpoint after a write failed: ${(error as Error).message}\n`);
+      else componentLog('store').error({ err: error }, 'checkpoint after a write failed');
     });
   }
 

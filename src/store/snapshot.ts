@@ -2,6 +2,7 @@ import { existsSync, statSync } from 'node:fs';
 import { chmod, rename, rm } from 'node:fs/promises';
 import { basename, dirname, resolve } from 'node:path';
 import { ValidationError } from '../errors.js';
+import { componentLog } from '../telemetry/log.js';
 import type { Store } from './database.js';
 import { PRIVATE_FILE_MODE } from './file-modes.js';
 import type { Session } from './session.js';
@@ -118,7 +119,7 @@ export function snapshotEvery(
   const timer = setInterval(() => {
     running ??= writeSnapshot(store, path, { replace: true })
       .catch((error: unknown) => {
-        process.stderr.write(`snapshot failed: ${(error as Error).message}\n`);
+        componentLog('snapshot').error({ path, err: error }, 'snapshot failed');
       })
       .finally(() => {
         running = null;

@@ -1,5 +1,7 @@
 import type { Context } from '../context.js';
 import { ValidationError } from '../errors.js';
+import { componentLog } from '../telemetry/log.js';
+import { webhookAttempts, webhookDeliveryLatency } from '../telemetry/metrics.js';
 import { signedHeaders } from './signing.js';
 
 const GIVE_UP_AFTER_MS = 24 * 60 * 60 * 1000;
@@ -75,7 +77,7 @@ export class WebhookSender {
       .then(
         () => undefined,
         (error: unknown) => {
-          process.stderr.write(`webhook sender: ${(error as Error).message}\n`);
+          componentLog('webhooks').error({ err: error }, 'webhook delivery round failed');
         },
       )
       .finally(() => {
@@ -163,11 +165,39 @@ export class WebhookSender {
         });
       }
     });
+    recordAttempts(due, errors, now);
   }
 
   /** base, 2·base, 4·base, … never more than an hour apart. */
   private pause(webhook: DueWebhook): number {
     return Math.min(this.options.retryBaseMs * 2 ** webhook.attempts, LONGEST_PAUSE_MS);
+  }
+}
+
+/** Metrics of the attempts just recorded, and a log record for each failed one with its cause. */
+function recordAttempts(due: DueWebhook[], errors: (string | null)[], now: Date): void {
+  for (const [index, webhook] of due.entries()) {
+    const error = errors[index];
+    if (error === null || error === undefined) {
+      webhookAttempts.inc({ outcome: 'delivered' });
+      const queuedAt = Date.parse(webhook.created_at);
+      if (Number.isFinite(queuedAt)) {
+        webhookDeliveryLatency.observe(Math.max(0, (now.getTime() - queuedAt) / 1000));
+      }
+      continue;
+    }
+    webhookAttempts.inc({ outcome: 'failed' });
+    componentLog('webhooks').warn(
+      {
+        webhook_id: webhook.webhook_id,
+        tenant_id: webhook.tenant_id,
+        workspace_id: webhook.workspace_id,
+        segment_id: webhook.segment_id,
+        attempt: webhook.attempts + 1,
+        cause: error,
+      },
+      'webhook delivery failed; it is tried again later',
+    );
   }
 }
 

@@ -8,6 +8,7 @@ import { openOwnedCollector } from '../../src/collector/runtime.js';
 import { Store } from '../../src/store/database.js';
 import { runCli, startCli } from '../helpers/cli.js';
 import { VisitSender } from '../helpers/demo-visits.js';
+import { logProblems } from '../helpers/log.js';
 import { mountSmallDisk } from '../helpers/small-disk.js';
 import { waitUntil } from '../helpers/wait.js';
 
@@ -122,8 +123,12 @@ describe('cds serve on a disk that fills up', () => {
           'the database to be invalidated',
           90_000,
         );
-        expect(server.errors()).toContain(
-          'the database is unavailable: the disk is full (ENOSPC). DuckDB said: ',
+        expect(logProblems(server.errors())).toContainEqual(
+          expect.objectContaining({
+            component: 'store',
+            msg: expect.stringContaining('the database is unavailable: the disk is full (ENOSPC)'),
+            detail: expect.any(String),
+          }),
         );
         // The collector goes on taking events until the landing files fill the disk.
         await until(

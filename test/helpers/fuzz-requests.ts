@@ -440,6 +440,7 @@ const segmentRoute = (type: string): RouteInput => ({
 export const ROUTE_INPUTS: Record<string, RouteInput> = {
   'GET /healthz': { callers: [] },
   'GET /readyz': { callers: [] },
+  'GET /metrics': { callers: ['operator'] },
   'GET /v1/whoami': { callers: CALLERS },
   'OPTIONS *': {
     callers: [],

@@ -2,11 +2,13 @@ import { existsSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { createBaseApp, listenOn } from '../../api/base-app.js';
 import { serveApiDocument } from '../../api/openapi.js';
+import { metricsRoute } from '../../api/routes/metrics.js';
 import { collectorRoutes } from '../../collector/routes.js';
 import { openFileCollector } from '../../collector/runtime.js';
 import { loadConfig } from '../../config.js';
 import { ValidationError } from '../../errors.js';
 import { openDataDir } from '../../store/data-dir.js';
+import { componentLog } from '../../telemetry/log.js';
 import type { GlobalOptions } from '../admin-client.js';
 import { cleaningUpOnFailure } from '../on-failure.js';
 import { printLine } from '../output.js';
@@ -36,6 +38,7 @@ export function collectCommand(): Command {
       const collector = await openFileCollector(dataDir, config);
       const app = createBaseApp(true);
       await app.register((scope) => collectorRoutes(scope, collector));
+      metricsRoute(app, { dataDir });
       serveApiDocument(app);
       const url = await cleaningUpOnFailure(listenOn(app, config.port, config.host), () =>
         collector.close(),
@@ -47,6 +50,7 @@ export function collectCommand(): Command {
         },
       });
       printLine(`cds collector listening on ${url} (landing: ${dataDir.landingDir})`);
+      componentLog('process').info({ url, landing_dir: dataDir.landingDir }, 'collector listening');
       await closed;
     });
 }

@@ -8,7 +8,7 @@ import { configuredSender } from '../../webhooks/sender.js';
 import { type GlobalOptions, withAdminClient } from '../admin-client.js';
 import { openContext } from '../open-context.js';
 import { tenantOption, tenantPath, workspaceOption } from '../options.js';
-import { output, printErrorLine, printTable } from '../output.js';
+import { output, printTable } from '../output.js';
 import { allPages } from '../paged.js';
 import { closeOnSignals } from '../serve.js';
 
@@ -157,11 +157,6 @@ export function ingestCommand(): Command {
           add(totals, batch);
           spinner.text = describe(totals, startedAt);
           sender?.tick();
-        },
-        report: (line) => {
-          spinner.clear();
-          printErrorLine(line);
-          spinner.render();
         },
       });
       if (options.watch) {

@@ -1,6 +1,7 @@
 import { join, resolve } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { DATA_DIR_SNAPSHOT } from '../../store/snapshot.js';
+import { componentLog } from '../../telemetry/log.js';
 import type { GlobalOptions } from '../admin-client.js';
 import { cleaningUpOnFailure } from '../on-failure.js';
 import { openContext } from '../open-context.js';
@@ -66,6 +67,10 @@ export function serveCommand(): Command {
       // Signals are handled before readiness is announced: a supervisor may stop us at once.
       const closed = closeOnSignals(server);
       printLine(`cds listening on ${server.url} (data: ${context.dataDir.root})`);
+      componentLog('process').info(
+        { url: server.url, data_dir: context.dataDir.root },
+        'server listening',
+      );
       await closed;
     });
 }

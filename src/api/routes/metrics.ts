@@ -1,0 +1,101 @@
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { Gauge } from 'prom-client';
+import { UnauthorizedError } from '../../errors.js';
+import { listSealedFiles } from '../../ingest/landing-files.js';
+import { listQuarantine } from '../../ingest/quarantine.js';
+import type { DataDir } from '../../store/data-dir.js';
+import type { Store } from '../../store/database.js';
+import { registry } from '../../telemetry/metrics.js';
+import { isOperatorToken } from '../../tenancy/operator.js';
+
+/** What a scrape reads: the data dir always; the store where this process holds it (not `cds collect`). */
+export interface MetricsSource {
+  dataDir: DataDir;
+  store?: Store;
+}
+
+interface StoredGauges {
+  webhooks_pending: number;
+  webhooks_failed: number;
+  erasures_awaiting_purge: number;
+}
+
+const landingBacklogFiles = new Gauge({
+  name: 'cds_landing_backlog_files',
+  help: 'Sealed landing files waiting to be ingested',
+  registers: [registry],
+});
+const landingBacklogBytes = new Gauge({
+  name: 'cds_landing_backlog_bytes',
+  help: 'Bytes of the sealed landing files waiting to be ingested',
+  registers: [registry],
+});
+const landingBacklogOldest = new Gauge({
+  name: 'cds_landing_backlog_oldest_age_seconds',
+  help: 'Age of the oldest sealed landing file waiting to be ingested (0 with no backlog)',
+  registers: [registry],
+});
+const quarantinedFiles = new Gauge({
+  name: 'cds_quarantine_files',
+  help: 'Quarantined parts of landing files, listed by cds ingest quarantine list',
+  registers: [registry],
+});
+const quarantinedLines = new Gauge({
+  name: 'cds_quarantine_lines',
+  help: 'Lines held in quarantined parts',
+  registers: [registry],
+});
+const webhookOutbox = new Gauge({
+  name: 'cds_webhook_outbox',
+  help: 'Webhooks in the outbox by status: pending (to send or retry) or failed (given up)',
+  labelNames: ['status'] as const,
+  registers: [registry],
+});
+const erasuresAwaitingPurge = new Gauge({
+  name: 'cds_erasures_awaiting_purge',
+  help: 'Erasures committed whose rows the database file still holds until the purge rewrites it',
+  registers: [registry],
+});
+
+async function readGauges(source: MetricsSource): Promise<void> {
+  const backlog = await listSealedFiles(source.dataDir.landingDir);
+  const now = Date.now();
+  landingBacklogFiles.set(backlog.length);
+  landingBacklogBytes.set(backlog.reduce((sum, file) => sum + file.bytes, 0));
+  landingBacklogOldest.set(
+    backlog.reduce((oldest, file) => Math.max(oldest, (now - file.modifiedAt) / 1000), 0),
+  );
+  const quarantined = await listQuarantine(source.dataDir);
+  quarantinedFiles.set(quarantined.length);
+  quarantinedLines.set(quarantined.reduce((sum, file) => sum + file.lines, 0));
+  if (!source.store || source.store.unavailable()) return;
+  const stored = await source.store.read((session) =>
+    session.one<StoredGauges>('telemetry_stored_gauges'),
+  );
+  if (!stored) return;
+  webhookOutbox.set({ status: 'pending' }, Number(stored.webhooks_pending));
+  webhookOutbox.set({ status: 'failed' }, Number(stored.webhooks_failed));
+  erasuresAwaitingPurge.set(Number(stored.erasures_awaiting_purge));
+}
+
+function requireOperator(dataDir: DataDir, request: FastifyRequest): void {
+  const match = /^Bearer\s+(\S+)\s*$/i.exec(request.headers.authorization ?? '');
+  const token = match?.[1];
+  if (!token) throw new UnauthorizedError('missing bearer token (Authorization: Bearer <token>)');
+  if (!isOperatorToken(dataDir.masterKey, token)) {
+    throw new UnauthorizedError('/metrics is read with the operator token');
+  }
+}
+
+/**
+ * `GET /metrics` in Prometheus' text format, for the operator token only: the series name
+ * tenants' volumes and failures (docs/decisions.md "Metrics").
+ */
+export function metricsRoute(app: FastifyInstance, source: MetricsSource): void {
+  app.get('/metrics', async (request, reply) => {
+    requireOperator(source.dataDir, request);
+    await readGauges(source);
+    reply.header('content-type', registry.contentType);
+    return registry.metrics();
+  });
+}
