@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests need and this machine lacks (run by `npm test` and
-# .ci/run). As root it installs them; otherwise it stops with the exact command to run.
+# .ci/run): chromium for the browser tests, systemd for the systemd-analyze that checks
+# deploy/cds.service. As root it installs them; otherwise it stops with the exact command to run.
 set -euo pipefail
 
 # package, then the program the tests run from it
 REQUIRED=(
   "chromium /usr/bin/chromium"
+  "systemd /usr/bin/systemd-analyze"
 )
 
 missing=()

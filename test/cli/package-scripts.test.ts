@@ -19,4 +19,16 @@ describe('package.json scripts', () => {
   it('start the demo through the cds demo command', () => {
     expect(scripts.demo).toMatch(/node bin\/cds\.js demo$/);
   });
+
+  it('build nothing on install, so npm ci --omit=dev needs no compiler', () => {
+    for (const hook of ['preinstall', 'install', 'postinstall', 'prepare']) {
+      expect(scripts[hook], hook).toBeUndefined();
+    }
+  });
+
+  it('build before the demo, the tests, the benchmarks and a pack', () => {
+    for (const script of ['demo', 'test', 'bench', 'prepack']) {
+      expect(scripts[script], script).toMatch(/\bnpm run build\b/);
+    }
+  });
 });
