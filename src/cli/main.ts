@@ -6,6 +6,7 @@ import { collectCommand } from './commands/collect.js';
 import { demoCommand } from './commands/demo.js';
 import { eraseCommand } from './commands/erase.js';
 import { erasuresCommand } from './commands/erasures.js';
+import { exportCommand } from './commands/export.js';
 import { generateEventsCommand } from './commands/generate-events.js';
 import { ingestCommand } from './commands/ingest.js';
 import { metricsCommand } from './commands/metrics.js';
@@ -59,6 +60,7 @@ export function createCLI(): Command {
     .addCommand(eraseCommand())
     .addCommand(erasuresCommand())
     .addCommand(snapshotCommand())
+    .addCommand(exportCommand())
     .addCommand(demoCommand())
     .addCommand(generateEventsCommand());
 }
