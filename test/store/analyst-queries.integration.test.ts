@@ -19,9 +19,13 @@ const guide = readFileSync(
   fileURLToPath(new URL('../../docs/analysts.md', import.meta.url)),
   'utf8',
 );
-const documentedQueries = [...guide.matchAll(/```sql\n([\s\S]*?)```/g)].map((match) =>
+const guideQueries = [...guide.matchAll(/```sql\n([\s\S]*?)```/g)].map((match) =>
   (match[1] as string).trim(),
 );
+/** The guide's queries of an export read `export/…`; the others a snapshot. */
+const EXPORT_PATH = "'export/";
+const documentedQueries = guideQueries.filter((sql) => !sql.includes(EXPORT_PATH));
+const exportQueries = guideQueries.filter((sql) => sql.includes(EXPORT_PATH));
 /** Ids the id rule allows that a folder name or a type guess could get wrong. */
 const ODD_WORKSPACES = ['007', 'a_b-c'];
 
@@ -274,6 +278,18 @@ describe('cds export --format parquet', () => {
         [...plain].filter((value) => text.includes(value)),
         table,
       ).toEqual([]);
+    }
+  });
+
+  it("answers the guide's export queries with every event", async () => {
+    expect(exportQueries.length).toBeGreaterThan(0);
+    const [stored] = await duckdb<{ n: string }>('SELECT count(*) AS n FROM events', snapshotPath);
+    for (const sql of exportQueries) {
+      const rows = await duckdb<{ workspace_id: string }>(
+        sql.replaceAll(EXPORT_PATH, `'${servedExport}/`),
+      );
+      expect(rows.length).toBe(Number(stored?.n));
+      expect(new Set(rows.map((row) => row.workspace_id))).toContain('007');
     }
   });
 
