@@ -188,8 +188,9 @@ describe('cds export --format parquet', () => {
       ? `read_parquet('${root}/events/**/*.parquet', hive_partitioning = true, hive_types = {'tenant_id': VARCHAR, 'workspace_id': VARCHAR, 'date': DATE})`
       : `read_parquet('${root}/${table}.parquet')`;
 
-  it('writes through a running server', () => {
+  it('writes through a running server, into a folder only its user may open', () => {
     expect(servedRun, servedRun.stderr).toMatchObject({ code: 0, stderr: '' });
+    expect(statSync(servedExport).mode & 0o777).toBe(0o700);
     expect(servedRun.stdout).toMatch(
       new RegExp(`^Wrote ${servedExport} \\(parquet\\): profiles \\d+, .*events \\d+\\n$`),
     );
