@@ -1,4 +1,46 @@
--- The analysts' snapshot (design §3): a consistent copy of the tables they query, never the live file.
+-- The analysts' tables (design §3): what a snapshot and a Parquet export hold, as views over the
+-- live tables on the session that copies them. Only columns a client reads as they are: times as
+-- TIMESTAMPTZ in UTC (the live columns are TIMESTAMP holding UTC), no ingest internals such as
+-- dedup_hash (a UHUGEINT pandas cannot take), no identifier values (design §3, §11).
+
+/* @name analyst_views_create */
+CREATE OR REPLACE TEMP VIEW analyst_profiles AS
+SELECT tenant_id, workspace_id, profile_id,
+  timezone('UTC', created_at) AS created_at, timezone('UTC', last_seen_at) AS last_seen_at,
+  merged_into
+FROM profiles;
+CREATE OR REPLACE TEMP VIEW analyst_profile_metrics AS
+SELECT tenant_id, workspace_id, profile_id, metric_name, number_value, string_value, list_value,
+  timezone('UTC', updated_at) AS updated_at
+FROM profile_metrics;
+CREATE OR REPLACE TEMP VIEW analyst_segments AS
+SELECT tenant_id, workspace_id, segment_id, display_name, predicate, status,
+  on_enter, on_exit, on_backfill,
+  timezone('UTC', created_at) AS created_at, timezone('UTC', updated_at) AS updated_at,
+  timezone('UTC', evaluated_at) AS evaluated_at,
+  evaluation_error, timezone('UTC', evaluation_failed_at) AS evaluation_failed_at
+FROM segments;
+CREATE OR REPLACE TEMP VIEW analyst_segment_members AS
+SELECT tenant_id, workspace_id, segment_id, profile_id, timezone('UTC', entered_at) AS entered_at
+FROM segment_members;
+CREATE OR REPLACE TEMP VIEW analyst_segment_history AS
+SELECT tenant_id, workspace_id, segment_id, profile_id, change, backfill,
+  timezone('UTC', changed_at) AS changed_at
+FROM segment_history;
+CREATE OR REPLACE TEMP VIEW analyst_events AS
+SELECT tenant_id, workspace_id, event_id, event_name, dedup_key, profile_id, source,
+  timezone('UTC', occured_at) AS occured_at, timezone('UTC', received_at) AS received_at,
+  timezone('UTC', ingested_at) AS ingested_at, properties, identifier_keys
+FROM events;
+-- The export's events, with the UTC day they are partitioned by (src/store/parquet-export.ts).
+CREATE OR REPLACE TEMP VIEW analyst_events_by_date AS
+SELECT *, CAST(timezone('UTC', occured_at) AS DATE) AS date FROM analyst_events;
+
+/* @name analyst_views_drop */
+DROP VIEW IF EXISTS analyst_profiles; DROP VIEW IF EXISTS analyst_profile_metrics;
+DROP VIEW IF EXISTS analyst_segments; DROP VIEW IF EXISTS analyst_segment_members;
+DROP VIEW IF EXISTS analyst_segment_history; DROP VIEW IF EXISTS analyst_events_by_date;
+DROP VIEW IF EXISTS analyst_events;
 
 /* @name snapshot_detach */
 DETACH cds_snapshot;

@@ -1,12 +1,13 @@
-import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { AppError, ConfigError } from '../errors.js';
 import { PRIVATE_UMASK } from '../store/file-modes.js';
 import { checkLogLevel, componentLog } from '../telemetry/log.js';
+import { packageVersion } from '../version.js';
 import { collectCommand } from './commands/collect.js';
 import { demoCommand } from './commands/demo.js';
 import { eraseCommand } from './commands/erase.js';
 import { erasuresCommand } from './commands/erasures.js';
+import { exportCommand } from './commands/export.js';
 import { generateEventsCommand } from './commands/generate-events.js';
 import { ingestCommand } from './commands/ingest.js';
 import { metricsCommand } from './commands/metrics.js';
@@ -18,14 +19,6 @@ import { tenantsCommand } from './commands/tenants.js';
 import { tokensCommand } from './commands/tokens.js';
 import { webhooksCommand } from './commands/webhooks.js';
 import { escapeControls, printErrorLine } from './output.js';
-
-/** This build's version: `package.json` is two levels up from `src/cli/` and `dist/cli/` alike. */
-function packageVersion(): string {
-  const manifest = JSON.parse(
-    readFileSync(new URL('../../package.json', import.meta.url), 'utf8'),
-  ) as { version: string };
-  return manifest.version;
-}
 
 export function createCLI(): Command {
   return new Command('cds')
@@ -60,6 +53,7 @@ export function createCLI(): Command {
     .addCommand(eraseCommand())
     .addCommand(erasuresCommand())
     .addCommand(snapshotCommand())
+    .addCommand(exportCommand())
     .addCommand(demoCommand())
     .addCommand(generateEventsCommand());
 }

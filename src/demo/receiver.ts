@@ -1,7 +1,6 @@
-import { timingSafeEqual } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { signedHeaders } from '../webhooks/signing.js';
+import { Webhook } from 'standardwebhooks';
 
 export interface DemoWebhook {
   type: string;
@@ -10,15 +9,34 @@ export interface DemoWebhook {
   verified: boolean;
 }
 
-function verify(secret: string, headers: Record<string, unknown>, body: string): boolean {
-  const id = String(headers['webhook-id'] ?? '');
-  const timestamp = Number(headers['webhook-timestamp']);
-  const presented = String(headers['webhook-signature'] ?? '');
-  const expected = signedHeaders(secret, id, timestamp, body)['webhook-signature'] ?? '';
-  return (
-    presented.length === expected.length &&
-    timingSafeEqual(Buffer.from(presented), Buffer.from(expected))
-  );
+/**
+ * Checks a delivery the way a receiver of ours would, with the public `standardwebhooks` package
+ * (design §17): signature over the exact bytes, timestamp within 5 minutes.
+ */
+function verify(secret: string, headers: IncomingHttpHeaders, body: string): boolean {
+  const presented: Record<string, string> = {};
+  for (const name of ['webhook-id', 'webhook-timestamp', 'webhook-signature']) {
+    const value = headers[name];
+    if (typeof value === 'string') presented[name] = value;
+  }
+  try {
+    new Webhook(secret).verify(body, presented);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A body that is not the JSON cds sends is shown as unreadable, not thrown in the server. */
+function parsedBody(
+  body: string,
+): { type?: unknown; data?: { segment_id?: unknown; profile_id?: unknown } } | null {
+  try {
+    const value: unknown = JSON.parse(body);
+    return typeof value === 'object' && value !== null ? value : null;
+  } catch {
+    return null;
+  }
 }
 
 /**
@@ -41,14 +59,11 @@ export class DemoReceiver {
       request.on('data', (chunk: Buffer) => chunks.push(chunk));
       request.on('end', () => {
         const body = Buffer.concat(chunks).toString('utf8');
-        const parsed = JSON.parse(body) as {
-          type: string;
-          data: { segment_id: string; profile_id: string };
-        };
+        const parsed = parsedBody(body);
         const webhook = {
-          type: parsed.type,
-          segmentId: parsed.data.segment_id,
-          profileId: parsed.data.profile_id,
+          type: String(parsed?.type ?? 'unreadable'),
+          segmentId: String(parsed?.data?.segment_id ?? ''),
+          profileId: String(parsed?.data?.profile_id ?? ''),
           verified: verify(secret, request.headers, body),
         };
         receiver?.received.push(webhook);

@@ -3,29 +3,21 @@ import { chmod, rename, rm } from 'node:fs/promises';
 import { basename, dirname, resolve } from 'node:path';
 import { ValidationError } from '../errors.js';
 import { componentLog } from '../telemetry/log.js';
+import {
+  ANALYST_TABLES,
+  type AnalystRowCounts,
+  analystView,
+  withAnalystViews,
+} from './analyst-views.js';
 import type { Store } from './database.js';
 import { PRIVATE_FILE_MODE } from './file-modes.js';
 import type { Session } from './session.js';
 import { sqlStringLiteral } from './sql-files.js';
 
-/**
- * What analysts get (design §3): profiles, their metric values, segment definitions, members and
- * history, and stored events (identifier keys only, never values). Tokens, identifier ciphertext
- * and the ingest bookkeeping stay behind.
- */
-const SNAPSHOT_TABLES = [
-  'profiles',
-  'profile_metrics',
-  'segments',
-  'segment_members',
-  'segment_history',
-  'events',
-] as const;
-
 /** Where `cds serve --snapshot-every` writes, in the data directory, unless told otherwise. */
 export const DATA_DIR_SNAPSHOT = 'snapshot.duckdb';
 
-export type SnapshotCounts = Record<(typeof SNAPSHOT_TABLES)[number], number>;
+export type SnapshotCounts = AnalystRowCounts;
 
 /** The longest file name Linux file systems take, in bytes. */
 const MAX_FILE_NAME_BYTES = 255;
@@ -84,11 +76,11 @@ export async function copySnapshot(session: Session, path: string): Promise<Snap
   await session.runText(`ATTACH ${sqlStringLiteral(partial)} AS cds_snapshot`);
   let rows: SnapshotCounts;
   try {
-    for (const table of SNAPSHOT_TABLES) {
-      await session.runText(
-        `CREATE TABLE cds_snapshot.${table} AS SELECT * FROM cds.main.${table}`,
-      );
-    }
+    await withAnalystViews(session, async () => {
+      for (const table of ANALYST_TABLES) {
+        await session.runText(`CREATE TABLE cds_snapshot.${table} AS FROM ${analystView(table)}`);
+      }
+    });
     rows = (await session.one<SnapshotCounts>('snapshot_row_counts')) as SnapshotCounts;
   } finally {
     await session.run('snapshot_detach');

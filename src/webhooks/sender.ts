@@ -2,10 +2,12 @@ import type { Context } from '../context.js';
 import { ValidationError } from '../errors.js';
 import { componentLog } from '../telemetry/log.js';
 import { webhookAttempts, webhookDeliveryLatency } from '../telemetry/metrics.js';
+import { packageVersion } from '../version.js';
+import { answeredAttemptError, thrownAttemptError } from './attempt-error.js';
+import { retryPauseMs } from './backoff.js';
 import { signedHeaders } from './signing.js';
 
 const GIVE_UP_AFTER_MS = 24 * 60 * 60 * 1000;
-const LONGEST_PAUSE_MS = 60 * 60 * 1000;
 const ATTEMPT_TIMEOUT_MS = 10_000;
 const BATCH = 1000;
 /** Requests in flight at once, so a round of a thousand rows does not open a thousand sockets. */
@@ -27,8 +29,11 @@ interface DueWebhook {
 export interface SenderOptions {
   url: string;
   secret: string;
+  /** The first wait after a failure; it doubles per attempt (`retryPauseMs`). */
   retryBaseMs: number;
   pollMs: number;
+  /** How long an attempt waits for the receiver's answer; 10 s unless given. */
+  attemptTimeoutMs?: number;
 }
 
 /** The body carries ids only (interface "Outbound events" 1), built the same for every attempt. */
@@ -49,7 +54,7 @@ function webhookBody(webhook: DueWebhook): string {
 /**
  * Delivers the outbox at least once (design §14): a row is marked delivered only after a 2xx, so a
  * crash in between sends it again with the same `webhook-id`. Failures wait exponentially longer,
- * and after 24 hours of attempts the row is kept as failed.
+ * with jitter, and after 24 hours of attempts the row is kept as failed.
  */
 export class WebhookSender {
   private timer: NodeJS.Timeout | null = null;
@@ -117,25 +122,33 @@ export class WebhookSender {
     return errors;
   }
 
+  /** null when delivered, else the cause `last_error` keeps (src/webhooks/attempt-error.ts). */
   private async attempt(webhook: DueWebhook): Promise<string | null> {
     const body = webhookBody(webhook);
-    const headers = signedHeaders(
-      this.options.secret,
-      webhook.webhook_id,
-      Math.floor(Date.now() / 1000),
-      body,
-    );
+    const headers = {
+      ...signedHeaders(
+        this.options.secret,
+        webhook.webhook_id,
+        Math.floor(Date.now() / 1000),
+        body,
+      ),
+      'user-agent': `cds/${packageVersion()}`,
+    };
+    const timeoutMs = this.options.attemptTimeoutMs ?? ATTEMPT_TIMEOUT_MS;
     try {
       const response = await fetch(this.options.url, {
         method: 'POST',
         headers,
         body,
-        signal: AbortSignal.timeout(ATTEMPT_TIMEOUT_MS),
+        signal: AbortSignal.timeout(timeoutMs),
       });
-      await response.body?.cancel();
-      return response.ok ? null : `receiver answered ${response.status}`;
+      if (response.ok) {
+        await response.body?.cancel();
+        return null;
+      }
+      return await answeredAttemptError(response);
     } catch (error) {
-      return (error as Error).message;
+      return thrownAttemptError(error, timeoutMs);
     }
   }
 
@@ -161,16 +174,13 @@ export class WebhookSender {
           error,
           wall_now: wallNow,
           give_up: now.getTime() - firstAttempt >= GIVE_UP_AFTER_MS,
-          next_attempt_at: new Date(now.getTime() + this.pause(webhook)).toISOString(),
+          next_attempt_at: new Date(
+            now.getTime() + retryPauseMs(webhook.attempts, this.options.retryBaseMs),
+          ).toISOString(),
         });
       }
     });
     recordAttempts(due, errors, now);
-  }
-
-  /** base, 2·base, 4·base, … never more than an hour apart. */
-  private pause(webhook: DueWebhook): number {
-    return Math.min(this.options.retryBaseMs * 2 ** webhook.attempts, LONGEST_PAUSE_MS);
   }
 }
 

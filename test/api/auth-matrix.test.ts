@@ -233,6 +233,13 @@ const ROUTES: RouteCase[] = [
     expected: [401, 401, W, W, W, W, W],
   },
   {
+    route: 'write an export',
+    method: 'POST',
+    url: '/v1/operator/exports',
+    body: { dir: '/tmp/never-written-export', format: 'parquet' },
+    expected: [401, 401, W, W, W, W, W],
+  },
+  {
     route: 'retry webhooks',
     method: 'POST',
     url: '/v1/operator/webhooks/retry',

@@ -530,6 +530,28 @@ export const ROUTE_INPUTS: Record<string, RouteInput> = {
         })
         .map((fields) => jsonObject(Object.entries(fields))),
   },
+  'POST /v1/operator/exports': {
+    callers: ['operator'],
+    // Written where `dir` says, as for snapshots: only folders in the test's own directory.
+    kept: ['dir'],
+    body: (fixture) =>
+      fc
+        .record({
+          dir: fc.constantFrom(
+            `${fixture.snapshotDir}/export-a`,
+            `${fixture.snapshotDir}/export-b`,
+            fixture.snapshotDir,
+            fixture.databasePath,
+            fixture.dataDir,
+            `${fixture.snapshotDir}/missing/export`,
+            `${fixture.snapshotDir}/nul\u0000`,
+            `${fixture.snapshotDir}/${'a'.repeat(300)}`,
+            `${fixture.snapshotDir}/'quote"`,
+          ),
+          format: fc.constantFrom('parquet', 'csv'),
+        })
+        .map((fields) => jsonObject(Object.entries(fields))),
+  },
   'GET /v1/tenants/:tenant/workspaces': { callers: TENANT_CALLERS },
   'PUT /v1/tenants/:tenant/workspaces/:workspace': {
     callers: ['tenant', 'operator'],

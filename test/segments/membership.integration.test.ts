@@ -333,7 +333,7 @@ describe('segment membership and webhooks', () => {
     await sender.deliverDue();
     const failed = await call(env.app, operator, 'GET', '/v1/operator/webhooks?status=failed');
     expect(failed.json().webhooks).toMatchObject([
-      { status: 'failed', attempts: 2, last_error: 'receiver answered 503' },
+      { status: 'failed', attempts: 2, last_error: 'status 503' },
     ]);
     await sender.deliverDue();
     expect(receiver.received).toHaveLength(2);

@@ -5,6 +5,7 @@ import type { Context } from '../../context.js';
 import { idSchema } from '../../ids.js';
 import { quarantinePage, retryQuarantined } from '../../ingest/quarantine.js';
 import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../store/cursor.js';
+import { EXPORT_FORMATS, writeParquetExport } from '../../store/parquet-export.js';
 import { writeSnapshot } from '../../store/snapshot.js';
 import { createTenant, issueTenantToken, listTenants } from '../../tenancy/tenants.js';
 import { listWebhooks, retryFailedWebhooks } from '../../webhooks/outbox.js';
@@ -19,7 +20,7 @@ import {
 
 /**
  * Operator-only routes behind the CLI's `cds tenants`, `cds tokens issue-tenant`, `cds webhooks`,
- * `cds ingest quarantine` and `cds snapshot`.
+ * `cds ingest quarantine`, `cds snapshot` and `cds export`.
  * Tenant tokens are issued by the operator, never by a tenant, and the webhook receiver is set per
  * environment: these routes take only the operator credential.
  */
@@ -177,5 +178,23 @@ export function operatorRoutes(app: FastifyInstance, context: Context): void {
         .send(
           await writeSnapshot(context.store, request.body.path, { replace: request.body.replace }),
         ),
+  );
+  api.post(
+    '/v1/operator/exports',
+    {
+      config: { access: 'operator' },
+      schema: {
+        body: z.object({ dir: z.string().min(1), format: z.enum(EXPORT_FORMATS) }),
+        response: {
+          201: z.object({
+            dir: z.string(),
+            format: z.enum(EXPORT_FORMATS),
+            rows: z.record(z.string(), z.number()),
+          }),
+        },
+      },
+    },
+    async (request, reply) =>
+      reply.code(201).send(await writeParquetExport(context.store, request.body.dir)),
   );
 }
