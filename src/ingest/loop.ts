@@ -15,6 +15,8 @@ export interface IngestLoopConfig {
   intervalMs: number;
   /** Called after each committed batch (progress lines, counters). */
   onBatch?: (batch: BatchResult) => void;
+  /** Called once the files of a drained batch are done: their bytes and the lines they held. */
+  onFilesDone?: (done: { bytes: number; lines: number }) => void;
   /** Where the loop says that batches fail, and when they work again (stderr in the CLI). */
   report?: (line: string) => void;
 }
@@ -84,6 +86,7 @@ export class IngestLoop {
         results.push(result);
         this.config.onBatch?.(result);
       }
+      this.config.onFilesDone?.({ bytes, lines });
     }
   }
 

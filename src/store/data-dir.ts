@@ -84,7 +84,7 @@ function readOrCreateMasterKey(path: string): Buffer {
   }
 }
 
-const DATABASE_FILE = 'cds.duckdb';
+export const DATABASE_FILE = 'cds.duckdb';
 
 /** What cds keeps directly in the data dir, besides the landing folder. */
 const TOP_LEVEL_FILES = [
