@@ -1,7 +1,8 @@
-import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { AppError, ConfigError } from '../errors.js';
 import { PRIVATE_UMASK } from '../store/file-modes.js';
+import { cdsVersion } from '../version.js';
+import { backupCommand } from './commands/backup.js';
 import { collectCommand } from './commands/collect.js';
 import { demoCommand } from './commands/demo.js';
 import { eraseCommand } from './commands/erase.js';
@@ -10,6 +11,7 @@ import { generateEventsCommand } from './commands/generate-events.js';
 import { ingestCommand } from './commands/ingest.js';
 import { metricsCommand } from './commands/metrics.js';
 import { profilesCommand } from './commands/profiles.js';
+import { restoreCommand } from './commands/restore.js';
 import { segmentsCommand } from './commands/segments.js';
 import { serveCommand } from './commands/serve.js';
 import { snapshotCommand } from './commands/snapshot.js';
@@ -18,17 +20,9 @@ import { tokensCommand } from './commands/tokens.js';
 import { webhooksCommand } from './commands/webhooks.js';
 import { escapeControls, printErrorLine } from './output.js';
 
-/** This build's version: `package.json` is two levels up from `src/cli/` and `dist/cli/` alike. */
-function packageVersion(): string {
-  const manifest = JSON.parse(
-    readFileSync(new URL('../../package.json', import.meta.url), 'utf8'),
-  ) as { version: string };
-  return manifest.version;
-}
-
 export function createCLI(): Command {
   return new Command('cds')
-    .version(packageVersion(), '-V, --version', 'print the version of cds')
+    .version(cdsVersion(), '-V, --version', 'print the version of cds')
     .description('cds: customer events to profiles, metrics and segments, over one DuckDB file')
     .addOption(
       new Option('-d, --data-dir <dir>', 'data directory (default ./cds-data)').env('CDS_DATA_DIR'),
@@ -59,6 +53,8 @@ export function createCLI(): Command {
     .addCommand(eraseCommand())
     .addCommand(erasuresCommand())
     .addCommand(snapshotCommand())
+    .addCommand(backupCommand())
+    .addCommand(restoreCommand())
     .addCommand(demoCommand())
     .addCommand(generateEventsCommand());
 }
