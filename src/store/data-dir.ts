@@ -29,7 +29,7 @@ export interface DataDir {
 
 const MASTER_KEY_BYTES = 32;
 
-function parseMasterKey(text: string, origin: string): Buffer {
+export function parseMasterKey(text: string, origin: string): Buffer {
   const trimmed = text.trim();
   const key = /^[0-9a-f]{64}$/i.test(trimmed)
     ? Buffer.from(trimmed, 'hex')
