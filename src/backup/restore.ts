@@ -1,7 +1,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { chmod, copyFile, mkdir, readFile, rename, rm } from 'node:fs/promises';
 import { dirname, isAbsolute, join, normalize, resolve, sep } from 'node:path';
-import { DatabaseTooNewError, RestoreRefusedError } from '../errors.js';
+import { DatabaseTooNewError, RestoreRefusedError, StoreLockedError } from '../errors.js';
 import { DATABASE_FILE, parseMasterKey } from '../store/data-dir.js';
 import { ensureNotHeld } from '../store/database.js';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../store/file-modes.js';
@@ -165,7 +165,15 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRes
         `${dataDir} holds a database already; restore into a new data dir, or add --force to replace it`,
       );
     }
-    await ensureNotHeld(databasePath);
+    await ensureNotHeld(databasePath).catch((error: unknown) => {
+      if (!(error instanceof StoreLockedError)) throw error;
+      const who = error.holder
+        ? `process ${error.holder.pid} (${error.holder.command})`
+        : 'another process';
+      throw new RestoreRefusedError(
+        `${databasePath} is held by ${who}; stop it before restoring over it`,
+      );
+    });
   }
   const key = await keyToRestore({ ...options, from, dataDir }, manifest);
 

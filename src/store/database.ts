@@ -347,28 +347,32 @@ export class Store {
    * the store wait for the copy, as they close the connections of the file it reads.
    */
   copyTo<T>(path: string, firstRead: Work<T>): Promise<T> {
-    const start = () =>
-      this.enqueue(() =>
-        this.onWriter(async () => {
-          this.throwIfUnavailable();
-          const connection = await this.instance.connect();
-          const session = new Session(connection);
-          try {
-            await session.runText(`ATTACH ${sqlStringLiteral(path)} AS cds_backup`);
-            await session.runText('BEGIN TRANSACTION');
-            const read = await firstRead(session);
-            const copied = this.finishCopy(connection, read);
-            this.runningCopies.add(copied);
-            void copied.finally(() => this.runningCopies.delete(copied)).catch(() => undefined);
-            return { copied };
-          } catch (error) {
-            await session.run('store_detach_backup').catch(() => undefined);
-            connection.closeSync();
-            throw this.failedWith(error);
-          }
-        }),
-      ).then(({ copied }) => copied);
-    const result = this.copyTail.then(start, start);
+    const previous = this.copyTail;
+    const started = this.enqueue(async () => {
+      // One copy at a time, as each attaches its file under the same name: a second asked for
+      // while one runs holds the writes queued after it until the first is done.
+      await previous;
+      return this.onWriter(async () => {
+        this.throwIfUnavailable();
+        const connection = await this.instance.connect();
+        const session = new Session(connection);
+        try {
+          await session.runText(`ATTACH ${sqlStringLiteral(path)} AS cds_backup`);
+          await session.runText('BEGIN TRANSACTION');
+          const read = await firstRead(session);
+          const copied = this.finishCopy(connection, read);
+          this.runningCopies.add(copied);
+          void copied.finally(() => this.runningCopies.delete(copied)).catch(() => undefined);
+          // Wrapped, so the queue goes on without waiting for the copy.
+          return { copied };
+        } catch (error) {
+          await session.run('store_detach_backup').catch(() => undefined);
+          connection.closeSync();
+          throw this.failedWith(error);
+        }
+      });
+    });
+    const result = started.then(({ copied }) => copied);
     this.copyTail = result.catch(() => undefined);
     return result;
   }

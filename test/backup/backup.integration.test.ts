@@ -319,6 +319,11 @@ describe('cds backup and cds restore', () => {
     expect(
       (await runCli(['--data-dir', source, '--server', server.url, 'backup', backupDir])).code,
     ).toBe(0);
+    const whileServed = await runCli(['--data-dir', source, 'restore', backupDir, '--force']);
+    expect(whileServed.code).toBe(1);
+    expect(whileServed.stderr).toMatch(
+      /^cds: \S+cds\.duckdb is held by process \d+ \(.*serve.*\); stop it before restoring over it\n$/,
+    );
     await stop(server);
 
     // Restoring over a data dir that holds a database needs --force.
