@@ -158,6 +158,9 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRes
     );
   }
   await verifyFiles(from, manifest);
+  if (existsSync(dataDir) && !statSync(dataDir).isDirectory()) {
+    throw new RestoreRefusedError(`${dataDir} is not a folder; name a data dir to restore into`);
+  }
   const databasePath = join(dataDir, DATABASE_FILE);
   if (existsSync(databasePath)) {
     if (!options.force) {
@@ -178,9 +181,6 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRes
   const key = await keyToRestore({ ...options, from, dataDir }, manifest);
 
   await mkdir(dataDir, { recursive: true, mode: PRIVATE_DIR_MODE });
-  if (!statSync(dataDir).isDirectory()) {
-    throw new RestoreRefusedError(`${dataDir} is not a folder`);
-  }
   if (options.force) {
     // What belonged to the database being replaced: its log, its lines, and what is derived
     // from it (the owner writes registry.json again when it starts).

@@ -53,7 +53,10 @@ export function startProgress(
   totalBytes: number | null,
   options: ProgressOptions = {},
 ): Progress {
-  const interactive = options.interactive ?? process.stderr.isTTY === true;
+  // A terminal that reports no width (a pseudo-terminal nobody sized) sent ora's line count to
+  // Infinity, and its clearing never ended: plain lines there.
+  const interactive =
+    options.interactive ?? (process.stderr.isTTY === true && (process.stderr.columns ?? 0) > 0);
   const stepPercent = options.plainStepPercent ?? PLAIN_STEP_PERCENT;
   const everyMs = options.plainEveryMs ?? PLAIN_EVERY_MS;
   const startedAt = performance.now();
