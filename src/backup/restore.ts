@@ -1,5 +1,5 @@
 import { existsSync, statSync } from 'node:fs';
-import { chmod, copyFile, mkdir, readFile, rename, rm } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, open, readFile, rename, rm } from 'node:fs/promises';
 import { dirname, isAbsolute, join, normalize, resolve, sep } from 'node:path';
 import { DatabaseTooNewError, RestoreRefusedError, StoreLockedError } from '../errors.js';
 import { DATABASE_FILE, parseMasterKey } from '../store/data-dir.js';
@@ -135,6 +135,13 @@ async function copyPrivate(source: string, target: string): Promise<void> {
   const partial = `${target}.restore`;
   await copyFile(source, partial);
   await chmod(partial, PRIVATE_FILE_MODE);
+  // On disk before its name is: a power cut must not leave a named file with missing bytes.
+  const file = await open(partial, 'r');
+  try {
+    await file.sync();
+  } finally {
+    await file.close();
+  }
   await rename(partial, target);
 }
 
