@@ -36,3 +36,15 @@ SELECT
   coalesce(sum(memory_usage_bytes) FILTER (WHERE tag = 'BASE_TABLE'), 0)::BIGINT AS cached,
   coalesce(sum(memory_usage_bytes) FILTER (WHERE tag <> 'BASE_TABLE'), 0)::BIGINT AS held
 FROM duckdb_memory();
+
+/* @name store_copy_to_backup */
+-- Every table, view, sequence, index and constraint, with live rows only, into a backup's file
+-- (Store.copyTo): a database the same cds opens as its own, with its schema_migrations.
+COPY FROM DATABASE cds TO cds_backup;
+
+/* @name store_detach_backup */
+DETACH cds_backup;
+
+/* @name store_schema_version */
+-- The newest migration applied: what a backup says it needs.
+SELECT coalesce(max(version), 0)::INTEGER AS schema_version FROM cds.schema_migrations;

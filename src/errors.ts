@@ -164,6 +164,16 @@ export class DatabaseTooNewError extends AppError {
   }
 }
 
+/**
+ * `cds restore` will not go on: the backup is incomplete or damaged, its master key is missing or
+ * another, or the target already holds a database. The message says which, and what to do.
+ */
+export class RestoreRefusedError extends AppError {
+  constructor(message: string) {
+    super(409, 'restore_refused', message);
+  }
+}
+
 export class RateLimitedError extends AppError {
   constructor(readonly retryAfterSeconds: number) {
     super(429, 'rate_limited', `too many requests; retry after ${retryAfterSeconds} s`);

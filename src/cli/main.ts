@@ -3,6 +3,7 @@ import { AppError, ConfigError } from '../errors.js';
 import { PRIVATE_UMASK } from '../store/file-modes.js';
 import { checkLogLevel, componentLog } from '../telemetry/log.js';
 import { packageVersion } from '../version.js';
+import { backupCommand } from './commands/backup.js';
 import { collectCommand } from './commands/collect.js';
 import { demoCommand } from './commands/demo.js';
 import { eraseCommand } from './commands/erase.js';
@@ -12,6 +13,7 @@ import { generateEventsCommand } from './commands/generate-events.js';
 import { ingestCommand } from './commands/ingest.js';
 import { metricsCommand } from './commands/metrics.js';
 import { profilesCommand } from './commands/profiles.js';
+import { restoreCommand } from './commands/restore.js';
 import { segmentsCommand } from './commands/segments.js';
 import { serveCommand } from './commands/serve.js';
 import { snapshotCommand } from './commands/snapshot.js';
@@ -54,6 +56,8 @@ export function createCLI(): Command {
     .addCommand(erasuresCommand())
     .addCommand(snapshotCommand())
     .addCommand(exportCommand())
+    .addCommand(backupCommand())
+    .addCommand(restoreCommand())
     .addCommand(demoCommand())
     .addCommand(generateEventsCommand());
 }

@@ -23,6 +23,8 @@ export interface IngestLoopConfig {
   intervalMs: number;
   /** Called after each committed batch (progress lines, counters). */
   onBatch?: (batch: BatchResult) => void;
+  /** Called once the files of a drained batch are done: their bytes and the lines they held. */
+  onFilesDone?: (done: { bytes: number; lines: number }) => void;
 }
 
 /** Consecutive failed batches, since the first: `/readyz` shows them until one commits. */
@@ -127,6 +129,7 @@ export class IngestLoop {
         results.push(result);
         this.config.onBatch?.(result);
       }
+      this.config.onFilesDone?.({ bytes, lines });
     }
   }
 

@@ -29,7 +29,7 @@ export interface DataDir {
 
 const MASTER_KEY_BYTES = 32;
 
-function parseMasterKey(text: string, origin: string): Buffer {
+export function parseMasterKey(text: string, origin: string): Buffer {
   const trimmed = text.trim();
   const key = /^[0-9a-f]{64}$/i.test(trimmed)
     ? Buffer.from(trimmed, 'hex')
@@ -84,7 +84,7 @@ function readOrCreateMasterKey(path: string): Buffer {
   }
 }
 
-const DATABASE_FILE = 'cds.duckdb';
+export const DATABASE_FILE = 'cds.duckdb';
 
 /** What cds keeps directly in the data dir, besides the landing folder. */
 const TOP_LEVEL_FILES = [

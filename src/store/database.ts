@@ -50,6 +50,23 @@ function openFailure(path: string, error: unknown): unknown {
   return StoreUnavailableError.atOpen(path, fault.cause);
 }
 
+/**
+ * Fails with `StoreLockedError` when another process holds the file at `path`, to be sure before
+ * it is replaced (`cds restore --force`). A file that cannot be opened for another reason (damaged,
+ * from a newer DuckDB) is not held, and may be replaced.
+ */
+export async function ensureNotHeld(path: string): Promise<void> {
+  let instance: DuckDBInstance;
+  try {
+    instance = await DuckDBInstance.create(path, { access_mode: 'READ_ONLY' });
+  } catch (error) {
+    const failure = lockError(path, error);
+    if (failure instanceof StoreLockedError) throw failure;
+    return;
+  }
+  instance.closeSync();
+}
+
 const READERS = 4;
 
 /** The table blocks DuckDB may keep cached when its table cache is released. */
@@ -157,6 +174,10 @@ export class Store {
   private failure: StoreFailure | null = null;
   private reopenTimer: NodeJS.Timeout | null = null;
   private readonly reopenListeners: (() => void)[] = [];
+  /** Copies under way (`copyTo`): the file must not be swapped or closed under them. */
+  private readonly runningCopies = new Set<Promise<unknown>>();
+  /** One copy at a time: each attaches its file under the same name. */
+  private copyTail: Promise<unknown> = Promise.resolve();
 
   private constructor(
     readonly path: string,
@@ -320,6 +341,62 @@ export class Store {
     return this.enqueue(run);
   }
 
+  /**
+   * Copies the whole database as of one moment into a new DuckDB file at `path` (a backup): every
+   * table, view, sequence, index and constraint, live rows only, so the file opens as a cds
+   * database with its migrations, and keeps nothing an erasure deleted. The moment is taken between
+   * two writes; the copy then reads it in a transaction of its own on a connection of its own
+   * while writes and reads go on. `firstRead` runs first in that transaction and so sees the same
+   * moment (DuckDB fixes a transaction's snapshot at its first read). A rewrite's swap and closing
+   * the store wait for the copy, as they close the connections of the file it reads.
+   */
+  copyTo<T>(path: string, firstRead: Work<T>): Promise<T> {
+    const previous = this.copyTail;
+    const started = this.enqueue(async () => {
+      // One copy at a time, as each attaches its file under the same name: a second asked for
+      // while one runs holds the writes queued after it until the first is done.
+      await previous;
+      return this.onWriter(async () => {
+        this.throwIfUnavailable();
+        const connection = await this.instance.connect();
+        const session = new Session(connection);
+        try {
+          await session.runText(`ATTACH ${sqlStringLiteral(path)} AS cds_backup`);
+          await session.runText('BEGIN TRANSACTION');
+          const read = await firstRead(session);
+          const copied = this.finishCopy(connection, read);
+          this.runningCopies.add(copied);
+          void copied.finally(() => this.runningCopies.delete(copied)).catch(() => undefined);
+          // Wrapped, so the queue goes on without waiting for the copy.
+          return { copied };
+        } catch (error) {
+          await session.run('store_detach_backup').catch(() => undefined);
+          connection.closeSync();
+          throw this.failedWith(error);
+        }
+      });
+    });
+    const result = started.then(({ copied }) => copied);
+    this.copyTail = result.catch(() => undefined);
+    return result;
+  }
+
+  private async finishCopy<T>(connection: DuckDBConnection, read: T): Promise<T> {
+    const session = new Session(connection);
+    try {
+      await session.run('store_copy_to_backup');
+      await session.runText('COMMIT');
+      await session.run('store_detach_backup');
+      return read;
+    } catch (error) {
+      await session.runText('ROLLBACK').catch(() => undefined);
+      await session.run('store_detach_backup').catch(() => undefined);
+      throw this.failedWith(error);
+    } finally {
+      connection.closeSync();
+    }
+  }
+
   /** The copy, from a snapshot taken while no write runs, in one transaction. */
   private async copyInto(session: Session, steps: RewriteSteps): Promise<void> {
     await this.onWriter(async () => {
@@ -391,6 +468,7 @@ export class Store {
    * then stays without connections until a later call opens them.
    */
   private async reconnect(whileClosed: () => Promise<void> = async () => undefined): Promise<void> {
+    await Promise.allSettled(this.runningCopies);
     if (this.connected) {
       const readers = await this.acquireAllReaders();
       this.disconnect(readers);
@@ -559,6 +637,7 @@ export class Store {
     for (const step of this.closingSteps) await step();
     await this.writeTail;
     await this.writerTail;
+    await this.copyTail;
     if (this.connected) this.disconnect(this.idleReaders.splice(0));
   }
 

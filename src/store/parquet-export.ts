@@ -16,6 +16,9 @@ import { sqlStringLiteral } from './sql-files.js';
 /** The longest file name Linux file systems take, in bytes. */
 const MAX_FILE_NAME_BYTES = 255;
 
+/** The private folder an export is written in, beside its target, before it takes its name. */
+export const EXPORT_PARTIAL_PREFIX = '.cds-export-';
+
 export const EXPORT_FORMATS = ['parquet'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
 
@@ -64,7 +67,7 @@ export async function writeParquetExport(
     throw ValidationError.field('dir', `the folder ${dirname(dir)} does not exist`);
   }
   // mkdtemp makes the folder 0700: the files hold every tenant's profiles and events.
-  const partial = await mkdtemp(join(dirname(dir), '.cds-export-'));
+  const partial = await mkdtemp(join(dirname(dir), EXPORT_PARTIAL_PREFIX));
   try {
     const rows = await store.exclusive((session) => copyTables(session, partial, onProgress));
     if (existsSync(dir)) await rmdir(dir);

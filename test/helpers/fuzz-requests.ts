@@ -552,6 +552,29 @@ export const ROUTE_INPUTS: Record<string, RouteInput> = {
         })
         .map((fields) => jsonObject(Object.entries(fields))),
   },
+  'POST /v1/operator/backups': {
+    callers: ['operator'],
+    // The route writes where `dir` says, as the user running the tests: only folders in the
+    // test's own directory are sent, never a generated one.
+    kept: ['dir'],
+    body: (fixture) =>
+      fc
+        .record({
+          dir: fc.constantFrom(
+            `${fixture.snapshotDir}/backup-a`,
+            `${fixture.snapshotDir}/backup-b`,
+            fixture.snapshotDir,
+            fixture.dataDir,
+            `${fixture.databasePath}/backup`,
+            `${fixture.snapshotDir}/missing/backup`,
+            `${fixture.snapshotDir}/nul\u0000backup`,
+            `${fixture.snapshotDir}/${'a'.repeat(300)}`,
+            'relative/backup',
+          ),
+          with_key: fc.boolean(),
+        })
+        .map((fields) => jsonObject(Object.entries(fields))),
+  },
   'GET /v1/tenants/:tenant/workspaces': { callers: TENANT_CALLERS },
   'PUT /v1/tenants/:tenant/workspaces/:workspace': {
     callers: ['tenant', 'operator'],

@@ -1,6 +1,8 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { manifestSchema as backupManifestResponse } from '../../backup/manifest.js';
+import { writeBackup } from '../../backup/write.js';
 import type { Context } from '../../context.js';
 import { idSchema } from '../../ids.js';
 import { quarantinePage, retryQuarantined } from '../../ingest/quarantine.js';
@@ -20,7 +22,7 @@ import {
 
 /**
  * Operator-only routes behind the CLI's `cds tenants`, `cds tokens issue-tenant`, `cds webhooks`,
- * `cds ingest quarantine`, `cds snapshot` and `cds export`.
+ * `cds ingest quarantine`, `cds snapshot`, `cds export` and `cds backup`.
  * Tenant tokens are issued by the operator, never by a tenant, and the webhook receiver is set per
  * environment: these routes take only the operator credential.
  */
@@ -196,5 +198,25 @@ export function operatorRoutes(app: FastifyInstance, context: Context): void {
     },
     async (request, reply) =>
       reply.code(201).send(await writeParquetExport(context.store, request.body.dir)),
+  );
+  api.post(
+    '/v1/operator/backups',
+    {
+      config: { access: 'operator' },
+      schema: {
+        body: z.object({
+          dir: z
+            .string()
+            .min(1)
+            .describe('an absolute path of a new or empty folder on the server'),
+          with_key: z.boolean().default(false),
+        }),
+        response: { 201: z.object({ dir: z.string(), manifest: backupManifestResponse }) },
+      },
+    },
+    async (request, reply) =>
+      reply
+        .code(201)
+        .send(await writeBackup(context, request.body.dir, { withKey: request.body.with_key })),
   );
 }

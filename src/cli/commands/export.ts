@@ -1,8 +1,13 @@
-import { resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { Command, Option } from 'commander';
-import { EXPORT_FORMATS, type ExportResult } from '../../store/parquet-export.js';
+import {
+  EXPORT_FORMATS,
+  EXPORT_PARTIAL_PREFIX,
+  type ExportResult,
+} from '../../store/parquet-export.js';
 import { type GlobalOptions, withAdminClient } from '../admin-client.js';
 import { output, printLine } from '../output.js';
+import { followFolders, startProgress } from '../progress.js';
 
 export function exportCommand(): Command {
   return new Command('export')
@@ -23,18 +28,32 @@ Example:
     )
     .action(async (dir: string, options: { format: string }, command: Command) => {
       const globals = command.optsWithGlobals<GlobalOptions>();
-      const written = await withAdminClient(globals, (client) =>
-        client<ExportResult>({
-          method: 'POST',
-          path: '/v1/operator/exports',
-          body: { dir: resolve(dir), format: options.format },
-        }),
+      const target = resolve(dir);
+      // Parquet is compressed: no size is known before, so the line shows bytes written and rate.
+      const progress = startProgress('export', null);
+      // Written into a private folder beside the target and renamed into place (parquet-export.ts).
+      const stopFollowing = followFolders(progress, dirname(target), EXPORT_PARTIAL_PREFIX);
+      let written: ExportResult;
+      try {
+        written = await withAdminClient(globals, (client) =>
+          client<ExportResult>({
+            method: 'POST',
+            path: '/v1/operator/exports',
+            body: { dir: target, format: options.format },
+          }),
+        );
+      } catch (error) {
+        progress.stop();
+        throw error;
+      } finally {
+        stopFollowing();
+      }
+      const counts = Object.entries(written.rows)
+        .map(([table, rows]) => `${table} ${rows}`)
+        .join(', ');
+      progress.done(counts);
+      output(globals.json, written, (value) =>
+        printLine(`Wrote ${value.dir} (${value.format}): ${counts}`),
       );
-      output(globals.json, written, (value) => {
-        const counts = Object.entries(value.rows)
-          .map(([table, rows]) => `${table} ${rows}`)
-          .join(', ');
-        printLine(`Wrote ${value.dir} (${value.format}): ${counts}`);
-      });
     });
 }

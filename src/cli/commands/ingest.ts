@@ -1,7 +1,7 @@
 import { Command } from 'commander';
-import ora from 'ora';
 import { sealOrphans } from '../../collector/landing-writer.js';
 import type { BatchResult } from '../../ingest/batch.js';
+import { listSealedFiles } from '../../ingest/landing-files.js';
 import { IngestLoop } from '../../ingest/loop.js';
 import type { IngestStatus } from '../../ingest/status.js';
 import { configuredSender } from '../../webhooks/sender.js';
@@ -10,6 +10,7 @@ import { openContext } from '../open-context.js';
 import { tenantOption, tenantPath, workspaceOption } from '../options.js';
 import { output, printTable } from '../output.js';
 import { allPages } from '../paged.js';
+import { startProgress } from '../progress.js';
 import { closeOnSignals } from '../serve.js';
 
 interface Totals {
@@ -146,21 +147,25 @@ export function ingestCommand(): Command {
       await sealOrphans(context.dataDir.landingDir);
       const totals: Totals = { batches: 0, files: 0, events: 0, duplicates: 0, rejected: 0 };
       const startedAt = performance.now();
-      const spinner = ora({
-        text: 'looking for sealed landing files',
-        isEnabled: process.stderr.isTTY,
-      }).start();
+      // A single pass knows its backlog: the bytes of the files sealed now. A watch has no end.
+      const backlogBytes = options.watch
+        ? null
+        : (await listSealedFiles(context.dataDir.landingDir)).reduce(
+            (sum, file) => sum + file.bytes,
+            0,
+          );
+      const progress = startProgress(options.watch ? 'ingest (watching)' : 'ingest', backlogBytes);
       const loop = new IngestLoop(context, {
         maxBatchEvents: context.config.max_batch_events,
         intervalMs: context.config.ingest_interval_ms,
         onBatch: (batch) => {
           add(totals, batch);
-          spinner.text = describe(totals, startedAt);
           sender?.tick();
         },
+        onFilesDone: ({ bytes, lines }) => progress.advance(bytes, lines),
       });
       if (options.watch) {
-        spinner.text = `watching ${context.dataDir.landingDir}`;
+        progress.say(`watching ${context.dataDir.landingDir}`);
         loop.start({ watch: true });
         // As in serve: once the store has reopened the database, the batch is tried at once.
         context.store.onReopened(() => loop.catchUp().catch(() => undefined));
@@ -172,15 +177,17 @@ export function ingestCommand(): Command {
             await context.store.close();
           },
         });
-        spinner.stop();
       } else {
         try {
           await loop.drain();
+        } catch (error) {
+          progress.stop();
+          throw error;
         } finally {
           await context.store.close();
         }
-        spinner.stop();
       }
+      progress.done(describe(totals, startedAt));
       output(globals.json, totals, () =>
         process.stdout.write(`Ingested ${describe(totals, startedAt)}\n`),
       );

@@ -1,7 +1,9 @@
 import { resolve } from 'node:path';
 import { Command } from 'commander';
 import { type GlobalOptions, withAdminClient } from '../admin-client.js';
+import { localDatabaseBytes } from '../local-database.js';
 import { output, printLine } from '../output.js';
+import { followFile, startProgress } from '../progress.js';
 
 export function snapshotCommand(): Command {
   return new Command('snapshot')
@@ -12,18 +14,30 @@ export function snapshotCommand(): Command {
     .option('--replace', 'overwrite an existing file')
     .action(async (out: string, options: { replace?: boolean }, command: Command) => {
       const globals = command.optsWithGlobals<GlobalOptions>();
-      const written = await withAdminClient(globals, (client) =>
-        client<{ path: string; rows: Record<string, number> }>({
-          method: 'POST',
-          path: '/v1/operator/snapshots',
-          body: { path: resolve(out), replace: options.replace ?? false },
-        }),
-      );
-      output(globals.json, written, (value) => {
-        const counts = Object.entries(value.rows)
-          .map(([table, rows]) => `${table} ${rows}`)
-          .join(', ');
-        printLine(`Wrote ${value.path}: ${counts}`);
-      });
+      const path = resolve(out);
+      // The snapshot holds some tables only: the database's size is an upper bound.
+      const progress = startProgress('snapshot', localDatabaseBytes(globals));
+      // Written beside its name and renamed into place (`copySnapshot`).
+      const stopFollowing = followFile(progress, `${path}.partial`);
+      let written: { path: string; rows: Record<string, number> };
+      try {
+        written = await withAdminClient(globals, (client) =>
+          client<{ path: string; rows: Record<string, number> }>({
+            method: 'POST',
+            path: '/v1/operator/snapshots',
+            body: { path, replace: options.replace ?? false },
+          }),
+        );
+      } catch (error) {
+        progress.stop();
+        throw error;
+      } finally {
+        stopFollowing();
+      }
+      const counts = Object.entries(written.rows)
+        .map(([table, rows]) => `${table} ${rows}`)
+        .join(', ');
+      progress.done(counts);
+      output(globals.json, written, (value) => printLine(`Wrote ${value.path}: ${counts}`));
     });
 }

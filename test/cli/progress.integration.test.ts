@@ -1,0 +1,98 @@
+import { mkdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { DEMO_TENANT, DEMO_WORKSPACES, setUpDemo } from '../../src/cli/demo-setup.js';
+import { openContext } from '../../src/cli/open-context.js';
+import { generateEvents } from '../../src/demo/generator.js';
+import { runCli } from '../helpers/cli.js';
+import { tempDir } from '../helpers/context.js';
+
+const EVENTS = 3_000;
+
+/** A demo data dir with a backlog of sealed landing files, one a workspace, as collectors leave. */
+async function dataDirWithBacklog(): Promise<string> {
+  const dir = tempDir();
+  const context = await openContext({ data_dir: dir });
+  await setUpDemo(context);
+  await context.store.close();
+  const lines = new Map<string, string[]>();
+  for (const { source, event } of generateEvents({
+    seed: 11,
+    tenantId: DEMO_TENANT,
+    workspaceIds: DEMO_WORKSPACES,
+    events: EVENTS,
+    visitors: 300,
+    start: new Date('2026-03-01T00:00:00Z'),
+  })) {
+    const line = JSON.stringify({
+      received_at: '2026-03-01T12:00:00.000Z',
+      source,
+      collector_id: 'ctest',
+      event,
+    });
+    lines.set(event.workspace_id, [...(lines.get(event.workspace_id) ?? []), line]);
+  }
+  for (const [workspace, workspaceLines] of lines) {
+    const partition = join(
+      dir,
+      'landing',
+      `tenant=${DEMO_TENANT}`,
+      `workspace=${workspace}`,
+      'date=2026-03-01',
+      'hour=12',
+    );
+    mkdirSync(partition, { recursive: true });
+    const path = join(partition, 'ctest-00000001.ndjson');
+    writeFileSync(`${path}.open`, `${workspaceLines.join('\n')}\n`);
+    renameSync(`${path}.open`, path);
+  }
+  return dir;
+}
+
+describe('progress of long commands', () => {
+  it('cds ingest on a backlog prints plain progress lines to stderr when it is not a terminal, and keeps stdout for the answer', async () => {
+    const dir = await dataDirWithBacklog();
+    // Small batches, so the backlog takes several and the progress moves in steps.
+    const result = await runCli(['--data-dir', dir, 'ingest'], { CDS_MAX_BATCH_EVENTS: '500' });
+    expect(result.code, result.stderr).toBe(0);
+    const lines = result.stderr.trimEnd().split('\n');
+    const progress = lines.filter((line) => /^ingest \d+% /.test(line));
+    expect(progress.length).toBeGreaterThanOrEqual(3);
+    const percents = progress.map((line) => Number(/^ingest (\d+)%/.exec(line)?.[1]));
+    expect(percents).toEqual([...percents].sort((a, b) => a - b));
+    expect(percents.at(-1)).toBe(100);
+    // Percent of the backlog's bytes, events so far, their rate, and the time left at that rate.
+    expect(
+      progress.some((line) =>
+        /^ingest \d+% \([\d.]+ [KM]iB of [\d.]+ [KM]iB\), [\d,]+ events, [\d,]+ events\/s, about \d+(m \d\ds|s) left$/.test(
+          line,
+        ),
+      ),
+      result.stderr,
+    ).toBe(true);
+    expect(lines.at(-1)).toMatch(/^ingest done in \d+(m \d\ds|s): \d+ files, [\d,]+ events \(/);
+    // No terminal control reaches a log.
+    expect(result.stderr).not.toContain('\u001b');
+    expect(result.stdout).toMatch(/^Ingested \d+ files, [\d,]+ events/);
+    expect(result.stdout).not.toContain('%');
+  }, 60_000);
+
+  it('cds snapshot says when it is done, on stderr, while stdout names the file', async () => {
+    const dir = await dataDirWithBacklog();
+    const out = join(dir, 'analysts.duckdb');
+    const result = await runCli(['--data-dir', dir, 'snapshot', out]);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toMatch(/^snapshot done in \d+s: profiles \d+, /m);
+    expect(result.stdout).toMatch(new RegExp(`^Wrote ${out}: profiles \\d+`));
+    expect(statSync(out).size).toBeGreaterThan(0);
+  }, 60_000);
+
+  it('cds export says when it is done, on stderr, while stdout names the folder', async () => {
+    const dir = await dataDirWithBacklog();
+    const out = join(dir, 'export');
+    const result = await runCli(['--data-dir', dir, 'export', out]);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stderr).toMatch(/^export done in \d+s: /m);
+    expect(result.stdout).toMatch(new RegExp(`^Wrote ${out} \\(parquet\\): `));
+  }, 60_000);
+});
