@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { type FileHandle, mkdir, open, readdir, rename, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import { LandingWriteError } from '../errors.js';
+import { LandingWriteError, ShuttingDownError } from '../errors.js';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../store/file-modes.js';
 import { syncDirectory } from '../sync-directory.js';
 import { componentLog } from '../telemetry/log.js';
@@ -143,7 +143,9 @@ export class LandingWriter {
   }
 
   append(chunks: LandingChunk[]): Promise<void> {
-    if (this.closed) return Promise.reject(new Error('landing writer is closed'));
+    // A request whose checking outlived the server's close (its client went away meanwhile, so
+    // the server stopped waiting for it) took nothing: it is answered as shutting down.
+    if (this.closed) return Promise.reject(new ShuttingDownError());
     if (chunks.length === 0) return Promise.resolve();
     return new Promise((resolve, reject) => {
       this.pending.push({ chunks, resolve, reject });

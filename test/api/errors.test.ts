@@ -1,8 +1,11 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { openTestEnv, type TestEnv } from '../helpers/context.js';
+import { encodeLines } from '../../src/collector/landing-writer.js';
+import { landingWriter } from '../../src/collector/runtime.js';
+import { ShuttingDownError } from '../../src/errors.js';
+import { openTestEnv, type TestEnv, tempDir } from '../helpers/context.js';
 import { envelope, registerEventTypes } from '../helpers/events.js';
 import { seedTenants, type Tokens } from '../helpers/tenant.js';
 
@@ -177,5 +180,24 @@ describe('while the server shuts down', () => {
     } finally {
       await env.close();
     }
+  });
+
+  it('answers a request whose checking outlived the collector 503 shutting_down, and writes none of it', async () => {
+    const dir = tempDir();
+    const writer = landingWriter(join(dir, 'landing'), { landing_max_age_ms: 1000 });
+    await writer.close();
+    const append = writer.append(
+      encodeLines([
+        {
+          tenantId: 'acme',
+          workspaceId: 'eu',
+          receivedAt: '2026-03-01T10:00:00.000Z',
+          text: '{"late":true}',
+        },
+      ]),
+    );
+    await expect(append).rejects.toBeInstanceOf(ShuttingDownError);
+    await expect(append).rejects.toMatchObject({ status: 503, code: 'shutting_down' });
+    expect(existsSync(join(dir, 'landing'))).toBe(false);
   });
 });
