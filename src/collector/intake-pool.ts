@@ -49,19 +49,13 @@ export class IntakePool {
 
   /** A batch of Segment's messages (`/v1/batch`). */
   async checkSegment(request: SegmentBatchRequest, registry: Registry): Promise<BatchOutcome> {
-    if (request.body.length <= INLINE_BATCH_CHARS) {
-      return checkSegmentBatch(request, registry);
-    }
+    if (request.body.length <= INLINE_BATCH_CHARS) return checkSegmentBatch(request, registry);
     const catalog = registry.eventCatalogOf(request.scope.tenantId);
-    const { body } = request;
-    // A body that has its memory to itself moves to the worker rather than being copied.
-    const whole = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength;
-    const transferList = whole && body.buffer instanceof ArrayBuffer ? [body.buffer] : [];
-    return this.run({ format: 'segment', request, registry: catalog }, transferList);
+    return this.run({ format: 'segment', request, registry: catalog });
   }
 
-  private async run(task: IntakeTask, transferList: ArrayBuffer[] = []): Promise<BatchOutcome> {
-    const outcome = await this.pool.run(task, { transferList });
+  private async run(task: IntakeTask): Promise<BatchOutcome> {
+    const outcome = await this.pool.run(task);
     if ('refused' in outcome) {
       const { status, code, message, details } = outcome.refused;
       throw new AppError(status, code, message, details);

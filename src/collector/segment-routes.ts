@@ -4,12 +4,12 @@ import { z } from 'zod';
 import { ForbiddenError, UnauthorizedError } from '../errors.js';
 import type { RateLimiter } from '../rate-limit.js';
 import { countIntake } from '../telemetry/metrics.js';
+import { parseBody } from './batch-intake.js';
 import { encodeLines } from './landing-writer.js';
 import type { CollectorRuntime } from './runtime.js';
 import {
   checkSegmentBatchBody,
   checkSegmentMessage,
-  parseBytes,
   type SegmentRequest,
   type WorkspaceScope,
   writeKeyIn,
@@ -24,7 +24,6 @@ export interface SegmentLimiters {
   refusedPerAddress: RateLimiter;
 }
 
-const NO_BODY = new Uint8Array(0);
 const success = z.object({ success: z.literal(true) });
 const batchAnswer = success.extend({
   accepted: z.number(),
@@ -124,13 +123,13 @@ export async function segmentRoutes(
   /** The request's scope, admitting it by the body's `writeKey` where no header named a key. */
   const admitted = (
     request: FastifyRequest,
-    bytes: Uint8Array,
+    text: string,
   ): { scope: WorkspaceScope; body?: unknown } => {
     const scope = scopes.get(request);
     if (scope) return { scope };
     let body: unknown;
     try {
-      body = parseBytes(bytes);
+      body = parseBody(text);
     } catch (error) {
       refusedPerAddress.take(request.ip);
       throw error;
@@ -146,25 +145,25 @@ export async function segmentRoutes(
 
   await app.register(async (segment) => {
     // Segment's API reads every body as JSON, whatever its content-type says (RudderStack's
-    // library sends its gzipped batches with none); bodies stay bytes until parsed below, on a
+    // library sends its gzipped batches with none); bodies stay text until parsed below, on a
     // worker thread when a batch is large.
     segment.removeAllContentTypeParsers();
-    segment.addContentTypeParser('*', { parseAs: 'buffer' }, (_request, body, done) =>
+    segment.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) =>
       done(null, body),
     );
     const routes = segment.withTypeProvider<ZodTypeProvider>();
-    const bytesBody = z.custom<Buffer>((body) => Buffer.isBuffer(body)).nullish();
+    const textBody = z.string().nullish();
 
     routes.post(
       '/v1/batch',
-      { onRequest: admitByHeader, schema: { body: bytesBody, response: { 200: batchAnswer } } },
+      { onRequest: admitByHeader, schema: { body: textBody, response: { 200: batchAnswer } } },
       async (request) => {
-        const bytes = request.body ?? NO_BODY;
-        const { scope, body } = admitted(request, bytes);
+        const text = request.body ?? '';
+        const { scope, body } = admitted(request, text);
         const outcome =
           body === undefined
             ? await runtime.intakePool.checkSegment(
-                { ...requestIn(scope), body: bytes },
+                { ...requestIn(scope), body: text },
                 runtime.registry,
               )
             : checkSegmentBatchBody(body, requestIn(scope), runtime.registry);
@@ -177,11 +176,11 @@ export async function segmentRoutes(
     for (const type of SEGMENT_TYPES) {
       routes.post(
         `/v1/${type}`,
-        { onRequest: admitByHeader, schema: { body: bytesBody, response: { 200: success } } },
+        { onRequest: admitByHeader, schema: { body: textBody, response: { 200: success } } },
         async (request) => {
-          const bytes = request.body ?? NO_BODY;
-          const admission = admitted(request, bytes);
-          const body = 'body' in admission ? admission.body : parseBytes(bytes);
+          const text = request.body ?? '';
+          const admission = admitted(request, text);
+          const body = 'body' in admission ? admission.body : parseBody(text);
           const lines = checkSegmentMessage(
             body,
             type,
