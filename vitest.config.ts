@@ -7,5 +7,6 @@ export default defineConfig({
     hookTimeout: 30_000,
     // DuckDB is native and each test opens its own file: forks isolate them best.
     pool: 'forks',
+    setupFiles: ['test/setup.ts'],
   },
 });

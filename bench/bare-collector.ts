@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Fastify from 'fastify';
@@ -10,7 +10,8 @@ import { loadConfig } from '../src/config.js';
  * The baseline for the single-event collector figure: a bare Fastify route that does the same
  * durable append (group commit, fdatasync) with no validation, registry, auth or rate limit.
  */
-const writer = landingWriter(mkdtempSync(join(tmpdir(), 'cds-bare-')), loadConfig({}, {}));
+const landing = mkdtempSync(join(tmpdir(), 'cds-bare-'));
+const writer = landingWriter(landing, loadConfig({}, {}));
 writer.start();
 const app = Fastify({ bodyLimit: 1024 * 1024 });
 app.post('/v1/events', async (request, reply) => {
@@ -26,5 +27,6 @@ process.stdout.write(`bare listening on ${address}\n`);
 process.once('SIGTERM', async () => {
   await app.close();
   await writer.close();
+  rmSync(landing, { recursive: true, force: true });
   process.exit(0);
 });

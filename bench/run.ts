@@ -2,6 +2,7 @@ import { benchCollector } from './collector.js';
 import { benchErase } from './erase.js';
 import { benchIngest } from './ingest.js';
 import { benchSegments } from './segments.js';
+import { removeBenchDirs } from './setup.js';
 
 /**
  * `npm run bench [-- ingest|collector|segments|erase] [--events N] [--profiles N]`: prints figures and
@@ -14,8 +15,12 @@ const profilesFlag = args.indexOf('--profiles');
 const profiles = profilesFlag >= 0 ? Number(args[profilesFlag + 1]) : 1_000_000;
 const only = args.find((arg) => ['ingest', 'collector', 'segments', 'erase'].includes(arg));
 
-if (!only || only === 'ingest') await benchIngest(events);
-if (!only || only === 'collector') await benchCollector();
-if (!only || only === 'segments') await benchSegments(profiles);
-if (!only || only === 'erase')
-  await benchErase(Number(process.env.BENCH_ERASE_EVENTS ?? 1_000_000));
+try {
+  if (!only || only === 'ingest') await benchIngest(events);
+  if (!only || only === 'collector') await benchCollector();
+  if (!only || only === 'segments') await benchSegments(profiles);
+  if (!only || only === 'erase')
+    await benchErase(Number(process.env.BENCH_ERASE_EVENTS ?? 1_000_000));
+} finally {
+  removeBenchDirs();
+}

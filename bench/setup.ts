@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,9 +16,17 @@ export const CDS_BIN = fileURLToPath(new URL('../bin/cds.js', import.meta.url));
 export const TENANT = 'bench';
 export const WORKSPACES = ['store-a', 'store-b'] as const;
 
+const benchDirs: string[] = [];
+
+/** A bench's data dir holds gigabytes of events; each goes when the run ends. */
+export function removeBenchDirs(): void {
+  for (const dir of benchDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+}
+
 /** A fresh data dir with the bench tenant and its event types, and the tenant's token. */
 export async function prepareDataDir(): Promise<{ dir: string; tenantToken: string }> {
   const dir = mkdtempSync(join(tmpdir(), 'cds-bench-'));
+  benchDirs.push(dir);
   mkdirSync(dir, { recursive: true });
   const config = loadConfig({ data_dir: dir }, {});
   const dataDir = openDataDir(config.data_dir);

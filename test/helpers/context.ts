@@ -33,8 +33,17 @@ export interface TestEnv {
   close(): Promise<void>;
 }
 
+const madeDirs: string[] = [];
+
+/** A fresh private folder, removed after its test file by `removeTempDirs` (test/setup.ts). */
 export function tempDir(prefix = 'cds-test-'): string {
-  return mkdtempSync(join(tmpdir(), prefix));
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  madeDirs.push(dir);
+  return dir;
+}
+
+export function removeTempDirs(): void {
+  for (const dir of madeDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 }
 
 /** A real store in a fresh temp data dir, and the app over it; with `collector`, events too. */

@@ -1,0 +1,5 @@
+import { afterAll } from 'vitest';
+import { removeTempDirs } from './helpers/context.js';
+
+// A suite run makes hundreds of data dirs, each with a database of megabytes.
+afterAll(removeTempDirs);
