@@ -284,15 +284,16 @@ export async function collectorRoutes(
       }
       checkOrigin(runtime, request);
     });
-    // Every origin that gets this far is allowed: `checkOrigin` refused the others.
-    await browser.register(cors, () => async (request: FastifyRequest) => ({
-      origin: header(request, 'origin') ?? false,
+    // Every origin that gets this far is allowed (`checkOrigin` refused the others), so the
+    // plugin reflects it; fixed options spare each request the plugin's per-request options.
+    await browser.register(cors, {
+      origin: true,
       methods: ['POST'],
       allowedHeaders: ['content-type', 'content-encoding', 'x-tenant-id', 'x-workspace-id'],
       // The SDK reads it to wait as long as a 429 asks.
       exposedHeaders: ['retry-after'],
       maxAge: 600,
-    }));
+    });
     // A beacon or a CORS simple request sends its JSON as text/plain (issue 19).
     browser.addContentTypeParser(
       'text/plain',
