@@ -217,3 +217,29 @@ export function followFolders(progress: Progress, parent: string, prefix: string
   }, FOLLOW_EVERY_MS);
   return () => clearInterval(timer);
 }
+
+/**
+ * Runs `work` while a follower (`followFile`, `followFolders`) reports its progress, and stops
+ * the follower after; a failure also stops the line, so the error is said on a clean one.
+ */
+export async function whileFollowing<T>(
+  progress: Progress,
+  stopFollowing: () => void,
+  work: () => Promise<T>,
+): Promise<T> {
+  try {
+    return await work();
+  } catch (error) {
+    progress.stop();
+    throw error;
+  } finally {
+    stopFollowing();
+  }
+}
+
+/** `events 120, profiles 40`: the rows a snapshot or an export wrote, by table. */
+export function rowCounts(rows: Record<string, number>): string {
+  return Object.entries(rows)
+    .map(([table, count]) => `${table} ${count}`)
+    .join(', ');
+}

@@ -4,7 +4,7 @@ import type { Manifest } from '../../backup/manifest.js';
 import { type GlobalOptions, withAdminClient } from '../admin-client.js';
 import { localDatabaseBytes } from '../local-database.js';
 import { output, printLine } from '../output.js';
-import { followFile, startProgress } from '../progress.js';
+import { followFile, startProgress, whileFollowing } from '../progress.js';
 
 const MIB = 1024 * 1024;
 
@@ -27,22 +27,18 @@ export function backupCommand(): Command {
       const target = resolve(dir);
       const progress = startProgress('backup', localDatabaseBytes(globals));
       // The database is the bulk of a backup; with --server it is seen when the folder is local.
-      const stopFollowing = followFile(progress, join(target, 'cds.duckdb'));
-      let written: { dir: string; manifest: Manifest };
-      try {
-        written = await withAdminClient(globals, (client) =>
-          client<{ dir: string; manifest: Manifest }>({
-            method: 'POST',
-            path: '/v1/operator/backups',
-            body: { dir: target, with_key: options.withKey ?? false },
-          }),
-        );
-      } catch (error) {
-        progress.stop();
-        throw error;
-      } finally {
-        stopFollowing();
-      }
+      const written = await whileFollowing(
+        progress,
+        followFile(progress, join(target, 'cds.duckdb')),
+        () =>
+          withAdminClient(globals, (client) =>
+            client<{ dir: string; manifest: Manifest }>({
+              method: 'POST',
+              path: '/v1/operator/backups',
+              body: { dir: target, with_key: options.withKey ?? false },
+            }),
+          ),
+      );
       const bytes = written.manifest.files.reduce((sum, file) => sum + file.bytes, 0);
       const summary = `${written.manifest.files.length} files, ${(bytes / MIB).toFixed(1)} MiB`;
       progress.done(summary);

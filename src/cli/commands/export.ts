@@ -7,7 +7,7 @@ import {
 } from '../../store/parquet-export.js';
 import { type GlobalOptions, withAdminClient } from '../admin-client.js';
 import { output, printLine } from '../output.js';
-import { followFolders, startProgress } from '../progress.js';
+import { followFolders, rowCounts, startProgress, whileFollowing } from '../progress.js';
 
 export function exportCommand(): Command {
   return new Command('export')
@@ -32,25 +32,19 @@ Example:
       // Parquet is compressed: no size is known before, so the line shows bytes written and rate.
       const progress = startProgress('export', null);
       // Written into a private folder beside the target and renamed into place (parquet-export.ts).
-      const stopFollowing = followFolders(progress, dirname(target), EXPORT_PARTIAL_PREFIX);
-      let written: ExportResult;
-      try {
-        written = await withAdminClient(globals, (client) =>
-          client<ExportResult>({
-            method: 'POST',
-            path: '/v1/operator/exports',
-            body: { dir: target, format: options.format },
-          }),
-        );
-      } catch (error) {
-        progress.stop();
-        throw error;
-      } finally {
-        stopFollowing();
-      }
-      const counts = Object.entries(written.rows)
-        .map(([table, rows]) => `${table} ${rows}`)
-        .join(', ');
+      const written = await whileFollowing(
+        progress,
+        followFolders(progress, dirname(target), EXPORT_PARTIAL_PREFIX),
+        () =>
+          withAdminClient(globals, (client) =>
+            client<ExportResult>({
+              method: 'POST',
+              path: '/v1/operator/exports',
+              body: { dir: target, format: options.format },
+            }),
+          ),
+      );
+      const counts = rowCounts(written.rows);
       progress.done(counts);
       output(globals.json, written, (value) =>
         printLine(`Wrote ${value.dir} (${value.format}): ${counts}`),

@@ -3,7 +3,7 @@ import { Command } from 'commander';
 import { type GlobalOptions, withAdminClient } from '../admin-client.js';
 import { localDatabaseBytes } from '../local-database.js';
 import { output, printLine } from '../output.js';
-import { followFile, startProgress } from '../progress.js';
+import { followFile, rowCounts, startProgress, whileFollowing } from '../progress.js';
 
 export function snapshotCommand(): Command {
   return new Command('snapshot')
@@ -18,25 +18,16 @@ export function snapshotCommand(): Command {
       // The snapshot holds some tables only: the database's size is an upper bound.
       const progress = startProgress('snapshot', localDatabaseBytes(globals));
       // Written beside its name and renamed into place (`copySnapshot`).
-      const stopFollowing = followFile(progress, `${path}.partial`);
-      let written: { path: string; rows: Record<string, number> };
-      try {
-        written = await withAdminClient(globals, (client) =>
+      const written = await whileFollowing(progress, followFile(progress, `${path}.partial`), () =>
+        withAdminClient(globals, (client) =>
           client<{ path: string; rows: Record<string, number> }>({
             method: 'POST',
             path: '/v1/operator/snapshots',
             body: { path, replace: options.replace ?? false },
           }),
-        );
-      } catch (error) {
-        progress.stop();
-        throw error;
-      } finally {
-        stopFollowing();
-      }
-      const counts = Object.entries(written.rows)
-        .map(([table, rows]) => `${table} ${rows}`)
-        .join(', ');
+        ),
+      );
+      const counts = rowCounts(written.rows);
       progress.done(counts);
       output(globals.json, written, (value) => printLine(`Wrote ${value.path}: ${counts}`));
     });
