@@ -4,9 +4,10 @@ import { metricDefinitionInputSchema } from '../../src/metrics/definition-schema
 import { createMetricDefinition } from '../../src/metrics/definitions.js';
 import { createSegment, DEFAULT_AUTOMATIONS } from '../../src/segments/definitions.js';
 import { issueToken } from '../../src/tenancy/tokens.js';
-import { openTestEnv, type TestEnv } from '../helpers/context.js';
+import type { TestEnv } from '../helpers/context.js';
 import { seedProfiles } from '../helpers/profiles.js';
-import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
+import { openSeededEnv } from '../helpers/seeded.js';
+import { call, type Tokens } from '../helpers/tenant.js';
 
 /** Principals in the order they call each route; the tenant token goes last as it may delete. */
 const PRINCIPALS = [
@@ -321,8 +322,7 @@ describe.each(ROUTES)('$method $route', (route) => {
   let url: string;
 
   beforeAll(async () => {
-    env = await openTestEnv();
-    tokens = await seedTenants(env.context);
+    ({ env, tokens } = await openSeededEnv({ eventTypes: false }));
     await seedCatalog(env);
     url = typeof route.url === 'string' ? route.url : await route.url(env);
   });

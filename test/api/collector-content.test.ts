@@ -1,8 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MAX_PROPERTY_DEPTH, MAX_PROPERTY_KEYS } from '../../src/collector/event-content.js';
-import { openTestEnv, type TestEnv } from '../helpers/context.js';
-import { envelope, registerEventTypes } from '../helpers/events.js';
-import { seedTenants, type Tokens } from '../helpers/tenant.js';
+import type { TestEnv } from '../helpers/context.js';
+import { envelope } from '../helpers/events.js';
+import { openSeededEnv } from '../helpers/seeded.js';
+import type { Tokens } from '../helpers/tenant.js';
 
 /** An object `levels` deep, itself included: `{a: {a: … {}}}`. */
 function nested(levels: number): Record<string, unknown> {
@@ -26,9 +27,7 @@ describe('what the collector refuses in an event, per event', () => {
   let tokens: Tokens;
 
   beforeEach(async () => {
-    env = await openTestEnv({ collector: true });
-    tokens = await seedTenants(env.context);
-    await registerEventTypes(env, tokens.tenant);
+    ({ env, tokens } = await openSeededEnv({ collector: true }));
   });
   afterEach(() => env.close());
 

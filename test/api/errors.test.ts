@@ -7,6 +7,7 @@ import { landingWriter } from '../../src/collector/runtime.js';
 import { ShuttingDownError } from '../../src/errors.js';
 import { openTestEnv, type TestEnv, tempDir } from '../helpers/context.js';
 import { envelope, registerEventTypes } from '../helpers/events.js';
+import { openSeededEnv } from '../helpers/seeded.js';
 import { seedTenants, type Tokens } from '../helpers/tenant.js';
 
 describe('error answers', () => {
@@ -14,8 +15,7 @@ describe('error answers', () => {
   let tokens: Tokens;
 
   beforeAll(async () => {
-    env = await openTestEnv();
-    tokens = await seedTenants(env.context);
+    ({ env, tokens } = await openSeededEnv({ eventTypes: false }));
   });
   afterAll(() => env.close());
 

@@ -1,17 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operatorToken } from '../../src/tenancy/operator.js';
-import { openTestEnv, type TestEnv } from '../helpers/context.js';
-import { envelope, registerEventTypes, sendServer } from '../helpers/events.js';
-import { seedTenants, type Tokens } from '../helpers/tenant.js';
+import type { TestEnv } from '../helpers/context.js';
+import { envelope, sendServer } from '../helpers/events.js';
+import { openSeededEnv } from '../helpers/seeded.js';
+import type { Tokens } from '../helpers/tenant.js';
 
 describe('GET /readyz', () => {
   let env: TestEnv;
   let tokens: Tokens;
 
   beforeAll(async () => {
-    env = await openTestEnv({ collector: true });
-    tokens = await seedTenants(env.context);
-    await registerEventTypes(env, tokens.tenant);
+    ({ env, tokens } = await openSeededEnv({ collector: true }));
     expect(
       (await sendServer(env, tokens.collector, [envelope({ id: 'e1', anon: 'v1' })])).statusCode,
     ).toBe(202);

@@ -3,8 +3,9 @@ import { type AddressInfo, connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLIENT_ERROR_LINGER_MS, MAX_URL_BYTES } from '../../src/api/http-edges.js';
 import { type ChildServer, runCli, startCli } from '../helpers/cli.js';
-import { openTestEnv, type TestEnv, tempDir } from '../helpers/context.js';
-import { seedTenants, type Tokens } from '../helpers/tenant.js';
+import { type TestEnv, tempDir } from '../helpers/context.js';
+import { openSeededEnv } from '../helpers/seeded.js';
+import type { Tokens } from '../helpers/tenant.js';
 
 interface RawAnswer {
   status: number;
@@ -210,8 +211,7 @@ describe('the HTTP layer in process', () => {
   let env: TestEnv;
   let tokens: Tokens;
   beforeAll(async () => {
-    env = await openTestEnv({ collector: true });
-    tokens = await seedTenants(env.context);
+    ({ env, tokens } = await openSeededEnv({ collector: true, eventTypes: false }));
   });
   afterAll(() => env.close());
 

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openTestEnv, type TestEnv } from '../helpers/context.js';
-import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
+import type { TestEnv } from '../helpers/context.js';
+import { openSeededEnv } from '../helpers/seeded.js';
+import { call, type Tokens } from '../helpers/tenant.js';
 
 const URL = '/v1/tenants/acme/metric-definitions';
 
@@ -9,8 +10,7 @@ describe('metric definitions', () => {
   let tokens: Tokens;
 
   beforeEach(async () => {
-    env = await openTestEnv();
-    tokens = await seedTenants(env.context);
+    ({ env, tokens } = await openSeededEnv({ eventTypes: false }));
     for (const name of ['order_completed', 'product_viewed']) {
       expect(
         (await call(env.app, tokens.tenant, 'PUT', `/v1/tenants/acme/event-types/${name}`, {}))

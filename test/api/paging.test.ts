@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { operatorToken } from '../../src/tenancy/operator.js';
 import { openTestEnv, type TestEnv } from '../helpers/context.js';
 import { envelope, registerEventTypes, sendServer } from '../helpers/events.js';
+import { openSeededEnv } from '../helpers/seeded.js';
 import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
 
 const ACME = '/v1/tenants/acme';
@@ -35,8 +36,7 @@ async function walk(
 }
 
 beforeAll(async () => {
-  env = await openTestEnv();
-  tokens = await seedTenants(env.context);
+  ({ env, tokens } = await openSeededEnv({ eventTypes: false }));
   operator = operatorToken(env.context.dataDir.masterKey);
   for (const tenant of ['initech', 'umbrella', 'hooli']) {
     await call(env.app, operator, 'POST', '/v1/operator/tenants', { tenant_id: tenant });

@@ -1,8 +1,9 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { operatorToken } from '../../src/tenancy/operator.js';
-import { openTestEnv, type TestEnv } from '../helpers/context.js';
-import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
+import type { TestEnv } from '../helpers/context.js';
+import { openSeededEnv } from '../helpers/seeded.js';
+import { call, type Tokens } from '../helpers/tenant.js';
 
 const ACME = '/v1/tenants/acme';
 
@@ -11,8 +12,7 @@ let tokens: Tokens;
 afterEach(() => env.close());
 
 async function openWithQuotas(config: Record<string, number>): Promise<void> {
-  env = await openTestEnv({ config });
-  tokens = await seedTenants(env.context);
+  ({ env, tokens } = await openSeededEnv({ config, eventTypes: false }));
 }
 
 function expectQuotaExceeded(response: LightMyRequestResponse, quota: string, limit: number) {

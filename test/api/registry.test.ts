@@ -3,9 +3,10 @@ import { readFile } from 'node:fs/promises';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { readRegistryFile } from '../../src/collector/registry.js';
 import { RegistryPublisher, VERSIONS_PER_EPOCH } from '../../src/collector/registry-publisher.js';
-import { openTestEnv, type TestEnv } from '../helpers/context.js';
-import { envelope, registerEventTypes, sendServer } from '../helpers/events.js';
-import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
+import type { TestEnv } from '../helpers/context.js';
+import { envelope, sendServer } from '../helpers/events.js';
+import { openSeededEnv } from '../helpers/seeded.js';
+import { call, type Tokens } from '../helpers/tenant.js';
 
 const ROUNDS = 30;
 
@@ -14,9 +15,7 @@ describe('registry.json publishing', () => {
   let tokens: Tokens;
 
   beforeEach(async () => {
-    env = await openTestEnv({ collector: true });
-    tokens = await seedTenants(env.context);
-    await registerEventTypes(env, tokens.tenant);
+    ({ env, tokens } = await openSeededEnv({ collector: true }));
   });
   afterEach(() => env.close());
 

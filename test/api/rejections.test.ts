@@ -1,16 +1,15 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { runCli } from '../helpers/cli.js';
-import { openTestEnv, type TestEnv } from '../helpers/context.js';
-import { envelope, registerEventTypes, sendServer } from '../helpers/events.js';
-import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
+import type { TestEnv } from '../helpers/context.js';
+import { envelope, sendServer } from '../helpers/events.js';
+import { openSeededEnv } from '../helpers/seeded.js';
+import { call, type Tokens } from '../helpers/tenant.js';
 
 let env: TestEnv;
 let tokens: Tokens;
 
 beforeEach(async () => {
-  env = await openTestEnv({ collector: true });
-  tokens = await seedTenants(env.context);
-  await registerEventTypes(env, tokens.tenant);
+  ({ env, tokens } = await openSeededEnv({ collector: true }));
 });
 afterEach(() => env.close());
 

@@ -1,6 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openTestEnv, type TestEnv } from '../helpers/context.js';
 import { registerEventTypes } from '../helpers/events.js';
+import { openSeededEnv } from '../helpers/seeded.js';
 import {
   basicAuth,
   declareUserId,
@@ -24,9 +25,7 @@ describe('Segment-spec tracking API', () => {
 
   // One store for all: each test looks at the lines it landed, and at profiles by its own ids.
   beforeAll(async () => {
-    env = await openTestEnv({ collector: true });
-    tokens = await seedTenants(env.context);
-    await registerEventTypes(env, tokens.tenant);
+    ({ env, tokens } = await openSeededEnv({ collector: true }));
     await registerSegmentTypes(env, tokens.tenant);
     await declareUserId(env, tokens.tenant);
     writeKey = await mintWriteKey(env, tokens.tenant);

@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openTestEnv, type TestEnv } from '../helpers/context.js';
+import type { TestEnv } from '../helpers/context.js';
 import { seedBareProfiles, seedProfiles } from '../helpers/profiles.js';
-import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
+import { openSeededEnv } from '../helpers/seeded.js';
+import { call, type Tokens } from '../helpers/tenant.js';
 
 const BASE = '/v1/tenants/acme/segments';
 
@@ -49,8 +50,7 @@ describe('segments', () => {
   let tokens: Tokens;
 
   beforeEach(async () => {
-    env = await openTestEnv();
-    tokens = await seedTenants(env.context);
+    ({ env, tokens } = await openSeededEnv({ eventTypes: false }));
     await seedCatalog(env, tokens);
   });
   afterEach(() => env.close());

@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { operatorToken } from '../../src/tenancy/operator.js';
-import { openTestEnv, type TestEnv } from '../helpers/context.js';
-import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
+import type { TestEnv } from '../helpers/context.js';
+import { openSeededEnv } from '../helpers/seeded.js';
+import { call, type Tokens } from '../helpers/tenant.js';
 
 const TOKEN_FORMAT = /^cp[twc]_[0-9A-Za-z]{49}$/;
 
@@ -10,8 +11,7 @@ describe('tenants, workspaces and tokens', () => {
   let tokens: Tokens;
 
   beforeEach(async () => {
-    env = await openTestEnv();
-    tokens = await seedTenants(env.context);
+    ({ env, tokens } = await openSeededEnv({ eventTypes: false }));
   });
   afterEach(() => env.close());
 

@@ -2,11 +2,12 @@ import Rudder from '@rudderstack/rudder-sdk-node';
 import { Analytics } from '@segment/analytics-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CollectorDoor } from '../helpers/collector-door.js';
-import { openTestEnv, type TestEnv } from '../helpers/context.js';
-import { envelope, registerEventTypes, sendBrowser } from '../helpers/events.js';
+import type { TestEnv } from '../helpers/context.js';
+import { envelope, sendBrowser } from '../helpers/events.js';
 import { defineMetric } from '../helpers/metrics.js';
+import { openSeededEnv } from '../helpers/seeded.js';
 import { declareUserId, mintWriteKey, registerSegmentTypes } from '../helpers/segment.js';
-import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
+import { call, type Tokens } from '../helpers/tenant.js';
 
 interface ProfileView {
   profile_id: string;
@@ -23,9 +24,7 @@ let collectorUrl: string;
 let door: CollectorDoor;
 
 beforeEach(async () => {
-  env = await openTestEnv({ collector: true });
-  tokens = await seedTenants(env.context);
-  await registerEventTypes(env, tokens.tenant);
+  ({ env, tokens } = await openSeededEnv({ collector: true }));
   await registerSegmentTypes(env, tokens.tenant);
   await declareUserId(env, tokens.tenant);
   writeKey = await mintWriteKey(env, tokens.tenant);

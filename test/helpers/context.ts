@@ -30,7 +30,8 @@ export interface TestEnv {
   clock: TestClock;
   /** Seals the collector's open files and ingests every sealed file (collector envs only). */
   ingest(): Promise<void>;
-  close(): Promise<void>;
+  /** Closes everything and removes the data dir, unless `keepDir` (to copy it once closed). */
+  close(options?: { keepDir?: boolean }): Promise<void>;
 }
 
 const madeDirs: string[] = [];
@@ -46,11 +47,19 @@ export function removeTempDirs(): void {
   for (const dir of madeDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 }
 
+export interface TestEnvOptions {
+  collector?: boolean;
+  maxBatchEvents?: number;
+  config?: ConfigInput;
+}
+
 /** A real store in a fresh temp data dir, and the app over it; with `collector`, events too. */
-export async function openTestEnv(
-  options: { collector?: boolean; maxBatchEvents?: number; config?: ConfigInput } = {},
-): Promise<TestEnv> {
-  const dir = tempDir();
+export async function openTestEnv(options: TestEnvOptions = {}): Promise<TestEnv> {
+  return openTestEnvIn(tempDir(), options);
+}
+
+/** As `openTestEnv`, over a data dir the caller filled (a copy of a seeded one). */
+export async function openTestEnvIn(dir: string, options: TestEnvOptions = {}): Promise<TestEnv> {
   const config = loadConfig(
     {
       data_dir: dir,
@@ -86,11 +95,11 @@ export async function openTestEnv(
       await collector?.writer.sealAll();
       await loop.drain();
     },
-    async close() {
+    async close({ keepDir = false } = {}) {
       await app.close();
       await collector?.close();
       await store.close();
-      rmSync(dir, { recursive: true, force: true });
+      if (!keepDir) rmSync(dir, { recursive: true, force: true });
     },
   };
 }

@@ -1,9 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Store } from '../../src/store/database.js';
-import { openTestEnv, type TestEnv } from '../helpers/context.js';
+import type { TestEnv } from '../helpers/context.js';
 import { envelope, sendServer } from '../helpers/events.js';
 import { operatorReadiness } from '../helpers/readiness.js';
-import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
+import { openSeededEnv } from '../helpers/seeded.js';
+import { call, type Tokens } from '../helpers/tenant.js';
 
 type Ingest = { events_ingested: number; duplicates: number };
 
@@ -22,8 +23,7 @@ describe('dedup keys of several key paths', () => {
   let env: TestEnv;
   let tokens: Tokens;
   beforeEach(async () => {
-    env = await openTestEnv({ collector: true });
-    tokens = await seedTenants(env.context);
+    ({ env, tokens } = await openSeededEnv({ collector: true, eventTypes: false }));
     const type = await call(
       env.app,
       tokens.tenant,

@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openTestEnv, type TestEnv } from '../helpers/context.js';
+import type { TestEnv } from '../helpers/context.js';
 import { envelope, registerEventTypes, sendServer } from '../helpers/events.js';
-import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
+import { openSeededEnv } from '../helpers/seeded.js';
+import { call, type Tokens } from '../helpers/tenant.js';
 
 /** Keys that a $-path reading would take for path syntax, and that must stay plain data. */
 const PATH_LIKE_KEYS = ['$x', 'a.b', '"q"', '[0]'];
@@ -12,9 +13,7 @@ describe('identifier keys and types of any spelling', () => {
   let globexCollector: string;
 
   beforeEach(async () => {
-    env = await openTestEnv({ collector: true });
-    tokens = await seedTenants(env.context);
-    await registerEventTypes(env, tokens.tenant);
+    ({ env, tokens } = await openSeededEnv({ collector: true }));
     await registerEventTypes(env, tokens.otherTenant, 'globex');
     globexCollector = (
       await call(env.app, tokens.otherTenant, 'POST', '/v1/tenants/globex/tokens', {

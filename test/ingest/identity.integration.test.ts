@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { operatorToken } from '../../src/tenancy/operator.js';
 import { openTestEnv, type TestEnv } from '../helpers/context.js';
 import { envelope, registerEventTypes, sendBrowser, sendServer } from '../helpers/events.js';
+import { openSeededEnv } from '../helpers/seeded.js';
 import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
 
 const PROFILES = '/v1/tenants/acme/workspaces/eu/profiles';
@@ -11,9 +12,7 @@ describe('events to profiles', () => {
   let tokens: Tokens;
 
   beforeEach(async () => {
-    env = await openTestEnv({ collector: true });
-    tokens = await seedTenants(env.context);
-    await registerEventTypes(env, tokens.tenant);
+    ({ env, tokens } = await openSeededEnv({ collector: true }));
   });
   afterEach(() => env.close());
 

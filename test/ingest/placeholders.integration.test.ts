@@ -1,7 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openTestEnv, type TestEnv } from '../helpers/context.js';
-import { envelope, registerEventTypes, sendServer } from '../helpers/events.js';
-import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
+import type { TestEnv } from '../helpers/context.js';
+import { envelope, sendServer } from '../helpers/events.js';
+import { openSeededEnv } from '../helpers/seeded.js';
+import { call, type Tokens } from '../helpers/tenant.js';
 
 const PLACEHOLDERS = '/v1/tenants/acme/placeholders';
 
@@ -10,9 +11,7 @@ describe('placeholders, normalised like the values they match', () => {
   let tokens: Tokens;
 
   beforeEach(async () => {
-    env = await openTestEnv({ collector: true });
-    tokens = await seedTenants(env.context);
-    await registerEventTypes(env, tokens.tenant);
+    ({ env, tokens } = await openSeededEnv({ collector: true }));
   });
   afterEach(() => env.close());
 

@@ -1,8 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openTestEnv, type TestEnv } from '../helpers/context.js';
-import { type EventSpec, envelope, registerEventTypes, sendServer } from '../helpers/events.js';
+import type { TestEnv } from '../helpers/context.js';
+import { type EventSpec, envelope, sendServer } from '../helpers/events.js';
 import { defineMetric } from '../helpers/metrics.js';
-import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
+import { openSeededEnv } from '../helpers/seeded.js';
+import { call, type Tokens } from '../helpers/tenant.js';
 
 const DAY = 24 * 60 * 60 * 1000;
 
@@ -11,9 +12,7 @@ describe('metric values', () => {
   let tokens: Tokens;
 
   beforeEach(async () => {
-    env = await openTestEnv({ collector: true });
-    tokens = await seedTenants(env.context);
-    await registerEventTypes(env, tokens.tenant);
+    ({ env, tokens } = await openSeededEnv({ collector: true }));
   });
   afterEach(() => env.close());
 

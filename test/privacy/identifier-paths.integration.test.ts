@@ -1,10 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Store } from '../../src/store/database.js';
-import { openTestEnv, type TestEnv } from '../helpers/context.js';
-import { type EventSpec, envelope, registerEventTypes, sendServer } from '../helpers/events.js';
+import type { TestEnv } from '../helpers/context.js';
+import { type EventSpec, envelope, sendServer } from '../helpers/events.js';
 import { defineMetric } from '../helpers/metrics.js';
-import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
+import { openSeededEnv } from '../helpers/seeded.js';
+import { call, type Tokens } from '../helpers/tenant.js';
 
 const IDENTIFIER_PATHS_MIGRATION = 12;
 
@@ -26,9 +27,7 @@ describe('paths into properties.identifiers stored before they were refused', ()
   let tokens: Tokens;
 
   beforeEach(async () => {
-    env = await openTestEnv({ collector: true });
-    tokens = await seedTenants(env.context);
-    await registerEventTypes(env, tokens.tenant);
+    ({ env, tokens } = await openSeededEnv({ collector: true }));
     // A sibling of the same name, reading a plain property: it must survive, rebuilt.
     await defineMetric(env, tokens.tenant, {
       metric_name: 'contact',

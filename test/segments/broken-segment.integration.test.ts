@@ -1,8 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { issueToken } from '../../src/tenancy/tokens.js';
-import { openTestEnv, type TestEnv } from '../helpers/context.js';
+import type { TestEnv } from '../helpers/context.js';
 import { type EventSpec, envelope, registerEventTypes, sendServer } from '../helpers/events.js';
-import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
+import { openSeededEnv } from '../helpers/seeded.js';
+import { call, type Tokens } from '../helpers/tenant.js';
 
 /**
  * A segment whose stored predicate cannot be evaluated, written around the API as an older
@@ -16,8 +17,7 @@ describe('a segment whose evaluation fails', () => {
   let globexCollector: string;
 
   beforeEach(async () => {
-    env = await openTestEnv({ collector: true });
-    tokens = await seedTenants(env.context);
+    ({ env, tokens } = await openSeededEnv({ collector: true, eventTypes: false }));
     globexCollector = (
       await issueToken(env.context, 'globex', {
         kind: 'collector',

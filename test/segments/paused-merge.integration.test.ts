@@ -1,9 +1,10 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Store } from '../../src/store/database.js';
-import { openTestEnv, type TestEnv } from '../helpers/context.js';
-import { type EventSpec, envelope, registerEventTypes, sendServer } from '../helpers/events.js';
+import type { TestEnv } from '../helpers/context.js';
+import { type EventSpec, envelope, sendServer } from '../helpers/events.js';
 import { defineMetric } from '../helpers/metrics.js';
-import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
+import { openSeededEnv } from '../helpers/seeded.js';
+import { call, type Tokens } from '../helpers/tenant.js';
 
 const SEGMENTS = '/v1/tenants/acme/segments';
 
@@ -11,9 +12,7 @@ describe('a merge of members of a segment that is not evaluated', () => {
   let env: TestEnv;
   let tokens: Tokens;
   beforeEach(async () => {
-    env = await openTestEnv({ collector: true });
-    tokens = await seedTenants(env.context);
-    await registerEventTypes(env, tokens.tenant);
+    ({ env, tokens } = await openSeededEnv({ collector: true }));
     await defineMetric(env, tokens.tenant, {
       metric_name: 'orders',
       event_name: 'order_completed',
