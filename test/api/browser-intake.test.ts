@@ -1,8 +1,9 @@
 import { deflateSync, gzipSync } from 'node:zlib';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openTestEnv, type TestEnv } from '../helpers/context.js';
-import { envelope, registerEventTypes } from '../helpers/events.js';
-import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
+import type { TestEnv } from '../helpers/context.js';
+import { envelope } from '../helpers/events.js';
+import { openSeededEnv } from '../helpers/seeded.js';
+import { call, type Tokens } from '../helpers/tenant.js';
 
 /** The operator's default origin for tenant acme; workspaces add their own through the API. */
 const OPERATOR_ORIGIN = 'https://operator.acme.test';
@@ -11,12 +12,10 @@ let env: TestEnv;
 let tokens: Tokens;
 
 beforeEach(async () => {
-  env = await openTestEnv({
+  ({ env, tokens } = await openSeededEnv({
     collector: true,
     config: { cors_origins: JSON.stringify({ acme: [OPERATOR_ORIGIN] }) },
-  });
-  tokens = await seedTenants(env.context);
-  await registerEventTypes(env, tokens.tenant);
+  }));
 });
 afterEach(() => env.close());
 

@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openTestEnv, type TestEnv } from '../helpers/context.js';
 import { envelope, registerEventTypes, sendBrowser, sendServer } from '../helpers/events.js';
+import { openSeededEnv } from '../helpers/seeded.js';
 import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
 
 const SHOP = 'https://shop.acme.test';
@@ -10,12 +11,10 @@ describe('collector endpoints', () => {
   let tokens: Tokens;
 
   beforeEach(async () => {
-    env = await openTestEnv({
+    ({ env, tokens } = await openSeededEnv({
       collector: true,
       config: { cors_origins: JSON.stringify({ acme: [SHOP] }) },
-    });
-    tokens = await seedTenants(env.context);
-    await registerEventTypes(env, tokens.tenant);
+    }));
   });
   afterEach(() => env.close());
 

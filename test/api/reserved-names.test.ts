@@ -1,9 +1,10 @@
 import type { LightMyRequestResponse } from 'fastify';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { operatorToken } from '../../src/tenancy/operator.js';
-import { openTestEnv, type TestEnv } from '../helpers/context.js';
-import { envelope, registerEventTypes, sendServer } from '../helpers/events.js';
-import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
+import type { TestEnv } from '../helpers/context.js';
+import { envelope, sendServer } from '../helpers/events.js';
+import { openSeededEnv } from '../helpers/seeded.js';
+import { call, type Tokens } from '../helpers/tenant.js';
 
 /**
  * Names that are keys of every plain object, or of Object.prototype itself, in the spellings the
@@ -40,12 +41,10 @@ describe('reserved names (constructor, __proto__, toString …) as ids, names, h
   const operator = () => operatorToken(env.context.dataDir.masterKey);
 
   beforeEach(async () => {
-    env = await openTestEnv({
+    ({ env, tokens } = await openSeededEnv({
       collector: true,
       config: { cors_origins: JSON.stringify({ acme: [SHOP] }) },
-    });
-    tokens = await seedTenants(env.context);
-    await registerEventTypes(env, tokens.tenant);
+    }));
   });
   afterEach(() => env.close());
 

@@ -4,9 +4,10 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { settlePurges } from '../../src/privacy/erase.js';
 import { DATA_DIR_SNAPSHOT, writeSnapshot } from '../../src/store/snapshot.js';
 import { runJson } from '../helpers/cli.js';
-import { openTestEnv, type TestEnv } from '../helpers/context.js';
-import { type EventSpec, envelope, registerEventTypes, sendServer } from '../helpers/events.js';
-import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
+import type { TestEnv } from '../helpers/context.js';
+import { type EventSpec, envelope, sendServer } from '../helpers/events.js';
+import { openSeededEnv } from '../helpers/seeded.js';
+import { call, type Tokens } from '../helpers/tenant.js';
 
 const PROFILES = '/v1/tenants/acme/workspaces/eu/profiles';
 const ERASURES = '/v1/tenants/acme/erasures';
@@ -29,12 +30,10 @@ describe('erasure', () => {
   let tokens: Tokens;
 
   beforeEach(async () => {
-    env = await openTestEnv({
+    ({ env, tokens } = await openSeededEnv({
       collector: true,
       config: { webhook_url: 'http://127.0.0.1:9/hooks', webhook_secret: 'whsec_c2VjcmV0' },
-    });
-    tokens = await seedTenants(env.context);
-    await registerEventTypes(env, tokens.tenant);
+    }));
     await call(env.app, tokens.tenant, 'PUT', '/v1/tenants/acme/metric-definitions', {
       metric_name: 'orders',
       event_name: 'order_completed',

@@ -3,11 +3,12 @@ import { Webhook } from 'standardwebhooks';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { operatorToken } from '../../src/tenancy/operator.js';
 import { configuredSender, type WebhookSender } from '../../src/webhooks/sender.js';
-import { openTestEnv, type TestEnv } from '../helpers/context.js';
-import { type EventSpec, envelope, registerEventTypes, sendServer } from '../helpers/events.js';
+import type { TestEnv } from '../helpers/context.js';
+import { type EventSpec, envelope, sendServer } from '../helpers/events.js';
 import { defineMetric } from '../helpers/metrics.js';
 import { Receiver } from '../helpers/receiver.js';
-import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
+import { openSeededEnv } from '../helpers/seeded.js';
+import { call, type Tokens } from '../helpers/tenant.js';
 
 const DAY = 24 * 60 * 60 * 1000;
 const SECRET = `whsec_${randomBytes(24).toString('base64')}`;
@@ -22,12 +23,10 @@ describe('segment membership and webhooks', () => {
 
   beforeEach(async () => {
     receiver = await Receiver.start();
-    env = await openTestEnv({
+    ({ env, tokens } = await openSeededEnv({
       collector: true,
       config: { webhook_url: receiver.url, webhook_secret: SECRET, webhook_retry_base_ms: 20 },
-    });
-    tokens = await seedTenants(env.context);
-    await registerEventTypes(env, tokens.tenant);
+    }));
     sender = configuredSender(env.context) as WebhookSender;
     for (const definition of [
       { metric_name: 'orders', event_name: 'order_completed', value_kind: 'count' },

@@ -6,11 +6,12 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { operatorToken } from '../../src/tenancy/operator.js';
 import { LONGEST_PAUSE_MS, retryPauseMs } from '../../src/webhooks/backoff.js';
 import { WebhookSender } from '../../src/webhooks/sender.js';
-import { openTestEnv, type TestEnv } from '../helpers/context.js';
-import { envelope, registerEventTypes, sendServer } from '../helpers/events.js';
+import type { TestEnv } from '../helpers/context.js';
+import { envelope, sendServer } from '../helpers/events.js';
 import { defineMetric } from '../helpers/metrics.js';
 import { Receiver } from '../helpers/receiver.js';
-import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
+import { openSeededEnv } from '../helpers/seeded.js';
+import { call, type Tokens } from '../helpers/tenant.js';
 
 const SECRET = `whsec_${randomBytes(24).toString('base64')}`;
 const VERSION = (
@@ -54,12 +55,10 @@ describe('the webhook sender', () => {
 
   beforeEach(async () => {
     // Rows are queued only while a receiver is configured; each test points its sender elsewhere.
-    env = await openTestEnv({
+    ({ env, tokens } = await openSeededEnv({
       collector: true,
       config: { webhook_url: 'http://127.0.0.1:1/unused', webhook_secret: SECRET },
-    });
-    tokens = await seedTenants(env.context);
-    await registerEventTypes(env, tokens.tenant);
+    }));
     await defineMetric(env, tokens.tenant, {
       metric_name: 'orders',
       event_name: 'order_completed',
