@@ -1,6 +1,18 @@
+import { createRequire } from 'node:module';
 import { type Logger, type LoggerOptions, pino } from 'pino';
-import pretty from 'pino-pretty';
+import type { PrettyOptions, PrettyStream } from 'pino-pretty';
 import { ConfigError } from '../errors.js';
+
+/**
+ * pino-pretty is loaded only for a terminal: every service and every CLI run with its output
+ * piped or logged would pay its load time for nothing.
+ */
+function prettyStream(options: PrettyOptions): PrettyStream {
+  const pretty = createRequire(import.meta.url)('pino-pretty') as (
+    options: PrettyOptions,
+  ) => PrettyStream;
+  return pretty(options);
+}
 
 const LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 type Level = (typeof LEVELS)[number];
@@ -46,7 +58,7 @@ function createRoot(): Logger {
   if (process.stderr.isTTY) {
     return pino(
       options,
-      pretty({
+      prettyStream({
         destination: 2,
         sync: true,
         ignore: 'pid,hostname,component',
