@@ -633,7 +633,7 @@ describe('cds CLI', () => {
       expect(audit.stdout).toMatch(
         new RegExp(`^\\S+Z\\s+eu\\s+${profileId}\\s+operator\\s+2\\s+\\S+Z?$`, 'm'),
       );
-    });
+    }, 90_000);
   });
 
   describe('snapshot', () => {
@@ -738,7 +738,12 @@ describe('cds CLI', () => {
   describe('demo', () => {
     it('sets up the demo tenant, serves it and prints working tokens and curl lines', async () => {
       const demoDir = join(dir, 'demo');
-      const demo = await startCli(['--data-dir', demoDir, 'demo', '--port', '0'], /Press Ctrl-C/);
+      // The demo sends and ingests 5,000 events before it is ready: about 20 s on the 2-core machine.
+      const demo = await startCli(
+        ['--data-dir', demoDir, 'demo', '--port', '0'],
+        /Press Ctrl-C/,
+        60_000,
+      );
       servers.push(demo);
       const text = demo.output();
       const url = /curl -s (http:\/\/[^/\s]+)\/v1\/whoami/.exec(text)?.[1];
@@ -770,7 +775,7 @@ describe('cds CLI', () => {
       expect(customers.profiles.some((row) => row.email?.endsWith('.example'))).toBe(true);
       expect(await demo.stop()).toBe(0);
       expect(existsSync(join(demoDir, 'cds.duckdb'))).toBe(true);
-    });
+    }, 90_000);
 
     it('will not wipe a folder it did not make', async () => {
       const foreign = join(dir, 'mine');

@@ -7,20 +7,32 @@ import { waitUntil } from '../helpers/wait.js';
 
 const LISTENING = /cds listening on (http:\/\/\S+)/;
 
-/** Every folder and file under `root`, with its permission bits. */
+/** The permission bits of what is at `path`; none when a running server renamed it meanwhile. */
+function modeOf(path: string): string | undefined {
+  const info = statSync(path, { throwIfNoEntry: false });
+  return info && (info.mode & 0o777).toString(8);
+}
+
+/**
+ * Every folder and file under `root`, with its permission bits. A running server renames files
+ * as it works (a `.partial` snapshot, an `.open` landing file): one gone between the listing and
+ * its stat is seen under its new name by the next look.
+ */
 function modesUnder(root: string): Map<string, string> {
-  const modes = new Map<string, string>([['.', (statSync(root).mode & 0o777).toString(8)]]);
+  const modes = new Map<string, string>([['.', modeOf(root) ?? 'missing']]);
   for (const entry of readdirSync(root, { recursive: true, withFileTypes: true })) {
     const path = join(entry.parentPath, entry.name);
-    modes.set(path.slice(root.length + 1), (statSync(path).mode & 0o777).toString(8));
+    const mode = modeOf(path);
+    if (mode) modes.set(path.slice(root.length + 1), mode);
   }
   return modes;
 }
 
 function expectPrivate(root: string): void {
   const loose = [...modesUnder(root)].filter(([path, mode]) => {
-    const isDirectory = path === '.' || statSync(join(root, path)).isDirectory();
-    return mode !== (isDirectory ? '700' : '600');
+    const info = statSync(join(root, path), { throwIfNoEntry: false });
+    if (!info) return false;
+    return mode !== (info.isDirectory() ? '700' : '600');
   });
   expect(loose).toEqual([]);
 }
