@@ -1,15 +1,18 @@
 import { configDefaults, defineConfig } from 'vitest/config';
 
 /**
- * Files that start `cds` processes or a browser and wait for them within time limits: with
- * another file loading both cores they missed those limits, so they run one at a time, after
- * the rest.
+ * Files that run one at a time, after the rest: those that start `cds` processes or a browser
+ * and wait for them within time limits (with another file loading both cores they missed those
+ * limits), and the two property tests bounded by time, which would try fewer cases beside
+ * another file.
  */
 const ONE_AT_A_TIME = [
   'test/cli/**/*.test.ts',
   'test/deploy/**/*.test.ts',
   'test/browser/**/*.test.ts',
   'test/telemetry/**/*.test.ts',
+  'test/api/fuzz.test.ts',
+  'test/ingest/stream-model.integration.test.ts',
 ];
 
 export default defineConfig({
