@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CollectorDoor } from '../helpers/collector-door.js';
 import type { TestEnv } from '../helpers/context.js';
 import { envelope, sendBrowser } from '../helpers/events.js';
-import { defineMetric } from '../helpers/metrics.js';
+import { defineBuyers } from '../helpers/metrics.js';
 import { openSeededEnv } from '../helpers/seeded.js';
 import { declareUserId, mintWriteKey, registerSegmentTypes } from '../helpers/segment.js';
 import { call, type Tokens } from '../helpers/tenant.js';
@@ -28,17 +28,7 @@ beforeEach(async () => {
   await registerSegmentTypes(env, tokens.tenant);
   await declareUserId(env, tokens.tenant);
   writeKey = await mintWriteKey(env, tokens.tenant);
-  await defineMetric(env, tokens.tenant, {
-    metric_name: 'orders',
-    event_name: 'order_completed',
-    value_kind: 'count',
-  });
-  const segment = await call(env.app, tokens.tenant, 'PUT', '/v1/tenants/acme/segments/buyers', {
-    workspace_id: 'eu',
-    display_name: 'Buyers',
-    predicate: { metric: 'orders', op: 'gte', value: 1 },
-  });
-  expect(segment.statusCode, segment.body).toBe(201);
+  await defineBuyers(env, tokens.tenant);
   door = new CollectorDoor(await env.app.listen({ port: 0, host: '127.0.0.1' }));
   await door.open();
   collectorUrl = door.url;

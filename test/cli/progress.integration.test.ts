@@ -1,51 +1,15 @@
-import { mkdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DEMO_TENANT, DEMO_WORKSPACES, setUpDemo } from '../../src/cli/demo-setup.js';
-import { openContext } from '../../src/cli/open-context.js';
-import { generateEvents } from '../../src/demo/generator.js';
+import { demoDataDir, writeBacklog } from '../helpers/backlog.js';
 import { runCli } from '../helpers/cli.js';
-import { tempDir } from '../helpers/context.js';
 
 const EVENTS = 3_000;
 
 /** A demo data dir with a backlog of sealed landing files, one a workspace, as collectors leave. */
 async function dataDirWithBacklog(): Promise<string> {
-  const dir = tempDir();
-  const context = await openContext({ data_dir: dir });
-  await setUpDemo(context);
-  await context.store.close();
-  const lines = new Map<string, string[]>();
-  for (const { source, event } of generateEvents({
-    seed: 11,
-    tenantId: DEMO_TENANT,
-    workspaceIds: DEMO_WORKSPACES,
-    events: EVENTS,
-    visitors: 300,
-    start: new Date('2026-03-01T00:00:00Z'),
-  })) {
-    const line = JSON.stringify({
-      received_at: '2026-03-01T12:00:00.000Z',
-      source,
-      collector_id: 'ctest',
-      event,
-    });
-    lines.set(event.workspace_id, [...(lines.get(event.workspace_id) ?? []), line]);
-  }
-  for (const [workspace, workspaceLines] of lines) {
-    const partition = join(
-      dir,
-      'landing',
-      `tenant=${DEMO_TENANT}`,
-      `workspace=${workspace}`,
-      'date=2026-03-01',
-      'hour=12',
-    );
-    mkdirSync(partition, { recursive: true });
-    const path = join(partition, 'ctest-00000001.ndjson');
-    writeFileSync(`${path}.open`, `${workspaceLines.join('\n')}\n`);
-    renameSync(`${path}.open`, path);
-  }
+  const dir = await demoDataDir();
+  writeBacklog(dir, { events: EVENTS, name: 'ctest-00000001', seed: 11 });
   return dir;
 }
 

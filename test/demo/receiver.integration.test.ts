@@ -4,10 +4,10 @@ import { DemoReceiver } from '../../src/demo/receiver.js';
 import { WebhookSender } from '../../src/webhooks/sender.js';
 import type { TestEnv } from '../helpers/context.js';
 import { envelope, sendServer } from '../helpers/events.js';
-import { defineMetric } from '../helpers/metrics.js';
+import { defineBuyers } from '../helpers/metrics.js';
 import { Receiver } from '../helpers/receiver.js';
 import { openSeededEnv } from '../helpers/seeded.js';
-import { call, type Tokens } from '../helpers/tenant.js';
+import type { Tokens } from '../helpers/tenant.js';
 
 const SECRET = `whsec_${randomBytes(24).toString('base64')}`;
 
@@ -21,16 +21,7 @@ describe("the demo's receiver", () => {
       collector: true,
       config: { webhook_url: 'http://127.0.0.1:1/unused', webhook_secret: SECRET },
     }));
-    await defineMetric(env, tokens.tenant, {
-      metric_name: 'orders',
-      event_name: 'order_completed',
-      value_kind: 'count',
-    });
-    await call(env.app, tokens.tenant, 'PUT', '/v1/tenants/acme/segments/buyers', {
-      workspace_id: 'eu',
-      display_name: 'buyers',
-      predicate: { metric: 'orders', op: 'gte', value: 1 },
-    });
+    await defineBuyers(env, tokens.tenant);
     const response = await sendServer(env, tokens.collector, [
       envelope({
         name: 'order_completed',

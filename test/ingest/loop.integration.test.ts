@@ -1,16 +1,14 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DEMO_TENANT, DEMO_WORKSPACES, setUpDemo } from '../../src/cli/demo-setup.js';
-import { openContext } from '../../src/cli/open-context.js';
-import { generateEvents } from '../../src/demo/generator.js';
+import { DEMO_TENANT } from '../../src/cli/demo-setup.js';
 import type { IngestStatus } from '../../src/ingest/status.js';
 import { operatorToken } from '../../src/tenancy/operator.js';
+import { demoDataDir, writeBacklog } from '../helpers/backlog.js';
 import { CDS_BIN, type ChildServer, startCli } from '../helpers/cli.js';
-import { tempDir } from '../helpers/context.js';
 import { logProblems } from '../helpers/log.js';
 import { Receiver } from '../helpers/receiver.js';
 import { waitUntil } from '../helpers/wait.js';
@@ -26,54 +24,6 @@ type Readiness = {
     failing: boolean;
   };
 };
-
-/** A data dir with the demo tenant, its event types, metrics and segments. */
-async function demoDataDir(): Promise<string> {
-  const dir = tempDir();
-  const context = await openContext({ data_dir: dir });
-  await setUpDemo(context);
-  await context.store.close();
-  return dir;
-}
-
-/**
- * Generated events as sealed landing files, one a workspace, the way a collector leaves them:
- * written as `.open`, then renamed. Says where they are.
- */
-function writeBacklog(dir: string, events: number, name: string): string[] {
-  const lines = new Map<string, string[]>();
-  for (const { source, event } of generateEvents({
-    seed: 5,
-    tenantId: DEMO_TENANT,
-    workspaceIds: DEMO_WORKSPACES,
-    events,
-    visitors: Math.max(10, events / 10),
-    start: new Date('2026-03-01T00:00:00Z'),
-  })) {
-    const line = JSON.stringify({
-      received_at: '2026-03-01T12:00:00.000Z',
-      source,
-      collector_id: 'ctest',
-      event,
-    });
-    lines.set(event.workspace_id, [...(lines.get(event.workspace_id) ?? []), line]);
-  }
-  return [...lines].map(([workspace, workspaceLines]) => {
-    const partition = join(
-      dir,
-      'landing',
-      `tenant=${DEMO_TENANT}`,
-      `workspace=${workspace}`,
-      'date=2026-03-01',
-      'hour=12',
-    );
-    mkdirSync(partition, { recursive: true });
-    const path = join(partition, `${name}.ndjson`);
-    writeFileSync(`${path}.open`, `${workspaceLines.join('\n')}\n`);
-    renameSync(`${path}.open`, path);
-    return path;
-  });
-}
 
 /** The operator's view of `/readyz`: the counters and the raw error. */
 async function readiness(server: ChildServer, dir: string): Promise<Readiness['ingest']> {
@@ -120,7 +70,7 @@ describe('an ingest loop whose batches fail', () => {
 
   it('says why in /readyz and once on stderr, keeps taking events, and loses none once it can ingest again', async () => {
     const dir = await demoDataDir();
-    writeBacklog(dir, EVENTS, 'ctest-00000001');
+    writeBacklog(dir, { events: EVENTS, name: 'ctest-00000001' });
     const starved = await serve(dir, { CDS_MEMORY_LIMIT: '24MB' });
     const failing = await waitFor(starved, dir, (ingest) => ingest.failed_attempts >= 2);
     expect(failing).toMatchObject({
@@ -204,7 +154,7 @@ describe('cds ingest --watch', () => {
     await once(child.stderr, 'data');
 
     for (const round of [1, 2]) {
-      const files = writeBacklog(dir, 100, `ctest-0000000${round}`);
+      const files = writeBacklog(dir, { events: 100, name: `ctest-0000000${round}` });
       await waitUntil(() => !files.some(existsSync), 'the files to be ingested', 20_000);
       expect(files.filter(existsSync)).toEqual([]);
     }

@@ -6,6 +6,7 @@ import { DATA_DIR_SNAPSHOT, writeSnapshot } from '../../src/store/snapshot.js';
 import { runJson } from '../helpers/cli.js';
 import type { TestEnv } from '../helpers/context.js';
 import { type EventSpec, envelope, sendServer } from '../helpers/events.js';
+import { defineBuyers } from '../helpers/metrics.js';
 import { openSeededEnv } from '../helpers/seeded.js';
 import { call, type Tokens } from '../helpers/tenant.js';
 
@@ -34,16 +35,7 @@ describe('erasure', () => {
       collector: true,
       config: { webhook_url: 'http://127.0.0.1:9/hooks', webhook_secret: 'whsec_c2VjcmV0' },
     }));
-    await call(env.app, tokens.tenant, 'PUT', '/v1/tenants/acme/metric-definitions', {
-      metric_name: 'orders',
-      event_name: 'order_completed',
-      value_kind: 'count',
-    });
-    await call(env.app, tokens.tenant, 'PUT', '/v1/tenants/acme/segments/buyers', {
-      workspace_id: 'eu',
-      display_name: 'Buyers',
-      predicate: { metric: 'orders', op: 'gte', value: 1 },
-    });
+    await defineBuyers(env, tokens.tenant);
   });
   afterEach(() => env.close());
 

@@ -8,7 +8,7 @@ import { LONGEST_PAUSE_MS, retryPauseMs } from '../../src/webhooks/backoff.js';
 import { WebhookSender } from '../../src/webhooks/sender.js';
 import type { TestEnv } from '../helpers/context.js';
 import { envelope, sendServer } from '../helpers/events.js';
-import { defineMetric } from '../helpers/metrics.js';
+import { defineBuyers } from '../helpers/metrics.js';
 import { Receiver } from '../helpers/receiver.js';
 import { openSeededEnv } from '../helpers/seeded.js';
 import { call, type Tokens } from '../helpers/tenant.js';
@@ -59,17 +59,7 @@ describe('the webhook sender', () => {
       collector: true,
       config: { webhook_url: 'http://127.0.0.1:1/unused', webhook_secret: SECRET },
     }));
-    await defineMetric(env, tokens.tenant, {
-      metric_name: 'orders',
-      event_name: 'order_completed',
-      value_kind: 'count',
-    });
-    const created = await call(env.app, tokens.tenant, 'PUT', '/v1/tenants/acme/segments/buyers', {
-      workspace_id: 'eu',
-      display_name: 'buyers',
-      predicate: { metric: 'orders', op: 'gte', value: 1 },
-    });
-    expect(created.statusCode, created.body).toBe(201);
+    await defineBuyers(env, tokens.tenant);
   });
   afterEach(async () => {
     for (const close of closers.splice(0)) await close();
