@@ -13,6 +13,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { operatorToken } from '../../src/tenancy/operator.js';
 import { type ChildServer, runCli, startCli } from '../helpers/cli.js';
 import { tempDir } from '../helpers/context.js';
+import { callServer } from '../helpers/http.js';
 import { waitUntil } from '../helpers/wait.js';
 
 const LISTENING = /cds listening on (http:\/\/\S+)/;
@@ -66,32 +67,14 @@ describe('cds backup and cds restore', () => {
     servers = servers.filter((running) => running !== server);
   };
 
-  const api = async (
-    server: ChildServer,
-    token: string,
-    method: string,
-    path: string,
-    body?: unknown,
-  ) => {
-    const response = await fetch(`${server.url}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${token}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await response.text();
-    return { status: response.status, body: text ? JSON.parse(text) : null };
-  };
   const lookup = async (server: ChildServer, token: string, email: string) => {
-    const found = await api(server, token, 'GET', `${PROFILES}/lookup?email=${email}`);
+    const found = await callServer(server, token, 'GET', `${PROFILES}/lookup?email=${email}`);
     return found.status === 200 ? (found.body.profile_id as string) : null;
   };
   const orders = async (server: ChildServer, token: string, email: string) => {
     const id = await lookup(server, token, email);
     if (!id) return 0;
-    return ((await api(server, token, 'GET', `${PROFILES}/${id}`)).body.metrics.orders ??
+    return ((await callServer(server, token, 'GET', `${PROFILES}/${id}`)).body.metrics.orders ??
       0) as number;
   };
 
@@ -113,20 +96,20 @@ describe('cds backup and cds restore', () => {
     expect(created.code, created.stderr).toBe(0);
     const tenant = JSON.parse(created.stdout).tenant_token.token as string;
     const server = await serve(dataDir);
-    await api(server, tenant, 'PUT', '/v1/tenants/acme/event-types/order_completed', {});
-    await api(server, tenant, 'PUT', '/v1/tenants/acme/metric-definitions', {
+    await callServer(server, tenant, 'PUT', '/v1/tenants/acme/event-types/order_completed', {});
+    await callServer(server, tenant, 'PUT', '/v1/tenants/acme/metric-definitions', {
       metric_name: 'orders',
       event_name: 'order_completed',
       value_kind: 'count',
     });
     const collector = (
-      await api(server, tenant, 'POST', '/v1/tenants/acme/tokens', {
+      await callServer(server, tenant, 'POST', '/v1/tenants/acme/tokens', {
         kind: 'collector',
         name: 'shop',
       })
     ).body.token as string;
     const send = async (...emails: string[]) => {
-      const sent = await api(server, collector, 'POST', '/v1/server/events/batch', {
+      const sent = await callServer(server, collector, 'POST', '/v1/server/events/batch', {
         events: emails.map(order),
       });
       expect(sent.status, JSON.stringify(sent.body)).toBe(202);
@@ -137,7 +120,7 @@ describe('cds backup and cds restore', () => {
       'the first events ingested',
     );
     const bob = (await lookup(server, tenant, 'bob@shop.test')) as string;
-    expect((await api(server, tenant, 'DELETE', `${PROFILES}/${bob}`)).status).toBe(200);
+    expect((await callServer(server, tenant, 'DELETE', `${PROFILES}/${bob}`)).status).toBe(200);
     return { tenant, server, send, bob };
   }
 
@@ -206,7 +189,7 @@ describe('cds backup and cds restore', () => {
     expect(restored.stdout).toContain(`into ${target}`);
 
     const again = await serve(target);
-    expect((await api(again, tenant, 'GET', '/v1/whoami')).body).toMatchObject({
+    expect((await callServer(again, tenant, 'GET', '/v1/whoami')).body).toMatchObject({
       kind: 'tenant',
       tenant_id: 'acme',
     });
@@ -214,8 +197,9 @@ describe('cds backup and cds restore', () => {
     expect(await lookup(again, tenant, 'cy@shop.test')).toBe(cy);
     expect(await orders(again, tenant, 'ann@shop.test')).toBe(2);
     expect(await lookup(again, tenant, 'bob@shop.test')).toBeNull();
-    expect((await api(again, tenant, 'GET', `${PROFILES}/${bob}`)).status).toBe(404);
-    const erasures = (await api(again, tenant, 'GET', '/v1/tenants/acme/erasures')).body.erasures;
+    expect((await callServer(again, tenant, 'GET', `${PROFILES}/${bob}`)).status).toBe(404);
+    const erasures = (await callServer(again, tenant, 'GET', '/v1/tenants/acme/erasures')).body
+      .erasures;
     expect(erasures.map((erasure: { profile_id: string }) => erasure.profile_id)).toEqual([bob]);
     await waitUntil(
       async () => (await orders(again, tenant, 'dee@shop.test')) >= acknowledgedBefore,
@@ -232,10 +216,13 @@ describe('cds backup and cds restore', () => {
     // Without ingest, Eve's orders stay landing lines, sealed or in an open file.
     const server = await serve(source, '--no-ingest');
     const collector = (
-      await api(server, tenant, 'POST', '/v1/tenants/acme/tokens', { kind: 'collector', name: 'x' })
+      await callServer(server, tenant, 'POST', '/v1/tenants/acme/tokens', {
+        kind: 'collector',
+        name: 'x',
+      })
     ).body.token as string;
     for (let sent = 0; sent < 3; sent++) {
-      const answer = await api(server, collector, 'POST', '/v1/server/events/batch', {
+      const answer = await callServer(server, collector, 'POST', '/v1/server/events/batch', {
         events: [order('eve@shop.test')],
       });
       expect(answer.status).toBe(202);
@@ -285,7 +272,7 @@ describe('cds backup and cds restore', () => {
     const busy = join(root, 'busy');
     mkdirSync(busy);
     writeFileSync(join(busy, 'notes.txt'), 'mine');
-    expect(await api(server, operator, 'POST', backups, { dir: busy })).toEqual({
+    expect(await callServer(server, operator, 'POST', backups, { dir: busy })).toEqual({
       status: 409,
       body: {
         error: {
@@ -297,17 +284,21 @@ describe('cds backup and cds restore', () => {
     const viaCli = await runCli(['--data-dir', source, '--server', server.url, 'backup', busy]);
     expect(viaCli.code).toBe(1);
     expect(viaCli.stderr).toContain(`cds: ${busy} is not empty`);
-    expect((await api(server, operator, 'POST', backups, { dir: 'relative/dir' })).body).toEqual({
+    expect(
+      (await callServer(server, operator, 'POST', backups, { dir: 'relative/dir' })).body,
+    ).toEqual({
       error: {
         code: 'validation_failed',
         message: 'dir: must be an absolute path on the server',
         details: [{ path: 'dir', message: 'must be an absolute path on the server' }],
       },
     });
-    const nul = await api(server, operator, 'POST', backups, { dir: `${root}/a\u0000b` });
+    const nul = await callServer(server, operator, 'POST', backups, { dir: `${root}/a\u0000b` });
     expect(nul.status).toBe(422);
     expect(nul.body.error.message).toBe('dir: holds a NUL byte, which no file name can');
-    const tenantToken = await api(server, 'cpt_x', 'POST', backups, { dir: join(root, 'x') });
+    const tenantToken = await callServer(server, 'cpt_x', 'POST', backups, {
+      dir: join(root, 'x'),
+    });
     expect(tenantToken.status).toBe(401);
 
     // Without --server the file is held by the server: the usual pointer to --server.

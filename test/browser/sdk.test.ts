@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ChildServer, runJson, startCli } from '../helpers/cli.js';
 import { CollectorDoor, close, listen } from '../helpers/collector-door.js';
 import { tempDir } from '../helpers/context.js';
+import { callServer } from '../helpers/http.js';
 import { waitUntil } from '../helpers/wait.js';
 
 const CHROMIUM = '/usr/bin/chromium';
@@ -41,17 +42,8 @@ describe('the browser SDK in a real Chromium, on a page of another origin', () =
   let tenantToken: string;
   let collectorToken: string;
 
-  const api = async (method: string, path: string, token: string, body?: unknown) => {
-    const response = await fetch(`${server.url}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${token}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    return { status: response.status, body: (await response.json()) as Record<string, unknown> };
-  };
+  const api = (method: string, path: string, token: string, body?: unknown) =>
+    callServer(server, token, method, path, body);
 
   /** The ids of the events stored under the profile that holds `email`, oldest first. */
   const storedEventIds = async (email: string): Promise<string[]> => {
