@@ -143,7 +143,7 @@ export async function benchIngest(events: number): Promise<void> {
   console.log(`(c) cds ingest, ${settings}: ${small.summary}`);
 }
 
-/** The settings docs/decisions.md gives for a 5M-event backlog in 1 GiB. */
+/** The settings docs/decisions.md gives for a 5M-event backlog in 1 GiB ("Memory limit and batch size"). */
 const BOUNDED_MEMORY = {
   CDS_MAX_BATCH_EVENTS: '50000',
   CDS_MEMORY_LIMIT: '400MB',

@@ -1,4 +1,4 @@
--- What `/metrics` reads of stored state at each scrape (docs/decisions.md "Metrics").
+-- What `/metrics` reads of stored state at each scrape (docs/decisions.md "Prometheus metrics").
 
 /* @name telemetry_stored_gauges */
 SELECT

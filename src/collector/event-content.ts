@@ -1,7 +1,7 @@
 import { isWellFormed } from '../well-formed.js';
 import type { Envelope, EventSource } from './envelope.js';
 
-/** `properties` is level 1; each object or array inside it one more (docs/decisions.md "Collector"). */
+/** `properties` is level 1; each object or array inside it one more (docs/decisions.md "Event content limits"). */
 export const MAX_PROPERTY_DEPTH = 32;
 /** Object keys in an event's properties, all levels together. */
 export const MAX_PROPERTY_KEYS = 1000;

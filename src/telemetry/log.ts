@@ -20,7 +20,7 @@ type Level = (typeof LEVELS)[number];
 /**
  * Field names whose values are secrets or identifiers wherever they appear in a record: a
  * component that logs a request, a token row or an error's details by mistake still writes no
- * token and no email (docs/decisions.md "One log").
+ * token and no email (docs/decisions.md "No secrets or identifiers in logs").
  */
 const REDACTED = [
   'token',

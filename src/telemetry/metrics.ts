@@ -1,8 +1,8 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 
 /**
- * The process's Prometheus series (docs/decisions.md "Metrics"). Counters and histograms count
- * what happens in this process; the gauges of stored state (outbox, erasures, quarantine, landing
+ * The process's Prometheus series (docs/decisions.md "Prometheus metrics"). Counters and
+ * histograms count what happens in this process; the gauges of stored state (outbox, erasures, quarantine, landing
  * backlog) are read from the data dir when `/metrics` is scraped (see metrics-route.ts).
  */
 export const registry = new Registry();

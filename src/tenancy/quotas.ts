@@ -2,7 +2,7 @@ import type { Config } from '../config.js';
 import { QuotaExceededError } from '../errors.js';
 import type { Session } from '../store/session.js';
 
-/** What a tenant holds a bounded number of (docs/decisions.md, Tenants and workspaces). */
+/** What a tenant holds a bounded number of (docs/decisions.md "Quotas"). */
 export type Quota =
   | 'workspaces'
   | 'segments'

@@ -89,7 +89,7 @@ function requireOperator(dataDir: DataDir, request: FastifyRequest): void {
 
 /**
  * `GET /metrics` in Prometheus' text format, for the operator token only: the series name
- * tenants' volumes and failures (docs/decisions.md "Metrics").
+ * tenants' volumes and failures (docs/decisions.md "Prometheus metrics").
  */
 export function metricsRoute(app: FastifyInstance, source: MetricsSource): void {
   app.get('/metrics', async (request, reply) => {
