@@ -1,4 +1,5 @@
--- Store upkeep (src/store/database.ts). `cds` is the database of cds.duckdb.
+-- Store upkeep (src/store/: live-rewrite.ts, backup-copy.ts, table-cache.ts, database.ts). `cds` is
+-- the database of cds.duckdb.
 
 /* @name store_take_snapshot */
 -- The first read of a transaction fixes what it sees (Store.replaceWithCopy takes the copy's
