@@ -116,8 +116,9 @@ async function resolveSettled(
 }
 
 /**
- * Writes the new profiles and identifiers to the store, then the merges and conflicts. The order
- * inside is the store's: a merge moves identifiers and profiles this batch may just have inserted.
+ * Writes the new profiles and identifiers to the store, then the merges and conflicts: a merge
+ * moves profiles and identifiers this batch may just have inserted. Needs the sealed values, which
+ * the stored identifiers carry.
  */
 async function storeIdentities(
   newProfiles: NewProfiles,
