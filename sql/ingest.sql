@@ -1,6 +1,7 @@
--- One ingest micro-batch (design §9), in the order src/ingest/batch.ts and its identity step
--- (src/ingest/identities.ts) run them, all in one transaction. Temporary tables hold the batch;
--- they never reach the database file.
+-- One ingest micro-batch (design §9), in the order its steps run them (src/ingest/pipeline.ts
+-- lists the steps, src/ingest/identities.ts those of identity), all in one transaction. Temporary
+-- tables hold the batch; they never reach the database file. Each is made by one step, which
+-- returns its handle (src/store/temporary-table.ts) to the steps that read it.
 
 /* @name ingest_already_done */
 SELECT path FROM ingested_files WHERE list_contains(CAST($paths AS JSON)::VARCHAR[], path);

@@ -1,10 +1,10 @@
 import { unlink } from 'node:fs/promises';
 import { type Context, nowIso } from '../context.js';
-import { applyBatchToMetrics, metricTime } from '../metrics/materialize.js';
 import type { Session } from '../store/session.js';
-import { resolveAndApply } from './identities.js';
-import { digestFiles } from './landing-files.js';
-import { evaluateAfterMetricStep } from './upkeep.js';
+import { sessionOf } from '../store/temporary-table.js';
+import { digestFiles, type FileDigest } from './landing-files.js';
+import { landingFiles, originsParam, type Staged } from './line-source.js';
+import { type IngestedLines, ingestLines } from './pipeline.js';
 
 export interface BatchResult {
   files: number;
@@ -16,19 +16,6 @@ export interface BatchResult {
   droppedIdentifiers: number;
   newProfiles: number;
   merges: number;
-}
-
-interface Counts {
-  lines: number;
-  valid: number;
-  first_seen: number;
-  /** First-seen lines dropped because they were in flight for an erased profile. */
-  erased: number;
-  stored: number;
-  new_profiles: number;
-  rejected: number;
-  unparsable: number;
-  last_received_at: string | null;
 }
 
 /** Files a crash left behind after their batch committed: already in, so only deleted. */
@@ -43,71 +30,68 @@ async function dropDone(session: Session, paths: string[]): Promise<string[]> {
 }
 
 /**
- * One micro-batch (design §9): every given sealed landing file, in one transaction that stores the
- * events, resolves identities and records the files; the files are deleted after the commit. A
- * crash before the commit leaves the files to be read again; after it, they are skipped.
+ * Records each file with its size, digest and line count in `ingested_files`, so a crash after
+ * the commit skips it. Counts the staged lines, so it runs before the batch drops them.
+ */
+async function recordFiles(staged: Staged, digests: FileDigest[], now: string): Promise<void> {
+  const session = sessionOf(staged);
+  const paths = originsParam(staged);
+  const lineCounts = new Map(
+    (await session.all<{ path: string; lines: number }>('ingest_file_line_counts', { paths })).map(
+      (row) => [row.path, row.lines],
+    ),
+  );
+  await session.run('ingest_record_files', {
+    rows: JSON.stringify(
+      digests.map((digest) => ({ ...digest, lines: lineCounts.get(digest.path) ?? 0 })),
+    ),
+    now,
+  });
+}
+
+function batchResult(files: number, ingested: IngestedLines): BatchResult {
+  const { counts } = ingested;
+  return {
+    files,
+    lines: counts.lines,
+    stored: counts.stored,
+    duplicates: counts.valid - counts.first_seen - counts.erased,
+    rejected: counts.rejected + (counts.first_seen - counts.stored) + counts.erased,
+    unparsable: counts.unparsable,
+    droppedIdentifiers: ingested.droppedIdentifiers,
+    newProfiles: counts.new_profiles,
+    merges: ingested.merges,
+  };
+}
+
+/**
+ * One micro-batch of landing files (design §9): every given sealed file, in one transaction that
+ * stores the events, resolves identities and records the files; the files are deleted after the
+ * commit. A crash before the commit leaves the files to be read again; after it, they are skipped.
  */
 export async function ingestBatch(context: Context, paths: string[]): Promise<BatchResult> {
   const pending = await context.store.read((session) => dropDone(session, paths));
-  const empty: BatchResult = {
-    files: 0,
-    lines: 0,
-    stored: 0,
-    duplicates: 0,
-    rejected: 0,
-    unparsable: 0,
-    droppedIdentifiers: 0,
-    newProfiles: 0,
-    merges: 0,
-  };
-  if (pending.length === 0) return empty;
-  const files = JSON.stringify(pending);
+  if (pending.length === 0) {
+    return {
+      files: 0,
+      lines: 0,
+      stored: 0,
+      duplicates: 0,
+      rejected: 0,
+      unparsable: 0,
+      droppedIdentifiers: 0,
+      newProfiles: 0,
+      merges: 0,
+    };
+  }
   // Hashing runs on this thread while DuckDB reads the same files on its own.
   const hashing = digestFiles(pending);
   const result = await context.store.write(
     async (session) => {
       const now = nowIso(context);
-      const catalog = (await session.one<{ workspaces: string; event_types: string }>(
-        'ingest_catalog',
-      )) as { workspaces: string; event_types: string };
-      await session.run('ingest_stage', { paths: files, ...catalog });
-      await session.run('ingest_mark_duplicates');
-      const identity = await resolveAndApply(session, context.keyRing, now);
-      await session.run('ingest_assign_profiles');
-      // The stored tables resolving scanned stay cached beside the batch's temporary tables
-      // through storing its events, the peak of a batch: evicted first.
-      await context.store.releaseTableCache();
-      await session.run('ingest_insert_events', { now });
-      await session.run('ingest_touch_profiles');
-      const time = metricTime(now);
-      await applyBatchToMetrics(session, time, { merged: identity.merges > 0 });
-      await evaluateAfterMetricStep(context, session, time);
-      await session.run('ingest_record_rejections', { paths: files, now });
-      const counts = (await session.one<Counts>('ingest_batch_counts')) as Counts;
-      const lineCounts = new Map(
-        (
-          await session.all<{ path: string; lines: number }>('ingest_file_line_counts', {
-            paths: files,
-          })
-        ).map((row) => [row.path, row.lines]),
-      );
-      await session.run('ingest_record_files', {
-        rows: JSON.stringify(
-          (await hashing).map((digest) => ({ ...digest, lines: lineCounts.get(digest.path) ?? 0 })),
-        ),
-        now,
-      });
-      const batch: BatchResult = {
-        files: pending.length,
-        lines: counts.lines,
-        stored: counts.stored,
-        duplicates: counts.valid - counts.first_seen - counts.erased,
-        rejected: counts.rejected + (counts.first_seen - counts.stored) + counts.erased,
-        unparsable: counts.unparsable,
-        droppedIdentifiers: identity.dropped,
-        newProfiles: counts.new_profiles,
-        merges: identity.merges,
-      };
+      const ingested = await ingestLines(context, session, landingFiles(pending), now);
+      await recordFiles(ingested.staged, await hashing, now);
+      const batch = batchResult(pending.length, ingested);
       await session.run('ingest_update_stats', {
         files: batch.files,
         stored: batch.stored,
@@ -115,7 +99,7 @@ export async function ingestBatch(context: Context, paths: string[]): Promise<Ba
         rejected: batch.rejected,
         unparsable: batch.unparsable,
         dropped_identifiers: batch.droppedIdentifiers,
-        last_received_at: counts.last_received_at,
+        last_received_at: ingested.counts.last_received_at,
         now,
       });
       // On failure the rollback takes the temporary tables with it.

@@ -7,6 +7,7 @@ import {
   type MetricTime,
   metricTime,
   needsDecay,
+  type TouchedProfiles,
 } from '../metrics/materialize.js';
 import { resumePurges } from '../privacy/erase.js';
 import {
@@ -15,21 +16,24 @@ import {
   evaluateTouchedProfiles,
   hasAwaitingSegments,
 } from '../segments/evaluate.js';
-import type { Session } from '../store/session.js';
+import { sessionOf } from '../store/temporary-table.js';
 
 /** Changes go to the webhook outbox only where a webhook URL is configured. */
 function evaluationOptions(context: Context, time: MetricTime): EvaluationOptions {
   return { now: time.now, announce: context.config.webhook_url !== undefined };
 }
 
-/** Segment membership follows every metric step, in the step's transaction. */
+/**
+ * Segment membership follows every metric step, in the step's transaction: it reads the profiles
+ * the step touched, so it runs after the step, and ends it.
+ */
 export async function evaluateAfterMetricStep(
   context: Context,
-  session: Session,
+  touched: TouchedProfiles,
   time: MetricTime,
 ): Promise<void> {
-  await evaluateTouchedProfiles(session, evaluationOptions(context, time));
-  await endMetricStep(session);
+  await evaluateTouchedProfiles(sessionOf(touched), evaluationOptions(context, time));
+  await endMetricStep(touched);
 }
 
 /**
@@ -48,14 +52,14 @@ export async function runUpkeep(context: Context): Promise<void> {
   }));
   if (due.backfill) {
     await context.store.write(async (session) => {
-      await backfillDefinitions(session, time);
-      await evaluateAfterMetricStep(context, session, time);
+      const touched = await backfillDefinitions(session, time);
+      await evaluateAfterMetricStep(context, touched, time);
     });
   }
   if (due.decay) {
     await context.store.write(async (session) => {
-      await decayWindows(session, time);
-      await evaluateAfterMetricStep(context, session, time);
+      const touched = await decayWindows(session, time);
+      await evaluateAfterMetricStep(context, touched, time);
     });
   }
   if (due.segments) {

@@ -1,4 +1,5 @@
 import type { Session } from '../store/session.js';
+import { sessionOf, type TemporaryTable, temporaryTable } from '../store/temporary-table.js';
 
 /** The moment a metric step runs at: `today` (UTC date) decides which window buckets count. */
 export interface MetricTime {
@@ -11,13 +12,27 @@ export function metricTime(now: string): MetricTime {
 }
 
 /**
- * Every step below leaves the profiles whose values it changed in `metric_touched_profiles`, where
- * segment evaluation picks them up; `endMetricStep` drops the work tables.
+ * The profiles whose values a metric step changed, where segment evaluation picks them up;
+ * `endMetricStep` drops them with the step's work tables.
  */
-async function recomputeTouched(session: Session, time: MetricTime): Promise<void> {
+export type TouchedProfiles = TemporaryTable<'metric_touched_profiles'>;
+
+async function recomputeTouched(session: Session, time: MetricTime): Promise<TouchedProfiles> {
   await session.run('metrics_compact_touched');
   await session.run('metrics_recompute_touched', { today: time.today, now: time.now });
   await session.run('metrics_vectorize_touched');
+  return temporaryTable(session, 'metric_touched_profiles');
+}
+
+/** The tables of an ingest batch the metric step reads, once its events have their profiles. */
+export interface BatchForMetrics {
+  /** The batch's first-seen lines, and the profile each stored one went to. */
+  accepted: TemporaryTable<'ingest_accepted'>;
+  eventProfiles: TemporaryTable<'ingest_event_profiles'>;
+  /** Every profile the batch created: each gets its row of values. */
+  newProfiles: TemporaryTable<'ingest_new_profiles', 'complete'>;
+  /** The batch's merges, or null when it merged nothing (there is nothing to follow). */
+  merges: TemporaryTable<'ingest_merges'> | null;
 }
 
 /**
@@ -26,16 +41,21 @@ async function recomputeTouched(session: Session, time: MetricTime): Promise<voi
  * transaction (design §12).
  */
 export async function applyBatchToMetrics(
-  session: Session,
+  batch: BatchForMetrics,
   time: MetricTime,
-  options: { merged: boolean },
-): Promise<void> {
+): Promise<TouchedProfiles> {
+  const session = sessionOf(
+    batch.accepted,
+    batch.eventProfiles,
+    batch.newProfiles,
+    ...(batch.merges ? [batch.merges] : []),
+  );
   await session.run('metrics_create_work_tables');
   await session.run('metrics_apply_backfilled');
   await session.run('metrics_sources_from_batch');
   await session.run('metrics_add_sources');
-  if (options.merged) await session.run('metrics_follow_merges');
-  await recomputeTouched(session, time);
+  if (batch.merges) await session.run('metrics_follow_merges');
+  return recomputeTouched(session, time);
 }
 
 /** Definitions created since the last pass, computed from the stored events. */
@@ -44,14 +64,17 @@ export async function hasPendingBackfill(session: Session): Promise<boolean> {
   return (row?.pending ?? 0) > 0;
 }
 
-export async function backfillDefinitions(session: Session, time: MetricTime): Promise<void> {
+export async function backfillDefinitions(
+  session: Session,
+  time: MetricTime,
+): Promise<TouchedProfiles> {
   await session.run('metrics_create_work_tables');
   await session.run('metrics_apply_pending');
   await session.run('metrics_sources_from_events');
   await session.run('metrics_restart_applying');
   await session.run('metrics_add_sources');
   await session.run('metrics_mark_backfilled', { now: time.now });
-  await recomputeTouched(session, time);
+  return recomputeTouched(session, time);
 }
 
 /** True when a day has begun since windowed values were last brought up to date. */
@@ -61,16 +84,16 @@ export async function needsDecay(session: Session, time: MetricTime): Promise<bo
 }
 
 /** Takes the buckets that left their window out of the values, so they decay without events. */
-export async function decayWindows(session: Session, time: MetricTime): Promise<void> {
+export async function decayWindows(session: Session, time: MetricTime): Promise<TouchedProfiles> {
   await session.run('metrics_create_work_tables');
   await session.run('metrics_touch_expired', { today: time.today });
   await session.run('metrics_zero_expired', { today: time.today });
   await session.run('metrics_mark_decayed', { today: time.today });
-  await recomputeTouched(session, time);
+  return recomputeTouched(session, time);
 }
 
-export async function endMetricStep(session: Session): Promise<void> {
-  await session.run('metrics_drop_work_tables');
+export async function endMetricStep(touched: TouchedProfiles): Promise<void> {
+  await sessionOf(touched).run('metrics_drop_work_tables');
 }
 
 /**
@@ -99,6 +122,7 @@ export async function vectorizeWorkspace(
   workspaceId: string,
 ): Promise<void> {
   await session.run('metrics_touch_workspace', { tenant_id: tenantId, workspace_id: workspaceId });
+  const touched: TouchedProfiles = temporaryTable(session, 'metric_touched_profiles');
   await session.run('metrics_vectorize_touched');
-  await endMetricStep(session);
+  await endMetricStep(touched);
 }
