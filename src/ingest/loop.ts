@@ -1,4 +1,5 @@
 import { watch } from 'chokidar';
+import { backoffMs } from '../backoff.js';
 import type { Context } from '../context.js';
 import { withoutQuotedValues } from '../privacy/redact.js';
 import { componentLog } from '../telemetry/log.js';
@@ -221,7 +222,10 @@ export class IngestLoop {
    */
   private failed(error: Error): void {
     const attempts = (this.failure?.attempts ?? 0) + 1;
-    const delayMs = Math.min(this.config.intervalMs * 2 ** (attempts - 1), MAX_RETRY_DELAY_MS);
+    const delayMs = backoffMs(attempts, {
+      firstMs: this.config.intervalMs,
+      longestMs: MAX_RETRY_DELAY_MS,
+    });
     ingestBatches.inc({ outcome: 'failed' });
     if (this.failure?.error.message !== error.message) {
       log().error(
