@@ -38,14 +38,6 @@ export const tokenListingResponse = issuedTokenResponse
     revoked_at: timestamp.nullable(),
   });
 
-export const identifierTypeResponse = z.object({
-  type: z.string(),
-  tier: z.enum(['strong', 'weak']),
-  max_per_profile: z.number().nullable(),
-  created_at: timestamp,
-  updated_at: timestamp,
-});
-
 export const placeholdersResponse = z.object({
   values: z.record(z.string(), z.array(z.string())),
   built_in: z.record(z.string(), z.array(z.string())),
@@ -109,18 +101,6 @@ export const noContent = z.null();
 export function optionalBody<T extends z.ZodType>(schema: T) {
   return z.preprocess((body) => body ?? {}, schema);
 }
-
-export const metricValue = z.union([z.number(), z.string(), z.array(z.string()), z.null()]);
-
-/** A row of the customer table and of segment member lists (design §7). */
-export const profileRowResponse = z.object({
-  profile_id: z.string(),
-  email: z.string().nullable(),
-  phone: z.string().nullable(),
-  last_seen_at: z.string(),
-  metrics: z.record(z.string(), metricValue),
-  segment_ids: z.array(z.string()),
-});
 
 /** A landing file ingest set aside (src/ingest/quarantine.ts). */
 export const quarantinedResponse = z.object({

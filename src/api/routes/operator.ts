@@ -6,7 +6,6 @@ import { writeBackup } from '../../backup/write.js';
 import type { Context } from '../../context.js';
 import { idSchema } from '../../ids.js';
 import { quarantinePage, retryQuarantined } from '../../ingest/quarantine.js';
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../store/cursor.js';
 import { EXPORT_FORMATS, writeParquetExport } from '../../store/parquet-export.js';
 import { writeSnapshot } from '../../store/snapshot.js';
 import { createTenant, issueTenantToken, listTenants } from '../../tenancy/tenants.js';
@@ -133,10 +132,7 @@ export function operatorRoutes(app: FastifyInstance, context: Context): void {
     {
       config: { access: 'operator' },
       schema: {
-        querystring: z.object({
-          limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).default(DEFAULT_PAGE_SIZE),
-          cursor: z.string().optional(),
-        }),
+        querystring: pagingQuery,
         response: {
           200: z.object({
             quarantined: z.array(quarantinedResponse),

@@ -3,6 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Context } from '../../context.js';
 import { ValidationError } from '../../errors.js';
+import { summaryRowSchema } from '../../identity/profile-schemas.js';
 import { idSchema } from '../../ids.js';
 import {
   createSegment,
@@ -20,7 +21,6 @@ import {
   noContent,
   pagingQuery,
   previewResponse,
-  profileRowResponse,
   segmentListItemResponse,
   segmentParams,
   segmentResponse,
@@ -138,7 +138,7 @@ export function segmentRoutes(app: FastifyInstance, context: Context): void {
         querystring: pagingQuery.extend(workspaceQuery.shape),
         response: {
           200: z.object({
-            members: z.array(profileRowResponse),
+            members: z.array(summaryRowSchema),
             next_cursor: z.string().nullable(),
           }),
         },
