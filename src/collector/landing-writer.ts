@@ -38,6 +38,7 @@ interface OpenFile {
   handle: FileHandle;
   openPath: string;
   bytes: number;
+  /** `performance.now()`: its age is elapsed time, which a change of the system clock must not move. */
   openedAt: number;
 }
 
@@ -244,7 +245,7 @@ export class LandingWriter {
       handle: await open(openPath, 'a', PRIVATE_FILE_MODE),
       openPath,
       bytes: 0,
-      openedAt: Date.now(),
+      openedAt: performance.now(),
     };
     // The file's name, and the partition folders made for it, are synced before its first lines
     // are acknowledged: a power cut could otherwise lose the file with synced lines in it.
@@ -256,7 +257,7 @@ export class LandingWriter {
   }
 
   private async sealDue(all: boolean): Promise<void> {
-    const now = Date.now();
+    const now = performance.now();
     for (const [partition, file] of this.files) {
       if (
         !all &&
