@@ -102,7 +102,7 @@ export function optionalBody<T extends z.ZodType>(schema: T) {
   return z.preprocess((body) => body ?? {}, schema);
 }
 
-/** A landing file ingest set aside (src/ingest/quarantine.ts). */
+/** A landing file ingest set aside (src/quarantine/quarantine.ts). */
 export const quarantinedResponse = z.object({
   quarantine_id: z.string(),
   tenant_id: z.string().nullable(),

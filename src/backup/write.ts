@@ -1,11 +1,11 @@
 import { existsSync, statSync } from 'node:fs';
 import { chmod, copyFile, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, sep } from 'node:path';
-import { OPEN_SUFFIX, SEALED_SUFFIX } from '../collector/landing-writer.js';
 import { type Context, nowIso } from '../context.js';
 import { writeFileAtomically } from '../durable-write.js';
 import { ConflictError, ValidationError } from '../errors.js';
-import { quarantineDir } from '../ingest/quarantine.js';
+import { OPEN_SUFFIX, SEALED_SUFFIX } from '../landing-format.js';
+import { quarantineDir } from '../quarantine/quarantine.js';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../store/file-modes.js';
 import { packageVersion } from '../version.js';
 import {

@@ -2,12 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { type FileHandle, mkdir, open, readdir, rename, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { LandingWriteError, ShuttingDownError } from '../errors.js';
+import { OPEN_SUFFIX } from '../landing-format.js';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../store/file-modes.js';
 import { syncDirectory } from '../sync-directory.js';
 import { componentLog } from '../telemetry/log.js';
-
-export const OPEN_SUFFIX = '.ndjson.open';
-export const SEALED_SUFFIX = '.ndjson';
 
 export interface LandingWriterConfig {
   /** The landing folder of the data directory. */

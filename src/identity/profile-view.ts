@@ -4,6 +4,7 @@ import { NotFoundError } from '../errors.js';
 import { decodeCursor, type Page, toPage } from '../store/cursor.js';
 import type { Session } from '../store/session.js';
 import { requireWorkspace } from '../tenancy/workspaces.js';
+import type { TenantKeys } from '../tenant-keys.js';
 import { normalizeIdentifier } from './normalize.js';
 import type {
   HistoryEntry,
@@ -12,7 +13,6 @@ import type {
   ProfileView,
   SummaryRow,
 } from './profile-schemas.js';
-import type { TenantKeys } from './tenant-keys.js';
 
 interface Scope {
   tenantId: string;

@@ -1,4 +1,3 @@
-import type { EventSource } from '../collector/envelope.js';
 import {
   normalizeInJs,
   PlaceholderRules,
@@ -13,8 +12,9 @@ import {
   type ResolutionInput,
   resolveIdentities,
 } from '../identity/resolve.js';
-import type { KeyRing } from '../identity/tenant-keys.js';
+import type { EventSource } from '../landing-format.js';
 import type { AppendValue, Session } from '../store/session.js';
+import type { KeyRing } from '../tenant-keys.js';
 import { traced } from '../trace.js';
 import { collectGarbage } from './garbage.js';
 

@@ -2,7 +2,7 @@ import { watch } from 'chokidar';
 import { backoffMs } from '../backoff.js';
 import { systemClock } from '../clock.js';
 import type { Context } from '../context.js';
-import { withoutQuotedValues } from '../privacy/redact.js';
+import { withoutQuotedValues } from '../redact.js';
 import { componentLog } from '../telemetry/log.js';
 import {
   ingestBatchDuration,

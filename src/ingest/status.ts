@@ -1,7 +1,7 @@
 import { systemClock } from '../clock.js';
 import type { Context } from '../context.js';
+import { listQuarantine } from '../quarantine/quarantine.js';
 import { listSealedFiles } from './landing-files.js';
-import { listQuarantine } from './quarantine.js';
 
 /** The sealed landing files not yet ingested. */
 export interface Backlog {

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { type Backoff, backoffMs } from '../backoff.js';
 import { type Context, nowIso } from '../context.js';
 import { NotFoundError } from '../errors.js';
-import { scrubErasedFromQuarantine } from '../ingest/quarantine.js';
+import { scrubErasedFromQuarantine } from '../quarantine/quarantine.js';
 import type { Store } from '../store/database.js';
 import type { Session } from '../store/session.js';
 import { DATA_DIR_SNAPSHOT, rewriteExistingSnapshot } from '../store/snapshot.js';

@@ -3,7 +3,7 @@ import { Gauge } from 'prom-client';
 import { systemClock } from '../../clock.js';
 import { UnauthorizedError } from '../../errors.js';
 import { listSealedFiles } from '../../ingest/landing-files.js';
-import { listQuarantine } from '../../ingest/quarantine.js';
+import { listQuarantine } from '../../quarantine/quarantine.js';
 import type { DataDir } from '../../store/data-dir.js';
 import type { Store } from '../../store/database.js';
 import { registry } from '../../telemetry/metrics.js';

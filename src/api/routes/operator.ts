@@ -5,7 +5,7 @@ import { manifestSchema as backupManifestResponse } from '../../backup/manifest.
 import { writeBackup } from '../../backup/write.js';
 import type { Context } from '../../context.js';
 import { idSchema } from '../../ids.js';
-import { quarantinePage, retryQuarantined } from '../../ingest/quarantine.js';
+import { quarantinePage, retryQuarantined } from '../../quarantine/quarantine.js';
 import { EXPORT_FORMATS, writeParquetExport } from '../../store/parquet-export.js';
 import { writeSnapshot } from '../../store/snapshot.js';
 import { createTenant, issueTenantToken, listTenants } from '../../tenancy/tenants.js';

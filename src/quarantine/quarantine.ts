@@ -6,12 +6,12 @@ import type { Context } from '../context.js';
 import { writeFileAtomically } from '../durable-write.js';
 import { NotFoundError } from '../errors.js';
 import { normalizeIdentifier } from '../identity/normalize.js';
-import type { TenantKeys } from '../identity/tenant-keys.js';
-import { withoutQuotedValues } from '../privacy/redact.js';
+import { withoutQuotedValues } from '../redact.js';
 import { decodeCursor, type Page, toPage } from '../store/cursor.js';
 import type { DataDir } from '../store/data-dir.js';
 import { PRIVATE_FILE_MODE } from '../store/file-modes.js';
 import { syncDirectory } from '../sync-directory.js';
+import type { TenantKeys } from '../tenant-keys.js';
 
 /**
  * Landing lines that fail every batch they are in, set aside with the reason, so that they cost
