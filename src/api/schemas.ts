@@ -22,22 +22,6 @@ export const workspaceResponse = z.object({
   updated_at: timestamp,
 });
 
-export const issuedTokenResponse = z.object({
-  token_id: z.string(),
-  kind: z.enum(['tenant', 'workspace', 'collector']),
-  token: z.string(),
-  tenant_id: z.string(),
-  workspace_id: z.string().nullable(),
-  name: z.string().nullable(),
-  created_at: timestamp,
-});
-
-export const tokenListingResponse = issuedTokenResponse
-  .omit({ token: true, tenant_id: true })
-  .extend({
-    revoked_at: timestamp.nullable(),
-  });
-
 export const placeholdersResponse = z.object({
   values: z.record(z.string(), z.array(z.string())),
   built_in: z.record(z.string(), z.array(z.string())),

@@ -9,9 +9,9 @@ import { quarantinePage, retryQuarantined } from '../../quarantine/quarantine.js
 import { EXPORT_FORMATS, writeParquetExport } from '../../store/parquet-export.js';
 import { writeSnapshot } from '../../store/snapshot.js';
 import { createTenant, issueTenantToken, listTenants } from '../../tenancy/tenants.js';
+import { issuedTokenSchema } from '../../tenancy/tokens.js';
 import { listWebhooks, retryFailedWebhooks } from '../../webhooks/outbox.js';
 import {
-  issuedTokenResponse,
   optionalBody,
   pagingQuery,
   quarantinedResponse,
@@ -37,7 +37,7 @@ export function operatorRoutes(app: FastifyInstance, context: Context): void {
           201: z.object({
             tenant_id: z.string(),
             workspaces: z.array(z.string()),
-            tenant_token: issuedTokenResponse,
+            tenant_token: issuedTokenSchema,
           }),
         },
       },
@@ -81,7 +81,7 @@ export function operatorRoutes(app: FastifyInstance, context: Context): void {
       schema: {
         params: tenantParams,
         body: optionalBody(z.object({ name: z.string().max(200).nullish() })),
-        response: { 201: issuedTokenResponse },
+        response: { 201: issuedTokenSchema },
       },
     },
     async (request, reply) =>
