@@ -14,25 +14,9 @@ export const pagingQuery = z.object({
 
 const timestamp = z.string();
 
-export const workspaceResponse = z.object({
-  workspace_id: z.string(),
-  display_name: z.string().nullable(),
-  allowed_origins: z.array(z.string()),
-  created_at: timestamp,
-  updated_at: timestamp,
-});
-
 export const placeholdersResponse = z.object({
   values: z.record(z.string(), z.array(z.string())),
   built_in: z.record(z.string(), z.array(z.string())),
-});
-
-export const eventTypeResponse = z.object({
-  event_name: z.string(),
-  dedup_entity: z.string().nullable(),
-  dedup_key_paths: z.array(z.string()).nullable(),
-  created_at: timestamp,
-  updated_at: timestamp,
 });
 
 export const metricDefinitionResponse = z.object({
@@ -85,18 +69,6 @@ export const noContent = z.null();
 export function optionalBody<T extends z.ZodType>(schema: T) {
   return z.preprocess((body) => body ?? {}, schema);
 }
-
-/** A landing file ingest set aside (src/quarantine/quarantine.ts). */
-export const quarantinedResponse = z.object({
-  quarantine_id: z.string(),
-  tenant_id: z.string().nullable(),
-  workspace_id: z.string().nullable(),
-  landing_path: z.string(),
-  lines: z.number(),
-  bytes: z.number(),
-  reason: z.string(),
-  quarantined_at: z.string(),
-});
 
 export const webhookResponse = z.object({
   webhook_id: z.string(),

@@ -18,17 +18,19 @@ import type { TenantKeys } from '../tenant-keys.js';
  * their tenant those lines only and never stop ingest for the others. Kept under the data dir:
  * `quarantine/<id>.ndjson` (the lines as they landed) beside `quarantine/<id>.json` (what failed).
  */
-export interface QuarantinedFile {
-  quarantine_id: string;
-  tenant_id: string | null;
-  workspace_id: string | null;
+export const quarantinedFileSchema = z.object({
+  quarantine_id: z.string(),
+  tenant_id: z.string().nullable(),
+  workspace_id: z.string().nullable(),
   /** Where it was, relative to the landing folder; `retry` puts it back there. */
-  landing_path: string;
-  lines: number;
-  bytes: number;
-  reason: string;
-  quarantined_at: string;
-}
+  landing_path: z.string(),
+  lines: z.number(),
+  bytes: z.number(),
+  reason: z.string(),
+  quarantined_at: z.string(),
+});
+
+export type QuarantinedFile = z.infer<typeof quarantinedFileSchema>;
 
 const DATA_SUFFIX = '.ndjson';
 const RECORD_SUFFIX = '.json';

@@ -5,19 +5,17 @@ import { manifestSchema as backupManifestResponse } from '../../backup/manifest.
 import { writeBackup } from '../../backup/write.js';
 import type { Context } from '../../context.js';
 import { idSchema } from '../../ids.js';
-import { quarantinePage, retryQuarantined } from '../../quarantine/quarantine.js';
+import {
+  quarantinedFileSchema,
+  quarantinePage,
+  retryQuarantined,
+} from '../../quarantine/quarantine.js';
 import { EXPORT_FORMATS, writeParquetExport } from '../../store/parquet-export.js';
 import { writeSnapshot } from '../../store/snapshot.js';
 import { createTenant, issueTenantToken, listTenants } from '../../tenancy/tenants.js';
 import { issuedTokenSchema } from '../../tenancy/tokens.js';
 import { listWebhooks, retryFailedWebhooks } from '../../webhooks/outbox.js';
-import {
-  optionalBody,
-  pagingQuery,
-  quarantinedResponse,
-  tenantParams,
-  webhookResponse,
-} from '../schemas.js';
+import { optionalBody, pagingQuery, tenantParams, webhookResponse } from '../schemas.js';
 
 /**
  * Operator-only routes behind the CLI's `cds tenants`, `cds tokens issue-tenant`, `cds webhooks`,
@@ -135,7 +133,7 @@ export function operatorRoutes(app: FastifyInstance, context: Context): void {
         querystring: pagingQuery,
         response: {
           200: z.object({
-            quarantined: z.array(quarantinedResponse),
+            quarantined: z.array(quarantinedFileSchema),
             next_cursor: z.string().nullable(),
           }),
         },
