@@ -54,15 +54,6 @@ export const segmentResponse = z.object({
 
 export const segmentListItemResponse = segmentResponse.extend({ member_count: z.number() });
 
-export const previewResponse = z.object({
-  workspace_id: z.string(),
-  matched_profiles: z.number(),
-  scanned_profiles: z.number(),
-  truncated: z.boolean(),
-  workspace_profiles: z.number(),
-  workspace_identified_profiles: z.number(),
-});
-
 export const noContent = z.null();
 
 /** A body that may be left out: Fastify hands a missing body over as null. */
@@ -86,14 +77,4 @@ export const webhookResponse = z.object({
   next_attempt_at: z.string().nullable(),
   delivered_at: z.string().nullable(),
   last_error: z.string().nullable(),
-});
-
-/** What an erasure removed (design §7, Erase). */
-export const erasedCountsResponse = z.object({
-  profiles: z.number(),
-  identifiers: z.number(),
-  metrics: z.number(),
-  segment_memberships: z.number(),
-  history_entries: z.number(),
-  events: z.number(),
 });

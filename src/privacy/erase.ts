@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
+import { z } from 'zod';
 import { type Backoff, backoffMs } from '../backoff.js';
 import { type Context, nowIso } from '../context.js';
 import { NotFoundError } from '../errors.js';
@@ -19,14 +20,17 @@ import { requireWorkspace } from '../tenancy/workspaces.js';
 export const ERASURES_PER_MINUTE = 60;
 export const ERASURE_LIMIT_WINDOW_MS = 60_000;
 
-export interface ErasedCounts {
-  profiles: number;
-  identifiers: number;
-  metrics: number;
-  segment_memberships: number;
-  history_entries: number;
-  events: number;
-}
+/** What an erasure removed (design §7, Erase). */
+export const erasedCountsSchema = z.object({
+  profiles: z.number(),
+  identifiers: z.number(),
+  metrics: z.number(),
+  segment_memberships: z.number(),
+  history_entries: z.number(),
+  events: z.number(),
+});
+
+export type ErasedCounts = z.infer<typeof erasedCountsSchema>;
 
 export interface ErasureResult {
   profile_id: string;

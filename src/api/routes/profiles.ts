@@ -15,9 +15,14 @@ import {
   viewProfile,
 } from '../../identity/profile-view.js';
 import { idSchema } from '../../ids.js';
-import { ERASURE_LIMIT_WINDOW_MS, ERASURES_PER_MINUTE, eraseProfile } from '../../privacy/erase.js';
+import {
+  ERASURE_LIMIT_WINDOW_MS,
+  ERASURES_PER_MINUTE,
+  erasedCountsSchema,
+  eraseProfile,
+} from '../../privacy/erase.js';
 import { RateLimiter } from '../../rate-limit.js';
-import { erasedCountsResponse, pagingQuery, workspaceParams } from '../schemas.js';
+import { pagingQuery, workspaceParams } from '../schemas.js';
 
 const profileParams = workspaceParams.extend({
   profile_id: z.string().regex(/^p_[0-9a-f]{24}$/, 'is not a profile id'),
@@ -111,7 +116,7 @@ export function profileRoutes(app: FastifyInstance, context: Context): void {
           200: z.object({
             profile_id: z.string(),
             dry_run: z.boolean(),
-            erased: erasedCountsResponse,
+            erased: erasedCountsSchema,
           }),
         },
       },

@@ -15,12 +15,11 @@ import {
   setSegmentStatus,
 } from '../../segments/definitions.js';
 import { segmentMembers } from '../../segments/members.js';
-import { previewSegment } from '../../segments/preview.js';
+import { previewResultSchema, previewSegment } from '../../segments/preview.js';
 import { requestedWorkspace } from '../auth.js';
 import {
   noContent,
   pagingQuery,
-  previewResponse,
   segmentListItemResponse,
   segmentParams,
   segmentResponse,
@@ -61,7 +60,7 @@ export function segmentRoutes(app: FastifyInstance, context: Context): void {
       schema: {
         params: tenantParams,
         body: z.object({ workspace_id: idSchema, predicate: predicateSchema }),
-        response: { 200: previewResponse },
+        response: { 200: previewResultSchema },
       },
     },
     async (request) =>
