@@ -3,9 +3,8 @@
  * below it, never from a layer above, and parts of one layer do not import each other. Run by
  * `npm run lint` (`lint:layers`), so an import that runs back up the layers fails the lint.
  *
- * The order is what the code needs, following the data's path of STYLE.md ("collector → landing
- * files → ingest → identity, metrics, segments → store → api") turned over, as each step builds
- * on the ones under it:
+ * The order is what the code needs: each layer builds on the ones under it. A piece two layers
+ * share lives in the lower one (or lower still), never in the one that happens to use it first.
  *
  * - base: the files directly in src/ (errors, clock, ids, config, backoff, durable writes, the
  *   landing-file names, tenant keys, …). They know nothing of the store or any service.
