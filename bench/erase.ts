@@ -2,10 +2,10 @@ import { statSync } from 'node:fs';
 import { systemClock } from '../src/clock.js';
 import { loadConfig } from '../src/config.js';
 import type { Context } from '../src/context.js';
-import { KeyRing } from '../src/identity/tenant-keys.js';
 import { openDataDir } from '../src/store/data-dir.js';
 import { Store } from '../src/store/database.js';
 import { issueToken } from '../src/tenancy/tokens.js';
+import { KeyRing } from '../src/tenant-keys.js';
 import { CDS_BIN, prepareDataDir, startChild, stopChild, TENANT, WORKSPACES } from './setup.js';
 
 const WORKSPACE = WORKSPACES[0];

@@ -6,7 +6,6 @@ import { systemClock } from '../src/clock.js';
 import { loadConfig } from '../src/config.js';
 import type { Context } from '../src/context.js';
 import { ValidationError } from '../src/errors.js';
-import { KeyRing } from '../src/identity/tenant-keys.js';
 import { metricDefinitionInputSchema } from '../src/metrics/definition-schema.js';
 import { createMetricDefinition } from '../src/metrics/definitions.js';
 import { vectorizeWorkspace } from '../src/metrics/materialize.js';
@@ -17,6 +16,7 @@ import { previewSegment } from '../src/segments/preview.js';
 import { openDataDir } from '../src/store/data-dir.js';
 import { Store } from '../src/store/database.js';
 import { issueToken } from '../src/tenancy/tokens.js';
+import { KeyRing } from '../src/tenant-keys.js';
 import { CDS_BIN, prepareDataDir, startChild, stopChild, TENANT, WORKSPACES } from './setup.js';
 
 const WORKSPACE = WORKSPACES[0];

@@ -7,10 +7,10 @@ import { putEventType } from '../src/catalog/event-types.js';
 import { systemClock } from '../src/clock.js';
 import { loadConfig } from '../src/config.js';
 import type { Context } from '../src/context.js';
-import { KeyRing } from '../src/identity/tenant-keys.js';
 import { openDataDir } from '../src/store/data-dir.js';
 import { Store } from '../src/store/database.js';
 import { createTenant } from '../src/tenancy/tenants.js';
+import { KeyRing } from '../src/tenant-keys.js';
 
 export const CDS_BIN = fileURLToPath(new URL('../bin/cds.js', import.meta.url));
 export const TENANT = 'bench';

@@ -1,8 +1,8 @@
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
-import type { KeyRing } from './identity/tenant-keys.js';
 import type { DataDir } from './store/data-dir.js';
 import type { Store } from './store/database.js';
+import type { KeyRing } from './tenant-keys.js';
 
 /** What every service needs: the open store, the configuration and the clock. */
 export interface Context {

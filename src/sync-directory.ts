@@ -1,3 +1,4 @@
+import { closeSync, fsyncSync, openSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 
 /**
@@ -10,5 +11,15 @@ export async function syncDirectory(path: string): Promise<void> {
     await directory.sync();
   } finally {
     await directory.close();
+  }
+}
+
+/** `syncDirectory` for the few steps that run before anything async may (opening the data dir). */
+export function syncDirectorySync(path: string): void {
+  const directory = openSync(path, 'r');
+  try {
+    fsyncSync(directory);
+  } finally {
+    closeSync(directory);
   }
 }

@@ -8,14 +8,12 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { type AppError, ShuttingDownError, ValidationError } from '../errors.js';
+import { BODY_LIMIT_BYTES } from '../http/body-limit.js';
 import { componentLog } from '../telemetry/log.js';
 import { httpRequestDuration } from '../telemetry/metrics.js';
 import { handleError, handleNotFound } from './error-handler.js';
 import { answerServerEdges, checkRequestLine, httpEdgeOptions } from './http-edges.js';
 import { recordRoutes } from './openapi.js';
-
-/** The largest body any route takes: a collector batch (design §8). */
-export const BODY_LIMIT_BYTES = 1024 * 1024;
 
 /**
  * A logged request shows its path, never its query: a profile lookup carries the email or phone

@@ -11,6 +11,7 @@ import {
   UriTooLongError,
   ValidationError,
 } from '../errors.js';
+import { recordErrorCode } from '../http/error-codes.js';
 import { MAX_URL_BYTES } from './http-edges.js';
 
 /** Fastify's own errors (body parsing, limits) in terms of our hierarchy. */
@@ -49,13 +50,6 @@ function fromFastify(error: FastifyError): AppError | null {
   }
 }
 
-/** The error code each refused reply carried, for the metrics counting refusals by reason. */
-const answeredCodes = new WeakMap<FastifyReply, string>();
-
-export function errorCodeOf(reply: FastifyReply): string | undefined {
-  return answeredCodes.get(reply);
-}
-
 /** The one place where an error becomes an HTTP answer (design §6). */
 export function handleError(
   error: FastifyError,
@@ -69,16 +63,16 @@ export function handleError(
     if (known.status >= 500)
       request.log.warn({ code: known.code, status: known.status }, known.message);
     if (known instanceof RateLimitedError) reply.header('retry-after', known.retryAfterSeconds);
-    answeredCodes.set(reply, known.code);
+    recordErrorCode(reply, known.code);
     return reply.code(known.status).send(errorBody(known));
   }
   request.log.error({ err: error }, 'unexpected error');
-  answeredCodes.set(reply, 'internal');
+  recordErrorCode(reply, 'internal');
   return reply.code(500).send({ error: { code: 'internal', message: 'internal error' } });
 }
 
 export function handleNotFound(request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const error = new NotFoundError(`no route ${request.method} ${request.url.split('?')[0]}`);
-  answeredCodes.set(reply, error.code);
+  recordErrorCode(reply, error.code);
   return reply.code(404).send(errorBody(error));
 }

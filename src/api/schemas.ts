@@ -14,49 +14,9 @@ export const pagingQuery = z.object({
 
 const timestamp = z.string();
 
-export const workspaceResponse = z.object({
-  workspace_id: z.string(),
-  display_name: z.string().nullable(),
-  allowed_origins: z.array(z.string()),
-  created_at: timestamp,
-  updated_at: timestamp,
-});
-
-export const issuedTokenResponse = z.object({
-  token_id: z.string(),
-  kind: z.enum(['tenant', 'workspace', 'collector']),
-  token: z.string(),
-  tenant_id: z.string(),
-  workspace_id: z.string().nullable(),
-  name: z.string().nullable(),
-  created_at: timestamp,
-});
-
-export const tokenListingResponse = issuedTokenResponse
-  .omit({ token: true, tenant_id: true })
-  .extend({
-    revoked_at: timestamp.nullable(),
-  });
-
-export const identifierTypeResponse = z.object({
-  type: z.string(),
-  tier: z.enum(['strong', 'weak']),
-  max_per_profile: z.number().nullable(),
-  created_at: timestamp,
-  updated_at: timestamp,
-});
-
 export const placeholdersResponse = z.object({
   values: z.record(z.string(), z.array(z.string())),
   built_in: z.record(z.string(), z.array(z.string())),
-});
-
-export const eventTypeResponse = z.object({
-  event_name: z.string(),
-  dedup_entity: z.string().nullable(),
-  dedup_key_paths: z.array(z.string()).nullable(),
-  created_at: timestamp,
-  updated_at: timestamp,
 });
 
 export const metricDefinitionResponse = z.object({
@@ -94,45 +54,12 @@ export const segmentResponse = z.object({
 
 export const segmentListItemResponse = segmentResponse.extend({ member_count: z.number() });
 
-export const previewResponse = z.object({
-  workspace_id: z.string(),
-  matched_profiles: z.number(),
-  scanned_profiles: z.number(),
-  truncated: z.boolean(),
-  workspace_profiles: z.number(),
-  workspace_identified_profiles: z.number(),
-});
-
 export const noContent = z.null();
 
 /** A body that may be left out: Fastify hands a missing body over as null. */
 export function optionalBody<T extends z.ZodType>(schema: T) {
   return z.preprocess((body) => body ?? {}, schema);
 }
-
-export const metricValue = z.union([z.number(), z.string(), z.array(z.string()), z.null()]);
-
-/** A row of the customer table and of segment member lists (design §7). */
-export const profileRowResponse = z.object({
-  profile_id: z.string(),
-  email: z.string().nullable(),
-  phone: z.string().nullable(),
-  last_seen_at: z.string(),
-  metrics: z.record(z.string(), metricValue),
-  segment_ids: z.array(z.string()),
-});
-
-/** A landing file ingest set aside (src/ingest/quarantine.ts). */
-export const quarantinedResponse = z.object({
-  quarantine_id: z.string(),
-  tenant_id: z.string().nullable(),
-  workspace_id: z.string().nullable(),
-  landing_path: z.string(),
-  lines: z.number(),
-  bytes: z.number(),
-  reason: z.string(),
-  quarantined_at: z.string(),
-});
 
 export const webhookResponse = z.object({
   webhook_id: z.string(),
@@ -150,14 +77,4 @@ export const webhookResponse = z.object({
   next_attempt_at: z.string().nullable(),
   delivered_at: z.string().nullable(),
   last_error: z.string().nullable(),
-});
-
-/** What an erasure removed (design §7, Erase). */
-export const erasedCountsResponse = z.object({
-  profiles: z.number(),
-  identifiers: z.number(),
-  metrics: z.number(),
-  segment_memberships: z.number(),
-  history_entries: z.number(),
-  events: z.number(),
 });

@@ -1,13 +1,13 @@
 import { existsSync, statSync } from 'node:fs';
-import { chmod, copyFile, mkdir, open, readFile, rename, rm } from 'node:fs/promises';
+import { chmod, copyFile, mkdir, readFile, rm } from 'node:fs/promises';
 import { dirname, isAbsolute, join, normalize, resolve, sep } from 'node:path';
+import { replaceFileAtomically } from '../durable-write.js';
 import { DatabaseTooNewError, RestoreRefusedError, StoreLockedError } from '../errors.js';
 import { DATABASE_FILE, parseMasterKey } from '../store/data-dir.js';
 import { ensureNotHeld } from '../store/database.js';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../store/file-modes.js';
 import { DATA_DIR_SNAPSHOT } from '../store/snapshot.js';
 import { migrations } from '../store/sql-files.js';
-import { syncDirectory } from '../sync-directory.js';
 import {
   BACKUP_CONFIG,
   BACKUP_DATABASE,
@@ -132,17 +132,10 @@ async function keyToRestore(options: RestoreOptions, manifest: Manifest): Promis
 /** Copies `source` to `target` as a private file, written beside it and renamed into place. */
 async function copyPrivate(source: string, target: string): Promise<void> {
   await mkdir(dirname(target), { recursive: true, mode: PRIVATE_DIR_MODE });
-  const partial = `${target}.restore`;
-  await copyFile(source, partial);
-  await chmod(partial, PRIVATE_FILE_MODE);
-  // On disk before its name is: a power cut must not leave a named file with missing bytes.
-  const file = await open(partial, 'r');
-  try {
-    await file.sync();
-  } finally {
-    await file.close();
-  }
-  await rename(partial, target);
+  await replaceFileAtomically(target, async (temporary) => {
+    await copyFile(source, temporary);
+    await chmod(temporary, PRIVATE_FILE_MODE);
+  });
 }
 
 /**
@@ -211,7 +204,7 @@ export async function restoreBackup(options: RestoreOptions): Promise<RestoreRes
     }
   }
   await rm(`${databasePath}.wal`, { force: true });
+  // Its folder is synced with it, so the log's removal is on disk too.
   await copyPrivate(join(from, BACKUP_DATABASE), databasePath);
-  await syncDirectory(dataDir);
   return { data_dir: dataDir, manifest, key_restored: key !== null };
 }

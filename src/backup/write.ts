@@ -1,22 +1,12 @@
 import { existsSync, statSync } from 'node:fs';
-import {
-  chmod,
-  copyFile,
-  mkdir,
-  open,
-  readdir,
-  readFile,
-  rename,
-  rm,
-  writeFile,
-} from 'node:fs/promises';
+import { chmod, copyFile, mkdir, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, isAbsolute, join, relative, sep } from 'node:path';
-import { OPEN_SUFFIX, SEALED_SUFFIX } from '../collector/landing-writer.js';
 import { type Context, nowIso } from '../context.js';
+import { writeFileAtomically } from '../durable-write.js';
 import { ConflictError, ValidationError } from '../errors.js';
-import { quarantineDir } from '../ingest/quarantine.js';
+import { OPEN_SUFFIX, SEALED_SUFFIX } from '../landing-format.js';
+import { quarantineDir } from '../quarantine/quarantine.js';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../store/file-modes.js';
-import { syncDirectory } from '../sync-directory.js';
 import { packageVersion } from '../version.js';
 import {
   BACKUP_CONFIG,
@@ -144,16 +134,6 @@ async function copyQuarantine(
   return files;
 }
 
-async function writeSynced(path: string, bytes: Buffer | string): Promise<void> {
-  const file = await open(path, 'wx', PRIVATE_FILE_MODE);
-  try {
-    await file.writeFile(bytes);
-    await file.sync();
-  } finally {
-    await file.close();
-  }
-}
-
 /**
  * Writes a backup of the data dir into `dir` (a new or empty folder) while the store goes on
  * serving: the database as of one moment, the landing and quarantined lines not yet in it, the
@@ -188,7 +168,11 @@ export async function writeBackup(
     await rm(`${databasePath}.wal`, { force: true });
     files.push(await recordFile(dir, BACKUP_DATABASE));
     if (options.withKey) {
-      await writeSynced(join(dir, BACKUP_MASTER_KEY), context.dataDir.masterKey);
+      await writeFileAtomically(
+        join(dir, BACKUP_MASTER_KEY),
+        context.dataDir.masterKey,
+        PRIVATE_FILE_MODE,
+      );
       files.push(await recordFile(dir, BACKUP_MASTER_KEY));
     }
     const manifest = newManifest({
@@ -199,10 +183,12 @@ export async function writeBackup(
       key_check: keyCheck(context.dataDir.masterKey),
       files,
     });
-    const partial = join(dir, `${MANIFEST_FILE}.partial`);
-    await writeSynced(partial, `${JSON.stringify(manifest, null, 2)}\n`);
-    await rename(partial, join(dir, MANIFEST_FILE));
-    await syncDirectory(dir);
+    // Last, and synced with the folder: a backup with a manifest is a finished one.
+    await writeFileAtomically(
+      join(dir, MANIFEST_FILE),
+      `${JSON.stringify(manifest, null, 2)}\n`,
+      PRIVATE_FILE_MODE,
+    );
     return { dir, manifest };
   } catch (error) {
     const entries = await readdir(dir).catch(() => []);

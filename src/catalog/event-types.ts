@@ -5,13 +5,15 @@ import { decodeCursor, type Page, type PageQuery, toPage } from '../store/cursor
 import type { Session } from '../store/session.js';
 import { requireRoom } from '../tenancy/quotas.js';
 
-export interface EventType {
-  event_name: string;
-  dedup_entity: string | null;
-  dedup_key_paths: string[] | null;
-  created_at: string;
-  updated_at: string;
-}
+export const eventTypeSchema = z.object({
+  event_name: z.string(),
+  dedup_entity: z.string().nullable(),
+  dedup_key_paths: z.array(z.string()).nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+
+export type EventType = z.infer<typeof eventTypeSchema>;
 
 export interface DedupSettings {
   dedupEntity: string;

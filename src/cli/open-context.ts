@@ -1,10 +1,10 @@
 import { systemClock } from '../clock.js';
 import { type ConfigInput, loadConfig } from '../config.js';
 import type { Context } from '../context.js';
-import { KeyRing } from '../identity/tenant-keys.js';
 import { resumePurges } from '../privacy/erase.js';
 import { openDataDir } from '../store/data-dir.js';
 import { Store } from '../store/database.js';
+import { KeyRing } from '../tenant-keys.js';
 
 /**
  * Loads the configuration, creates the data directory if needed and opens its database; an

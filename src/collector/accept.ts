@@ -1,9 +1,9 @@
 import { type AppError, ForbiddenError, PayloadTooLargeError, ValidationError } from '../errors.js';
+import type { EventSource } from '../landing-format.js';
 import {
   browserEnvelopeSchema,
   builtLandingLineText,
   type Envelope,
-  type EventSource,
   envelopeSchema,
   landingLineText,
   MAX_EVENT_BYTES,

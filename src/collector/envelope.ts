@@ -1,12 +1,11 @@
 import { z } from 'zod';
 import { eventNameSchema, idSchema } from '../ids.js';
+import type { EventSource } from '../landing-format.js';
 
 /** 32 KiB an event (design §8), measured on the stored line. */
 export const MAX_EVENT_BYTES = 32 * 1024;
 /** 1,000 events a batch request. */
 export const MAX_BATCH_EVENTS = 1000;
-
-export type EventSource = 'browser' | 'server';
 
 /** The inbound envelope (interface "Event"); `anon_id` is required on browser events. */
 export const envelopeSchema = z.object({

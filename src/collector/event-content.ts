@@ -1,5 +1,6 @@
+import type { EventSource } from '../landing-format.js';
 import { isWellFormed } from '../well-formed.js';
-import type { Envelope, EventSource } from './envelope.js';
+import type { Envelope } from './envelope.js';
 
 /** `properties` is level 1; each object or array inside it one more (docs/decisions.md "Event content limits"). */
 export const MAX_PROPERTY_DEPTH = 32;

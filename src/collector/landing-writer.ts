@@ -2,12 +2,10 @@ import { randomBytes } from 'node:crypto';
 import { type FileHandle, mkdir, open, readdir, rename, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { LandingWriteError, ShuttingDownError } from '../errors.js';
+import { OPEN_SUFFIX } from '../landing-format.js';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../store/file-modes.js';
 import { syncDirectory } from '../sync-directory.js';
 import { componentLog } from '../telemetry/log.js';
-
-export const OPEN_SUFFIX = '.ndjson.open';
-export const SEALED_SUFFIX = '.ndjson';
 
 export interface LandingWriterConfig {
   /** The landing folder of the data directory. */
@@ -38,6 +36,7 @@ interface OpenFile {
   handle: FileHandle;
   openPath: string;
   bytes: number;
+  /** `performance.now()`: its age is elapsed time, which a change of the system clock must not move. */
   openedAt: number;
 }
 
@@ -244,7 +243,7 @@ export class LandingWriter {
       handle: await open(openPath, 'a', PRIVATE_FILE_MODE),
       openPath,
       bytes: 0,
-      openedAt: Date.now(),
+      openedAt: performance.now(),
     };
     // The file's name, and the partition folders made for it, are synced before its first lines
     // are acknowledged: a power cut could otherwise lose the file with synced lines in it.
@@ -256,7 +255,7 @@ export class LandingWriter {
   }
 
   private async sealDue(all: boolean): Promise<void> {
-    const now = Date.now();
+    const now = performance.now();
     for (const [partition, file] of this.files) {
       if (
         !all &&

@@ -1,10 +1,9 @@
-import { randomUUID } from 'node:crypto';
-import { open, readFile, rename, rm } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { readFile } from 'node:fs/promises';
 import { z } from 'zod';
+import { writeFileAtomically } from '../durable-write.js';
 import { ValidationError } from '../errors.js';
+import { PRIVATE_FILE_MODE } from '../store/file-modes.js';
 import type { Session } from '../store/session.js';
-import { syncDirectory } from '../sync-directory.js';
 import { digestToken, isWellFormedToken, sameDigest } from '../tenancy/token-format.js';
 
 const collectorTokenEntry = z.object({
@@ -57,27 +56,9 @@ export async function readRegistrySnapshot(
   return { version, generated_at: now, tenants };
 }
 
-/**
- * Written atomically (a temp file of its own, then rename), so a collector never reads half a
- * file, and two writes never write into one temp file.
- */
-export async function writeRegistryFile(path: string, snapshot: RegistrySnapshot): Promise<void> {
-  const temporary = `${path}.${process.pid}.${randomUUID()}.tmp`;
-  try {
-    // Synced before the rename, so a power cut leaves the old file or the new one, never an empty one.
-    const file = await open(temporary, 'wx', 0o600);
-    try {
-      await file.writeFile(JSON.stringify(snapshot));
-      await file.datasync();
-    } finally {
-      await file.close();
-    }
-    await rename(temporary, path);
-  } catch (error) {
-    await rm(temporary, { force: true });
-    throw error;
-  }
-  await syncDirectory(dirname(path));
+/** Written atomically, so a collector never reads half a file. */
+export function writeRegistryFile(path: string, snapshot: RegistrySnapshot): Promise<void> {
+  return writeFileAtomically(path, JSON.stringify(snapshot), PRIVATE_FILE_MODE);
 }
 
 /** The snapshot the owner wrote; a file that is not one is refused, naming the way to rewrite it. */

@@ -2,8 +2,6 @@ import cors from '@fastify/cors';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { BODY_LIMIT_BYTES } from '../api/base-app.js';
-import { errorCodeOf } from '../api/error-handler.js';
 import {
   BadRequestError,
   ForbiddenError,
@@ -12,11 +10,13 @@ import {
   UnauthorizedError,
   ValidationError,
 } from '../errors.js';
+import { BODY_LIMIT_BYTES } from '../http/body-limit.js';
+import { errorCodeOf } from '../http/error-codes.js';
+import type { EventSource } from '../landing-format.js';
 import { RateLimiter } from '../rate-limit.js';
 import { collectorRequestsRefused, countIntake } from '../telemetry/metrics.js';
 import { faultError, type IntakeScope, intake } from './accept.js';
 import { inflatedBody } from './compressed-body.js';
-import type { EventSource } from './envelope.js';
 import { encodeLines } from './landing-writer.js';
 import { originAllowed } from './origins.js';
 import type { CollectorPrincipal } from './registry.js';

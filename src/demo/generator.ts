@@ -1,4 +1,4 @@
-import type { EventSource } from '../collector/envelope.js';
+import type { EventSource } from '../landing-format.js';
 
 /** A small, fast, seeded PRNG (mulberry32): the same seed gives the same store, byte for byte. */
 export function seededRandom(seed: number): () => number {

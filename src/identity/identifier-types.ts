@@ -4,27 +4,19 @@ import { decodeCursor, type Page, type PageQuery, toPage } from '../store/cursor
 import { requireRoom } from '../tenancy/quotas.js';
 import { requireTenant } from '../tenancy/tenant-lookup.js';
 
-export type Tier = 'strong' | 'weak';
+export const tierSchema = z.enum(['strong', 'weak']);
 
-export interface IdentifierType {
-  type: string;
-  tier: Tier;
-  max_per_profile: number | null;
-  created_at: string;
-  updated_at: string;
-}
+/** An identifier type as the API answers and the store keeps it (design §5). */
+export const identifierTypeSchema = z.object({
+  type: z.string(),
+  tier: tierSchema,
+  max_per_profile: z.number().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
 
-/** What a new tenant starts with (design §5). */
-export const DEFAULT_IDENTIFIER_TYPES: {
-  type: string;
-  tier: Tier;
-  max_per_profile: number | null;
-}[] = [
-  { type: 'cookie', tier: 'weak', max_per_profile: null },
-  { type: 'device_id', tier: 'weak', max_per_profile: null },
-  { type: 'email', tier: 'strong', max_per_profile: 5 },
-  { type: 'phone', tier: 'strong', max_per_profile: 5 },
-];
+export type Tier = z.infer<typeof tierSchema>;
+export type IdentifierType = z.infer<typeof identifierTypeSchema>;
 
 export async function putIdentifierType(
   context: Context,

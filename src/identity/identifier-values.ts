@@ -1,7 +1,7 @@
+import type { KeyRing } from '../tenant-keys.js';
 import { maskIdentifier } from './mask.js';
 import { normalizeIdentifier } from './normalize.js';
 import { ANY_TYPE, BUILT_IN_PLACEHOLDERS } from './placeholders.js';
-import type { KeyRing } from './tenant-keys.js';
 
 export interface RawIdentifier {
   tenant_id: string;

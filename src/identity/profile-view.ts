@@ -4,52 +4,15 @@ import { NotFoundError } from '../errors.js';
 import { decodeCursor, type Page, toPage } from '../store/cursor.js';
 import type { Session } from '../store/session.js';
 import { requireWorkspace } from '../tenancy/workspaces.js';
+import type { TenantKeys } from '../tenant-keys.js';
 import { normalizeIdentifier } from './normalize.js';
-import type { TenantKeys } from './tenant-keys.js';
-
-export type MetricValue = number | string | string[] | null;
-
-export interface IdentifierView {
-  type: string;
-  tier: string;
-  value: string | null;
-  masked_value: string;
-  key: string;
-  status: 'active';
-}
-
-export interface ProfileView {
-  profile_id: string;
-  workspace_id: string;
-  created_at: string;
-  last_seen_at: string;
-  /** Set when the id asked for was merged away: this view is of the profile it went into. */
-  merged_into: string | null;
-  identifiers: IdentifierView[];
-  metrics: Record<string, MetricValue>;
-  segments: { segment_id: string; entered_at: string }[];
-  merged_profile_ids: string[];
-}
-
-export interface SummaryRow {
-  profile_id: string;
-  email: string | null;
-  phone: string | null;
-  last_seen_at: string;
-  metrics: Record<string, MetricValue>;
-  segment_ids: string[];
-}
-
-export type HistoryKind = 'event' | 'merge' | 'segment_enter' | 'segment_exit';
-
-export interface HistoryEntry {
-  at: string;
-  kind: HistoryKind;
-  event_id?: string;
-  event_name?: string;
-  merged_profile_id?: string;
-  segment_id?: string;
-}
+import type {
+  HistoryEntry,
+  HistoryKind,
+  MetricValue,
+  ProfileView,
+  SummaryRow,
+} from './profile-schemas.js';
 
 interface Scope {
   tenantId: string;

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { EventSource } from '../collector/envelope.js';
+import type { EventSource } from '../landing-format.js';
 
 /** Events of one workspace that carried the same identifier keys, resolved once. */
 export interface IdentitySet {

@@ -3,9 +3,9 @@ import {
   PlaceholderRules,
   type RawIdentifier,
 } from '../identity/identifier-values.js';
-import type { KeyRing } from '../identity/tenant-keys.js';
 import type { Session } from '../store/session.js';
 import { sessionOf, type TemporaryTable, temporaryTable } from '../store/temporary-table.js';
+import type { KeyRing } from '../tenant-keys.js';
 import type { Candidates } from './duplicates.js';
 
 export interface TenantRules {

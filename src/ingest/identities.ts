@@ -1,6 +1,6 @@
 import { sealIdentifier } from '../identity/identifier-values.js';
-import type { KeyRing } from '../identity/tenant-keys.js';
 import { sessionOf, type TemporaryTable, temporaryTable } from '../store/temporary-table.js';
+import type { KeyRing } from '../tenant-keys.js';
 import { traced } from '../trace.js';
 import type { Candidates } from './duplicates.js';
 import { decideFirstSeen, dropErased, type FirstSeen } from './first-seen.js';

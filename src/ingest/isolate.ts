@@ -1,8 +1,12 @@
 import { sep } from 'node:path';
 import { type Context, nowIso } from '../context.js';
 import { AppError } from '../errors.js';
+import {
+  type QuarantinedFile,
+  quarantineFile,
+  scrubErasedFromQuarantine,
+} from '../quarantine/quarantine.js';
 import { type BatchResult, ingestBatch } from './batch.js';
-import { type QuarantinedFile, quarantineFile, scrubErasedFromQuarantine } from './quarantine.js';
 import { halveSealedFile } from './split-file.js';
 
 /**

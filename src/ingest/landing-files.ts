@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { SEALED_SUFFIX } from '../collector/landing-writer.js';
+import { SEALED_SUFFIX } from '../landing-format.js';
 
 export interface SealedFile {
   path: string;

@@ -1,6 +1,8 @@
 import { watch } from 'chokidar';
+import { backoffMs } from '../backoff.js';
+import { systemClock } from '../clock.js';
 import type { Context } from '../context.js';
-import { withoutQuotedValues } from '../privacy/redact.js';
+import { withoutQuotedValues } from '../redact.js';
 import { componentLog } from '../telemetry/log.js';
 import {
   ingestBatchDuration,
@@ -41,7 +43,8 @@ function recordBatches(batches: BatchResult[], seconds: number, oldestFileAt: nu
   if (batches.length === 0) return;
   ingestBatches.inc({ outcome: 'committed' }, batches.length);
   ingestBatchDuration.observe(seconds);
-  ingestLag.set(Math.max(0, (Date.now() - oldestFileAt) / 1000));
+  // Against the file's modification time, which is the system clock's.
+  ingestLag.set(Math.max(0, (systemClock.now().getTime() - oldestFileAt) / 1000));
   const total = (pick: (batch: BatchResult) => number) =>
     batches.reduce((sum, batch) => sum + pick(batch), 0);
   const counts = {
@@ -83,6 +86,7 @@ export class IngestLoop {
   private timer: NodeJS.Timeout | null = null;
   private watcher: ReturnType<typeof watch> | null = null;
   private bytesPerLine = INITIAL_BYTES_PER_LINE;
+  /** `performance.now()` when the pause after a failure ends: elapsed time, not the clock's. */
   private retryAt = 0;
   failure: IngestFailure | null = null;
   /** The upkeep failure said last, so that it is said once, not on every pass. */
@@ -188,7 +192,7 @@ export class IngestLoop {
       this.again = true;
       return;
     }
-    if (Date.now() < this.retryAt) return;
+    if (performance.now() < this.retryAt) return;
     this.running = this.drain()
       .then(
         () => this.succeeded(),
@@ -221,7 +225,10 @@ export class IngestLoop {
    */
   private failed(error: Error): void {
     const attempts = (this.failure?.attempts ?? 0) + 1;
-    const delayMs = Math.min(this.config.intervalMs * 2 ** (attempts - 1), MAX_RETRY_DELAY_MS);
+    const delayMs = backoffMs(attempts, {
+      firstMs: this.config.intervalMs,
+      longestMs: MAX_RETRY_DELAY_MS,
+    });
     ingestBatches.inc({ outcome: 'failed' });
     if (this.failure?.error.message !== error.message) {
       log().error(
@@ -234,7 +241,7 @@ export class IngestLoop {
       since: this.failure?.since ?? this.context.clock.now().toISOString(),
       attempts,
     };
-    this.retryAt = Date.now() + delayMs;
+    this.retryAt = performance.now() + delayMs;
   }
 
   /**

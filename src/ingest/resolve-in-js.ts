@@ -1,4 +1,3 @@
-import type { EventSource } from '../collector/envelope.js';
 import {
   type IdentitySet,
   type KnownProfile,
@@ -7,6 +6,7 @@ import {
   type ResolutionInput,
   resolveIdentities,
 } from '../identity/resolve.js';
+import type { EventSource } from '../landing-format.js';
 import type { AppendValue, Session } from '../store/session.js';
 import { sessionOf, type TemporaryTable, temporaryTable } from '../store/temporary-table.js';
 import { traced } from '../trace.js';

@@ -1,7 +1,7 @@
 import { createReadStream } from 'node:fs';
 import { open, readdir, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { SEALED_SUFFIX } from '../collector/landing-writer.js';
+import { SEALED_SUFFIX } from '../landing-format.js';
 import { PRIVATE_FILE_MODE } from '../store/file-modes.js';
 import { syncDirectory } from '../sync-directory.js';
 

@@ -1,6 +1,7 @@
+import { systemClock } from '../clock.js';
 import type { Context } from '../context.js';
+import { listQuarantine } from '../quarantine/quarantine.js';
 import { listSealedFiles } from './landing-files.js';
-import { listQuarantine } from './quarantine.js';
 
 /** The sealed landing files not yet ingested. */
 export interface Backlog {
@@ -31,10 +32,12 @@ type Counters = Omit<IngestStatus, keyof Backlog | 'quarantined_files' | 'quaran
 export async function landingBacklog(context: Context): Promise<Backlog> {
   const backlog = await listSealedFiles(context.dataDir.landingDir);
   const oldest = Math.min(...backlog.map((file) => file.modifiedAt));
+  // Against the files' modification times, which are the system clock's.
   return {
     backlog_files: backlog.length,
     backlog_bytes: backlog.reduce((sum, file) => sum + file.bytes, 0),
-    lag_seconds: backlog.length === 0 ? 0 : Math.max(0, (Date.now() - oldest) / 1000),
+    lag_seconds:
+      backlog.length === 0 ? 0 : Math.max(0, (systemClock.now().getTime() - oldest) / 1000),
   };
 }
 

@@ -1,5 +1,7 @@
-import type { MetricShape } from '../segments/predicate.js';
 import type { Session } from '../store/session.js';
+
+/** How a metric's value is compared: count and sum are numbers, `latest` a string, `recent` a list. */
+export type MetricShape = 'number' | 'string' | 'list';
 
 /** The metrics a workspace can use in segments, by name, with how their values compare. */
 export async function metricShapes(

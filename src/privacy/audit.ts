@@ -2,20 +2,22 @@ import { z } from 'zod';
 import type { Context } from '../context.js';
 import { decodeCursor, type Page, toPage } from '../store/cursor.js';
 import { requireWorkspace } from '../tenancy/workspaces.js';
-import type { ErasedCounts } from './erase.js';
+import { type ErasedCounts, erasedCountsSchema } from './erase.js';
 
 /** An erasure as the audit log keeps it: who, when, what, when it was purged; no identifier. */
-export interface ErasureRecord {
-  erasure_id: string;
-  workspace_id: string;
-  profile_id: string;
+export const erasureRecordSchema = z.object({
+  erasure_id: z.string(),
+  workspace_id: z.string(),
+  profile_id: z.string(),
   /** The token id of the caller, or `operator`. */
-  actor: string;
-  erased_at: string;
+  actor: z.string(),
+  erased_at: z.string(),
   /** When the database file was rewritten without the erased rows; null until then. */
-  purged_at: string | null;
-  erased: ErasedCounts;
-}
+  purged_at: z.string().nullable(),
+  erased: erasedCountsSchema,
+});
+
+export type ErasureRecord = z.infer<typeof erasureRecordSchema>;
 
 type AuditRow = Omit<ErasureRecord, 'erased'> & ErasedCounts;
 

@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
+import { z } from 'zod';
+import { type Backoff, backoffMs } from '../backoff.js';
 import { type Context, nowIso } from '../context.js';
 import { NotFoundError } from '../errors.js';
-import { scrubErasedFromQuarantine } from '../ingest/quarantine.js';
+import { scrubErasedFromQuarantine } from '../quarantine/quarantine.js';
 import type { Store } from '../store/database.js';
 import type { Session } from '../store/session.js';
 import { DATA_DIR_SNAPSHOT, rewriteExistingSnapshot } from '../store/snapshot.js';
@@ -18,14 +20,17 @@ import { requireWorkspace } from '../tenancy/workspaces.js';
 export const ERASURES_PER_MINUTE = 60;
 export const ERASURE_LIMIT_WINDOW_MS = 60_000;
 
-export interface ErasedCounts {
-  profiles: number;
-  identifiers: number;
-  metrics: number;
-  segment_memberships: number;
-  history_entries: number;
-  events: number;
-}
+/** What an erasure removed (design §7, Erase). */
+export const erasedCountsSchema = z.object({
+  profiles: z.number(),
+  identifiers: z.number(),
+  metrics: z.number(),
+  segment_memberships: z.number(),
+  history_entries: z.number(),
+  events: z.number(),
+});
+
+export type ErasedCounts = z.infer<typeof erasedCountsSchema>;
 
 export interface ErasureResult {
   profile_id: string;
@@ -134,8 +139,7 @@ export const PURGE_MAX_DELAY_MS = 20_000;
  * After a failed rewrite (most likely a disk without room for a copy of the file) the next one
  * waits this long, doubling up to an hour, unless a new erasure asks for one.
  */
-const FIRST_RETRY_MS = 60_000;
-const LONGEST_RETRY_MS = 60 * 60_000;
+const PURGE_RETRY_BACKOFF: Backoff = { firstMs: 60_000, longestMs: 60 * 60_000 };
 
 /** The purges of one store: at most one waiting to start and one running. */
 interface Purges {
@@ -242,7 +246,7 @@ async function purge(context: Context, state: Purges): Promise<void> {
   } catch (error) {
     erasurePurges.inc({ outcome: 'failed' });
     const attempts = (state.failure?.attempts ?? 0) + 1;
-    const delayMs = Math.min(FIRST_RETRY_MS * 2 ** (attempts - 1), LONGEST_RETRY_MS);
+    const delayMs = backoffMs(attempts, PURGE_RETRY_BACKOFF);
     state.failure = { attempts, retryAt: context.clock.now().getTime() + delayMs };
     componentLog('erasure').error(
       { err: error, retry_in_seconds: delayMs / 1000 },

@@ -1,5 +1,6 @@
+import type { MetricShape } from '../metrics/shapes.js';
 import type { Params } from '../store/session.js';
-import type { Comparison, MetricShape, Predicate } from './predicate.js';
+import type { Comparison, Predicate } from './predicate.js';
 
 /**
  * A predicate as SQL fragments to drop into a statement from `sql/segments.sql`. Every metric

@@ -1,5 +1,6 @@
 import type { Context } from '../context.js';
-import { profileSummary, type SummaryRow } from '../identity/profile-view.js';
+import type { SummaryRow } from '../identity/profile-schemas.js';
+import { profileSummary } from '../identity/profile-view.js';
 import type { Page } from '../store/cursor.js';
 import { getSegment, type SegmentKey } from './definitions.js';
 

@@ -1,8 +1,6 @@
 import { z } from 'zod';
 import { type FieldIssue, ValidationError } from '../errors.js';
-
-/** How a metric's value is compared: count and sum are numbers, `latest` a string, `recent` a list. */
-export type MetricShape = 'number' | 'string' | 'list';
+import type { MetricShape } from '../metrics/shapes.js';
 
 export const MAX_PREDICATE_DEPTH = 8;
 /**

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import type { Context } from '../context.js';
 import { metricShapes } from '../metrics/shapes.js';
 import { sql } from '../store/sql-files.js';
@@ -8,14 +9,16 @@ import { parsePredicate } from './predicate.js';
 /** Preview counts look at this many profiles at most (interface "Limits"). */
 export const PREVIEW_SCAN_LIMIT = 20_000;
 
-export interface PreviewResult {
-  workspace_id: string;
-  matched_profiles: number;
-  scanned_profiles: number;
-  truncated: boolean;
-  workspace_profiles: number;
-  workspace_identified_profiles: number;
-}
+export const previewResultSchema = z.object({
+  workspace_id: z.string(),
+  matched_profiles: z.number(),
+  scanned_profiles: z.number(),
+  truncated: z.boolean(),
+  workspace_profiles: z.number(),
+  workspace_identified_profiles: z.number(),
+});
+
+export type PreviewResult = z.infer<typeof previewResultSchema>;
 
 export async function previewSegment(
   context: Context,

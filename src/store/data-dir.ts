@@ -1,19 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import {
   chmodSync,
-  closeSync,
   existsSync,
-  fsyncSync,
   lstatSync,
   mkdirSync,
-  openSync,
   readdirSync,
   readFileSync,
   statSync,
   unlinkSync,
-  writeSync,
 } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
+import { createFileDurablySync } from '../durable-write.js';
 import { StoreUnavailableError, ValidationError } from '../errors.js';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from './file-modes.js';
 import { DATA_DIR_SNAPSHOT } from './snapshot.js';
@@ -43,26 +40,6 @@ export function parseMasterKey(text: string, origin: string): Buffer {
   return key;
 }
 
-/**
- * The key is on disk, name and bytes, before anything is encrypted with it: a power cut soon
- * after the first start must not leave committed ciphertext whose key was still in the page cache.
- */
-function writeNewFileDurably(path: string, bytes: Buffer): void {
-  const file = openSync(path, 'wx', PRIVATE_FILE_MODE);
-  try {
-    if (writeSync(file, bytes) !== bytes.length) throw new Error(`${path}: short write`);
-    fsyncSync(file);
-  } finally {
-    closeSync(file);
-  }
-  const folder = openSync(dirname(path), 'r');
-  try {
-    fsyncSync(folder);
-  } finally {
-    closeSync(folder);
-  }
-}
-
 function readOrCreateMasterKey(path: string): Buffer {
   try {
     return Buffer.from(readFileSync(path));
@@ -70,9 +47,11 @@ function readOrCreateMasterKey(path: string): Buffer {
     if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
   const key = randomBytes(MASTER_KEY_BYTES);
-  // 'wx' so that two processes starting together cannot both create a different key.
+  // Created exclusively, so that two processes starting together cannot both create a different
+  // key; and on disk, name and bytes, before anything is encrypted with it: a power cut soon
+  // after the first start must not leave committed ciphertext whose key was still in the page cache.
   try {
-    writeNewFileDurably(path, key);
+    createFileDurablySync(path, key, PRIVATE_FILE_MODE);
     return key;
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === 'EEXIST') return Buffer.from(readFileSync(path));

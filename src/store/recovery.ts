@@ -1,13 +1,13 @@
+import { backoffMs } from '../backoff.js';
+import { systemClock } from '../clock.js';
 import { StoreUnavailableError } from '../errors.js';
 import { componentLog } from '../telemetry/log.js';
 import type { Connections } from './connections.js';
 import { invalidatesDatabase, type StorageFault, storageFaultOf } from './storage-fault.js';
 import type { WriteQueue } from './write-queue.js';
 
-/** After DuckDB invalidated the database, the store tries to reopen it after this… */
-const REOPEN_FIRST_DELAY_MS = 1000;
-/** …doubling each failed attempt up to this. */
-const REOPEN_MAX_DELAY_MS = 30_000;
+/** After DuckDB invalidated the database, the store tries to reopen it after growing pauses. */
+const REOPEN_BACKOFF = { firstMs: 1000, longestMs: 30_000 };
 
 /** Since when, and why, the database is unavailable. */
 interface StoreFailure extends StorageFault {
@@ -89,9 +89,14 @@ export class Recovery {
   /** Marks the store unavailable for `fault`, unless it is already, and starts reopening it. */
   invalidated(fault: StorageFault): void {
     if (this.failure) return;
-    this.failure = { ...fault, since: new Date().toISOString(), attempts: 0 };
+    // An operator reads `since` against the wall clock, as the store has no context of its own.
+    this.failure = { ...fault, since: systemClock.now().toISOString(), attempts: 0 };
     componentLog('store').error(
-      { cause: fault.cause, detail: fault.detail, max_retry_seconds: REOPEN_MAX_DELAY_MS / 1000 },
+      {
+        cause: fault.cause,
+        detail: fault.detail,
+        max_retry_seconds: REOPEN_BACKOFF.longestMs / 1000,
+      },
       `the database is unavailable: ${fault.cause}; reopening it once it can, trying after growing pauses`,
     );
     this.scheduleReopen();
@@ -105,7 +110,7 @@ export class Recovery {
 
   private scheduleReopen(): void {
     const attempts = this.failure?.attempts ?? 0;
-    const delayMs = Math.min(REOPEN_FIRST_DELAY_MS * 2 ** attempts, REOPEN_MAX_DELAY_MS);
+    const delayMs = backoffMs(attempts + 1, REOPEN_BACKOFF);
     this.reopenTimer = setTimeout(() => {
       this.reopenTimer = null;
       this.reopen().catch(() => undefined);

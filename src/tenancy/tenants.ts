@@ -1,11 +1,21 @@
 import { z } from 'zod';
 import { type Context, nowIso } from '../context.js';
 import { ConflictError } from '../errors.js';
-import { DEFAULT_IDENTIFIER_TYPES } from '../identity/identifier-types.js';
 import { decodeCursor, type Page, type PageQuery, toPage } from '../store/cursor.js';
 import { requireRoom } from './quotas.js';
 import { requireTenant, tenantExists } from './tenant-lookup.js';
 import { type IssuedToken, insertToken } from './tokens.js';
+
+/**
+ * The identifier types a new tenant starts with (design §5); it changes them through
+ * identity/identifier-types.ts, which sits above tenancy and so cannot be asked here.
+ */
+const DEFAULT_IDENTIFIER_TYPES = [
+  { type: 'cookie', tier: 'weak', max_per_profile: null },
+  { type: 'device_id', tier: 'weak', max_per_profile: null },
+  { type: 'email', tier: 'strong', max_per_profile: 5 },
+  { type: 'phone', tier: 'strong', max_per_profile: 5 },
+] as const;
 
 /**
  * Creates a tenant with its workspaces and the default identifier types of design §5, and issues

@@ -1,7 +1,8 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 
-export type TokenKind = 'tenant' | 'workspace' | 'collector';
+export const TOKEN_KINDS = ['tenant', 'workspace', 'collector'] as const;
+export type TokenKind = (typeof TOKEN_KINDS)[number];
 
 export const TOKEN_PREFIX: Record<TokenKind, string> = {
   tenant: 'cpt_',

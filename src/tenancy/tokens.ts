@@ -11,28 +11,29 @@ import {
   kindOfToken,
   newTokenId,
   sameDigest,
+  TOKEN_KINDS,
   type TokenKind,
 } from './token-format.js';
 import { findWorkspace } from './workspaces.js';
 
-export interface IssuedToken {
-  token_id: string;
-  kind: TokenKind;
-  token: string;
-  tenant_id: string;
-  workspace_id: string | null;
-  name: string | null;
-  created_at: string;
-}
+/** A token as issued: the only time its secret is shown. */
+export const issuedTokenSchema = z.object({
+  token_id: z.string(),
+  kind: z.enum(TOKEN_KINDS),
+  token: z.string(),
+  tenant_id: z.string(),
+  workspace_id: z.string().nullable(),
+  name: z.string().nullable(),
+  created_at: z.string(),
+});
 
-export interface TokenListing {
-  token_id: string;
-  kind: TokenKind;
-  workspace_id: string | null;
-  name: string | null;
-  created_at: string;
-  revoked_at: string | null;
-}
+/** A token as listed: never its secret. */
+export const tokenListingSchema = issuedTokenSchema
+  .omit({ token: true, tenant_id: true })
+  .extend({ revoked_at: z.string().nullable() });
+
+export type IssuedToken = z.infer<typeof issuedTokenSchema>;
+export type TokenListing = z.infer<typeof tokenListingSchema>;
 
 export async function insertToken(
   session: Session,

@@ -5,14 +5,16 @@ import { decodeCursor, type Page, type PageQuery, toPage } from '../store/cursor
 import type { Session } from '../store/session.js';
 import { requireRoom } from './quotas.js';
 
-export interface Workspace {
-  workspace_id: string;
-  display_name: string | null;
+export const workspaceSchema = z.object({
+  workspace_id: z.string(),
+  display_name: z.string().nullable(),
   /** Browser origins this workspace takes events from, besides the operator's `cors_origins`. */
-  allowed_origins: string[];
-  created_at: string;
-  updated_at: string;
-}
+  allowed_origins: z.array(z.string()),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+
+export type Workspace = z.infer<typeof workspaceSchema>;
 
 export async function findWorkspace(
   session: Session,

@@ -1,3 +1,4 @@
+import { systemClock } from '../clock.js';
 import type { Context } from '../context.js';
 import { ValidationError } from '../errors.js';
 import { componentLog } from '../telemetry/log.js';
@@ -90,13 +91,17 @@ export class WebhookSender {
       });
   }
 
-  /** Sends every due webhook; resolves when each attempt is recorded. */
+  /**
+   * Sends every due webhook; resolves when each attempt is recorded. Deliveries are scheduled on
+   * the system clock (`wall_now`): their pauses are real waits for a receiver, which a clock a
+   * test holds still must not stop.
+   */
   async deliverDue(): Promise<number> {
     let sent = 0;
     for (;;) {
       const due = await this.context.store.read((session) =>
         session.all<DueWebhook>('webhooks_due', {
-          wall_now: new Date().toISOString(),
+          wall_now: systemClock.now().toISOString(),
           limit: BATCH,
         }),
       );
@@ -129,7 +134,8 @@ export class WebhookSender {
       ...signedHeaders(
         this.options.secret,
         webhook.webhook_id,
-        Math.floor(Date.now() / 1000),
+        // The receiver checks it against its own clock, so it is the system's, never a test's.
+        Math.floor(systemClock.now().getTime() / 1000),
         body,
       ),
       'user-agent': `cds/${packageVersion()}`,
@@ -153,7 +159,7 @@ export class WebhookSender {
   }
 
   private async record(due: DueWebhook[], errors: (string | null)[]): Promise<void> {
-    const now = new Date();
+    const now = systemClock.now();
     const wallNow = now.toISOString();
     await this.context.store.write(async (session) => {
       const delivered = due.filter((_, index) => errors[index] === null);

@@ -7,10 +7,10 @@ import type { Clock } from '../../src/clock.js';
 import { openOwnedCollector } from '../../src/collector/runtime.js';
 import { type ConfigInput, loadConfig } from '../../src/config.js';
 import type { Context } from '../../src/context.js';
-import { KeyRing } from '../../src/identity/tenant-keys.js';
 import { IngestLoop } from '../../src/ingest/loop.js';
 import { openDataDir } from '../../src/store/data-dir.js';
 import { Store } from '../../src/store/database.js';
+import { KeyRing } from '../../src/tenant-keys.js';
 
 /** A clock tests can move. */
 export class TestClock implements Clock {

@@ -16,7 +16,7 @@ import {
   type QuarantinedFile,
   quarantineDir,
   retryQuarantined,
-} from '../../src/ingest/quarantine.js';
+} from '../../src/quarantine/quarantine.js';
 import { operatorToken } from '../../src/tenancy/operator.js';
 import { runCli, runJson } from '../helpers/cli.js';
 import { openTestEnv, type TestEnv, tempDir } from '../helpers/context.js';

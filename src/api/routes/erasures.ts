@@ -3,18 +3,8 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Context } from '../../context.js';
 import { idSchema } from '../../ids.js';
-import { listErasures } from '../../privacy/audit.js';
-import { erasedCountsResponse, pagingQuery, tenantParams } from '../schemas.js';
-
-const erasureRecordResponse = z.object({
-  erasure_id: z.string(),
-  workspace_id: z.string(),
-  profile_id: z.string(),
-  actor: z.string(),
-  erased_at: z.string(),
-  purged_at: z.string().nullable(),
-  erased: erasedCountsResponse,
-});
+import { erasureRecordSchema, listErasures } from '../../privacy/audit.js';
+import { pagingQuery, tenantParams } from '../schemas.js';
 
 /**
  * The erasure audit log (design §15), for a tenant's privacy officer: a tenant token only, as
@@ -31,7 +21,7 @@ export function erasureRoutes(app: FastifyInstance, context: Context): void {
         querystring: pagingQuery.extend({ workspace_id: idSchema.optional() }),
         response: {
           200: z.object({
-            erasures: z.array(erasureRecordResponse),
+            erasures: z.array(erasureRecordSchema),
             next_cursor: z.string().nullable(),
           }),
         },

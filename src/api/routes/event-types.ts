@@ -1,17 +1,15 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { deleteEventType, listEventTypes, putEventType } from '../../catalog/event-types.js';
+import {
+  deleteEventType,
+  eventTypeSchema,
+  listEventTypes,
+  putEventType,
+} from '../../catalog/event-types.js';
 import type { Context } from '../../context.js';
 import { propertyPathSchema } from '../../ids.js';
-import {
-  eventTypeParams,
-  eventTypeResponse,
-  noContent,
-  optionalBody,
-  pagingQuery,
-  tenantParams,
-} from '../schemas.js';
+import { eventTypeParams, noContent, optionalBody, pagingQuery, tenantParams } from '../schemas.js';
 
 const registerBody = optionalBody(
   z
@@ -41,7 +39,7 @@ export function eventTypeRoutes(app: FastifyInstance, context: Context): void {
       schema: {
         params: eventTypeParams,
         body: registerBody,
-        response: { 200: eventTypeResponse, 201: eventTypeResponse },
+        response: { 200: eventTypeSchema, 201: eventTypeSchema },
       },
     },
     async (request, reply) => {
@@ -68,7 +66,7 @@ export function eventTypeRoutes(app: FastifyInstance, context: Context): void {
         querystring: pagingQuery,
         response: {
           200: z.object({
-            event_types: z.array(eventTypeResponse),
+            event_types: z.array(eventTypeSchema),
             next_cursor: z.string().nullable(),
           }),
         },

@@ -2,14 +2,14 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Context } from '../../context.js';
-import { listIdentifierTypes, putIdentifierType } from '../../identity/identifier-types.js';
-import { getPlaceholders, putPlaceholders } from '../../identity/placeholders.js';
 import {
-  identifierTypeResponse,
-  pagingQuery,
-  placeholdersResponse,
-  tenantParams,
-} from '../schemas.js';
+  identifierTypeSchema,
+  listIdentifierTypes,
+  putIdentifierType,
+  tierSchema,
+} from '../../identity/identifier-types.js';
+import { getPlaceholders, putPlaceholders } from '../../identity/placeholders.js';
+import { pagingQuery, placeholdersResponse, tenantParams } from '../schemas.js';
 
 const identifierTypeName = z
   .string()
@@ -24,10 +24,10 @@ export function identityConfigRoutes(app: FastifyInstance, context: Context): vo
       schema: {
         params: tenantParams.extend({ type: identifierTypeName }),
         body: z.object({
-          tier: z.enum(['strong', 'weak']),
+          tier: tierSchema,
           max_per_profile: z.number().int().min(1).max(1000).nullish(),
         }),
-        response: { 200: identifierTypeResponse, 201: identifierTypeResponse },
+        response: { 200: identifierTypeSchema, 201: identifierTypeSchema },
       },
     },
     async (request, reply) => {
@@ -48,7 +48,7 @@ export function identityConfigRoutes(app: FastifyInstance, context: Context): vo
         querystring: pagingQuery,
         response: {
           200: z.object({
-            identifier_types: z.array(identifierTypeResponse),
+            identifier_types: z.array(identifierTypeSchema),
             next_cursor: z.string().nullable(),
           }),
         },

@@ -1,8 +1,9 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Gauge } from 'prom-client';
+import { systemClock } from '../../clock.js';
 import { UnauthorizedError } from '../../errors.js';
 import { listSealedFiles } from '../../ingest/landing-files.js';
-import { listQuarantine } from '../../ingest/quarantine.js';
+import { listQuarantine } from '../../quarantine/quarantine.js';
 import type { DataDir } from '../../store/data-dir.js';
 import type { Store } from '../../store/database.js';
 import { registry } from '../../telemetry/metrics.js';
@@ -59,7 +60,8 @@ const erasuresAwaitingPurge = new Gauge({
 
 async function readGauges(source: MetricsSource): Promise<void> {
   const backlog = await listSealedFiles(source.dataDir.landingDir);
-  const now = Date.now();
+  // Against the files' modification times, which are the system clock's.
+  const now = systemClock.now().getTime();
   landingBacklogFiles.set(backlog.length);
   landingBacklogBytes.set(backlog.reduce((sum, file) => sum + file.bytes, 0));
   landingBacklogOldest.set(

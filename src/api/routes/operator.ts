@@ -5,20 +5,17 @@ import { manifestSchema as backupManifestResponse } from '../../backup/manifest.
 import { writeBackup } from '../../backup/write.js';
 import type { Context } from '../../context.js';
 import { idSchema } from '../../ids.js';
-import { quarantinePage, retryQuarantined } from '../../ingest/quarantine.js';
-import { DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE } from '../../store/cursor.js';
+import {
+  quarantinedFileSchema,
+  quarantinePage,
+  retryQuarantined,
+} from '../../quarantine/quarantine.js';
 import { EXPORT_FORMATS, writeParquetExport } from '../../store/parquet-export.js';
 import { writeSnapshot } from '../../store/snapshot.js';
 import { createTenant, issueTenantToken, listTenants } from '../../tenancy/tenants.js';
+import { issuedTokenSchema } from '../../tenancy/tokens.js';
 import { listWebhooks, retryFailedWebhooks } from '../../webhooks/outbox.js';
-import {
-  issuedTokenResponse,
-  optionalBody,
-  pagingQuery,
-  quarantinedResponse,
-  tenantParams,
-  webhookResponse,
-} from '../schemas.js';
+import { optionalBody, pagingQuery, tenantParams, webhookResponse } from '../schemas.js';
 
 /**
  * Operator-only routes behind the CLI's `cds tenants`, `cds tokens issue-tenant`, `cds webhooks`,
@@ -38,7 +35,7 @@ export function operatorRoutes(app: FastifyInstance, context: Context): void {
           201: z.object({
             tenant_id: z.string(),
             workspaces: z.array(z.string()),
-            tenant_token: issuedTokenResponse,
+            tenant_token: issuedTokenSchema,
           }),
         },
       },
@@ -82,7 +79,7 @@ export function operatorRoutes(app: FastifyInstance, context: Context): void {
       schema: {
         params: tenantParams,
         body: optionalBody(z.object({ name: z.string().max(200).nullish() })),
-        response: { 201: issuedTokenResponse },
+        response: { 201: issuedTokenSchema },
       },
     },
     async (request, reply) =>
@@ -133,13 +130,10 @@ export function operatorRoutes(app: FastifyInstance, context: Context): void {
     {
       config: { access: 'operator' },
       schema: {
-        querystring: z.object({
-          limit: z.coerce.number().int().min(1).max(MAX_PAGE_SIZE).default(DEFAULT_PAGE_SIZE),
-          cursor: z.string().optional(),
-        }),
+        querystring: pagingQuery,
         response: {
           200: z.object({
-            quarantined: z.array(quarantinedResponse),
+            quarantined: z.array(quarantinedFileSchema),
             next_cursor: z.string().nullable(),
           }),
         },

@@ -4,54 +4,28 @@ import { z } from 'zod';
 import type { Context } from '../../context.js';
 import { ValidationError } from '../../errors.js';
 import {
+  historyEntrySchema,
+  profileViewSchema,
+  summaryRowSchema,
+} from '../../identity/profile-schemas.js';
+import {
   lookupProfile,
   profileHistory,
   profileSummary,
   viewProfile,
 } from '../../identity/profile-view.js';
 import { idSchema } from '../../ids.js';
-import { ERASURE_LIMIT_WINDOW_MS, ERASURES_PER_MINUTE, eraseProfile } from '../../privacy/erase.js';
-import { RateLimiter } from '../../rate-limit.js';
 import {
-  erasedCountsResponse,
-  metricValue,
-  pagingQuery,
-  profileRowResponse,
-  workspaceParams,
-} from '../schemas.js';
+  ERASURE_LIMIT_WINDOW_MS,
+  ERASURES_PER_MINUTE,
+  erasedCountsSchema,
+  eraseProfile,
+} from '../../privacy/erase.js';
+import { RateLimiter } from '../../rate-limit.js';
+import { pagingQuery, workspaceParams } from '../schemas.js';
 
 const profileParams = workspaceParams.extend({
   profile_id: z.string().regex(/^p_[0-9a-f]{24}$/, 'is not a profile id'),
-});
-
-const identifierView = z.object({
-  type: z.string(),
-  tier: z.string(),
-  value: z.string().nullable(),
-  masked_value: z.string(),
-  key: z.string(),
-  status: z.literal('active'),
-});
-
-const profileView = z.object({
-  profile_id: z.string(),
-  workspace_id: z.string(),
-  created_at: z.string(),
-  last_seen_at: z.string(),
-  merged_into: z.string().nullable(),
-  identifiers: z.array(identifierView),
-  metrics: z.record(z.string(), metricValue),
-  segments: z.array(z.object({ segment_id: z.string(), entered_at: z.string() })),
-  merged_profile_ids: z.array(z.string()),
-});
-
-const historyEntry = z.object({
-  at: z.string(),
-  kind: z.enum(['event', 'merge', 'segment_enter', 'segment_exit']),
-  event_id: z.string().optional(),
-  event_name: z.string().optional(),
-  merged_profile_id: z.string().optional(),
-  segment_id: z.string().optional(),
 });
 
 const lookupQuery = z.object({
@@ -101,7 +75,7 @@ export function profileRoutes(app: FastifyInstance, context: Context): void {
         querystring: pagingQuery.extend({ segment_id: idSchema.optional() }),
         response: {
           200: z.object({
-            profiles: z.array(profileRowResponse),
+            profiles: z.array(summaryRowSchema),
             next_cursor: z.string().nullable(),
           }),
         },
@@ -121,7 +95,7 @@ export function profileRoutes(app: FastifyInstance, context: Context): void {
     `${base}/:profile_id`,
     {
       config: { access: 'workspace-member' },
-      schema: { params: profileParams, response: { 200: profileView } },
+      schema: { params: profileParams, response: { 200: profileViewSchema } },
     },
     async (request) => viewProfile(context, scopeOf(request.params), request.params.profile_id),
   );
@@ -142,7 +116,7 @@ export function profileRoutes(app: FastifyInstance, context: Context): void {
           200: z.object({
             profile_id: z.string(),
             dry_run: z.boolean(),
-            erased: erasedCountsResponse,
+            erased: erasedCountsSchema,
           }),
         },
       },
@@ -168,7 +142,10 @@ export function profileRoutes(app: FastifyInstance, context: Context): void {
         params: profileParams,
         querystring: pagingQuery,
         response: {
-          200: z.object({ entries: z.array(historyEntry), next_cursor: z.string().nullable() }),
+          200: z.object({
+            entries: z.array(historyEntrySchema),
+            next_cursor: z.string().nullable(),
+          }),
         },
       },
     },

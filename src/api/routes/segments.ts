@@ -3,6 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Context } from '../../context.js';
 import { ValidationError } from '../../errors.js';
+import { summaryRowSchema } from '../../identity/profile-schemas.js';
 import { idSchema } from '../../ids.js';
 import {
   createSegment,
@@ -14,13 +15,11 @@ import {
   setSegmentStatus,
 } from '../../segments/definitions.js';
 import { segmentMembers } from '../../segments/members.js';
-import { previewSegment } from '../../segments/preview.js';
+import { previewResultSchema, previewSegment } from '../../segments/preview.js';
 import { requestedWorkspace } from '../auth.js';
 import {
   noContent,
   pagingQuery,
-  previewResponse,
-  profileRowResponse,
   segmentListItemResponse,
   segmentParams,
   segmentResponse,
@@ -61,7 +60,7 @@ export function segmentRoutes(app: FastifyInstance, context: Context): void {
       schema: {
         params: tenantParams,
         body: z.object({ workspace_id: idSchema, predicate: predicateSchema }),
-        response: { 200: previewResponse },
+        response: { 200: previewResultSchema },
       },
     },
     async (request) =>
@@ -138,7 +137,7 @@ export function segmentRoutes(app: FastifyInstance, context: Context): void {
         querystring: pagingQuery.extend(workspaceQuery.shape),
         response: {
           200: z.object({
-            members: z.array(profileRowResponse),
+            members: z.array(summaryRowSchema),
             next_cursor: z.string().nullable(),
           }),
         },

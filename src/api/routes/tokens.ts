@@ -3,14 +3,14 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Context } from '../../context.js';
 import { idSchema } from '../../ids.js';
-import { issueToken, listTokens, revokeToken } from '../../tenancy/tokens.js';
 import {
-  issuedTokenResponse,
-  noContent,
-  pagingQuery,
-  tenantParams,
-  tokenListingResponse,
-} from '../schemas.js';
+  issuedTokenSchema,
+  issueToken,
+  listTokens,
+  revokeToken,
+  tokenListingSchema,
+} from '../../tenancy/tokens.js';
+import { noContent, pagingQuery, tenantParams } from '../schemas.js';
 
 const tokenName = z.string().min(1).max(200);
 
@@ -25,7 +25,7 @@ export function tokenRoutes(app: FastifyInstance, context: Context): void {
     '/v1/tenants/:tenant/tokens',
     {
       config: { access: 'tenant-token' },
-      schema: { params: tenantParams, body: mintBody, response: { 201: issuedTokenResponse } },
+      schema: { params: tenantParams, body: mintBody, response: { 201: issuedTokenSchema } },
     },
     async (request, reply) => {
       const { kind, workspace_id, name } = request.body;
@@ -46,7 +46,7 @@ export function tokenRoutes(app: FastifyInstance, context: Context): void {
         querystring: pagingQuery,
         response: {
           200: z.object({
-            tokens: z.array(tokenListingResponse),
+            tokens: z.array(tokenListingSchema),
             next_cursor: z.string().nullable(),
           }),
         },

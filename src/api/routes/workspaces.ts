@@ -3,14 +3,13 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { allowedOriginsSchema } from '../../collector/origins.js';
 import type { Context } from '../../context.js';
-import { listWorkspaces, putWorkspace, requireWorkspace } from '../../tenancy/workspaces.js';
 import {
-  optionalBody,
-  pagingQuery,
-  tenantParams,
-  workspaceParams,
-  workspaceResponse,
-} from '../schemas.js';
+  listWorkspaces,
+  putWorkspace,
+  requireWorkspace,
+  workspaceSchema,
+} from '../../tenancy/workspaces.js';
+import { optionalBody, pagingQuery, tenantParams, workspaceParams } from '../schemas.js';
 
 export function workspaceRoutes(app: FastifyInstance, context: Context): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
@@ -26,7 +25,7 @@ export function workspaceRoutes(app: FastifyInstance, context: Context): void {
             allowed_origins: allowedOriginsSchema.optional(),
           }),
         ),
-        response: { 200: workspaceResponse, 201: workspaceResponse },
+        response: { 200: workspaceSchema, 201: workspaceSchema },
       },
     },
     async (request, reply) => {
@@ -47,7 +46,7 @@ export function workspaceRoutes(app: FastifyInstance, context: Context): void {
         querystring: pagingQuery,
         response: {
           200: z.object({
-            workspaces: z.array(workspaceResponse),
+            workspaces: z.array(workspaceSchema),
             next_cursor: z.string().nullable(),
           }),
         },
@@ -65,7 +64,7 @@ export function workspaceRoutes(app: FastifyInstance, context: Context): void {
     '/v1/tenants/:tenant/workspaces/:workspace',
     {
       config: { access: 'workspace-member' },
-      schema: { params: workspaceParams, response: { 200: workspaceResponse } },
+      schema: { params: workspaceParams, response: { 200: workspaceSchema } },
     },
     async (request) =>
       context.store.read((session) =>

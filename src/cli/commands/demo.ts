@@ -98,11 +98,15 @@ function webhookSummary(receiver: DemoReceiver): string {
   ].join('\n');
 }
 
-/** Sends the demo's events through the collector, ingests them and prints what they did. */
+/**
+ * Sends the demo's events of the 30 days before `now` through the collector, ingests them and
+ * prints what they did.
+ */
 async function loadDemoEvents(
   server: RunningServer,
   tokens: DemoTokens,
   receiver: DemoReceiver,
+  now: Date,
 ): Promise<void> {
   const events = generateEvents({
     seed: 42,
@@ -110,8 +114,8 @@ async function loadDemoEvents(
     workspaceIds: DEMO_WORKSPACES,
     events: DEMO_EVENTS,
     visitors: DEMO_VISITORS,
-    start: new Date(Date.now() - 30 * DAY_MS),
-    end: new Date(),
+    start: new Date(now.getTime() - 30 * DAY_MS),
+    end: now,
   });
   const sent = await sendToCollector(server.url, tokens.collector, events);
   await server.ingestNow();
@@ -153,7 +157,10 @@ export function demoCommand(): Command {
           startServer(context, { logRequests: false, ingest: true }),
           () => context.store.close(),
         );
-        await cleaningUpOnFailure(loadDemoEvents(server, tokens, receiver), () => server.close());
+        await cleaningUpOnFailure(
+          loadDemoEvents(server, tokens, receiver, context.clock.now()),
+          () => server.close(),
+        );
         receiver.onWebhook = (webhook) =>
           process.stdout.write(
             `webhook  ${webhook.type}  ${webhook.segmentId}  ${webhook.profileId}${webhook.verified ? '' : '  (bad signature)'}\n`,

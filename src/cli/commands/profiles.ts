@@ -1,17 +1,8 @@
 import { Command } from 'commander';
+import type { ProfileView } from '../../identity/profile-schemas.js';
 import { type GlobalOptions, withAdminClient } from '../admin-client.js';
 import { tenantOption, tenantPath, workspaceOption } from '../options.js';
 import { output, printLine, printTable } from '../output.js';
-
-interface ProfileView {
-  profile_id: string;
-  created_at: string;
-  last_seen_at: string;
-  identifiers: Record<string, unknown>[];
-  metrics: Record<string, unknown>;
-  segments: { segment_id: string; entered_at: string }[];
-  merged_profile_ids: string[];
-}
 
 export function profilesCommand(): Command {
   const profiles = new Command('profiles').description('read customer profiles');

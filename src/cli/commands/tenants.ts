@@ -1,12 +1,8 @@
 import { Command } from 'commander';
+import type { IssuedToken } from '../../tenancy/tokens.js';
 import { type GlobalOptions, withAdminClient } from '../admin-client.js';
 import { output, printLine, printTable } from '../output.js';
 import { allPages } from '../paged.js';
-
-interface IssuedToken {
-  token_id: string;
-  token: string;
-}
 
 function collect(value: string, previous: string[]): string[] {
   return [...previous, value];

@@ -1,15 +1,9 @@
 import { Command, Option } from 'commander';
+import type { IssuedToken } from '../../tenancy/tokens.js';
 import { type GlobalOptions, withAdminClient } from '../admin-client.js';
 import { tenantOption, tenantPath } from '../options.js';
 import { output, printLine, printTable } from '../output.js';
 import { allPages } from '../paged.js';
-
-interface IssuedToken {
-  token_id: string;
-  kind: string;
-  token: string;
-  workspace_id: string | null;
-}
 
 function printIssued(value: IssuedToken): void {
   const scope = value.workspace_id ? ` for workspace ${value.workspace_id}` : '';

@@ -1,32 +1,36 @@
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import { z } from 'zod';
 import type { Context } from '../context.js';
+import { writeFileAtomically } from '../durable-write.js';
 import { NotFoundError } from '../errors.js';
 import { normalizeIdentifier } from '../identity/normalize.js';
-import type { TenantKeys } from '../identity/tenant-keys.js';
-import { withoutQuotedValues } from '../privacy/redact.js';
+import { withoutQuotedValues } from '../redact.js';
 import { decodeCursor, type Page, toPage } from '../store/cursor.js';
 import type { DataDir } from '../store/data-dir.js';
+import { PRIVATE_FILE_MODE } from '../store/file-modes.js';
 import { syncDirectory } from '../sync-directory.js';
+import type { TenantKeys } from '../tenant-keys.js';
 
 /**
  * Landing lines that fail every batch they are in, set aside with the reason, so that they cost
  * their tenant those lines only and never stop ingest for the others. Kept under the data dir:
  * `quarantine/<id>.ndjson` (the lines as they landed) beside `quarantine/<id>.json` (what failed).
  */
-export interface QuarantinedFile {
-  quarantine_id: string;
-  tenant_id: string | null;
-  workspace_id: string | null;
+export const quarantinedFileSchema = z.object({
+  quarantine_id: z.string(),
+  tenant_id: z.string().nullable(),
+  workspace_id: z.string().nullable(),
   /** Where it was, relative to the landing folder; `retry` puts it back there. */
-  landing_path: string;
-  lines: number;
-  bytes: number;
-  reason: string;
-  quarantined_at: string;
-}
+  landing_path: z.string(),
+  lines: z.number(),
+  bytes: z.number(),
+  reason: z.string(),
+  quarantined_at: z.string(),
+});
+
+export type QuarantinedFile = z.infer<typeof quarantinedFileSchema>;
 
 const DATA_SUFFIX = '.ndjson';
 const RECORD_SUFFIX = '.json';
@@ -55,16 +59,6 @@ async function countLines(path: string): Promise<number> {
   return bytes.length > 0 && bytes.at(-1) !== 0x0a ? lines + 1 : lines;
 }
 
-async function writeSynced(path: string, text: string): Promise<void> {
-  const file = await open(path, 'wx', 0o600);
-  try {
-    await file.writeFile(text);
-    await file.datasync();
-  } finally {
-    await file.close();
-  }
-}
-
 /**
  * Moves a sealed landing file into the quarantine with its reason. The record is written first:
  * a crash before the move leaves a record without lines, which the listing passes over, and the
@@ -89,7 +83,11 @@ export async function quarantineFile(
     reason: withoutQuotedValues(error.message),
     quarantined_at: now,
   };
-  await writeSynced(join(folder, `${id}${RECORD_SUFFIX}`), JSON.stringify(record));
+  await writeFileAtomically(
+    join(folder, `${id}${RECORD_SUFFIX}`),
+    JSON.stringify(record),
+    PRIVATE_FILE_MODE,
+  );
   await rename(path, join(folder, `${id}${DATA_SUFFIX}`));
   await syncDirectory(folder);
   await syncDirectory(dirname(path));
@@ -222,18 +220,12 @@ export async function scrubErasedFromQuarantine(
       continue;
     }
     const text = kept.join('\n') + (ended ? '\n' : '');
-    await replaceSynced(path, text);
-    await replaceSynced(
+    await writeFileAtomically(path, text, PRIVATE_FILE_MODE);
+    await writeFileAtomically(
       join(folder, `${record.quarantine_id}${RECORD_SUFFIX}`),
       JSON.stringify({ ...record, lines: kept.length, bytes: Buffer.byteLength(text) }),
+      PRIVATE_FILE_MODE,
     );
   }
   await syncDirectory(folder);
-}
-
-/** The file's new content under a temporary name, synced, then renamed over it. */
-async function replaceSynced(path: string, text: string): Promise<void> {
-  const temporary = `${path}.${randomBytes(6).toString('hex')}.tmp`;
-  await writeSynced(temporary, text);
-  await rename(temporary, path);
 }
