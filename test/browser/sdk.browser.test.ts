@@ -15,22 +15,68 @@ const LISTENING = /cds listening on (http:\/\/\S+)/;
 /** What the tests call in the page (the test files are typed without the DOM). */
 interface PageGlobals {
   cds: {
+    init(options: unknown): void;
     track(name: string, properties: unknown): string;
     flush(): Promise<void>;
     anonymousId(): string;
   };
-  localStorage: { getItem(key: string): string | null };
+  /** The options the page starts cds with, or would with `later`. */
+  shopOptions: unknown;
+  localStorage: {
+    readonly length: number;
+    key(index: number): string | null;
+    getItem(key: string): string | null;
+    setItem(key: string, value: string): void;
+  };
 }
 
-/** A shop's page: it loads cds.js from the collector and starts it with options in its hash. */
+/** The localStorage key of one part of a tab's queue, as the SDK names it. */
+const queueKey = (tab: string, part: 'queue' | 'ack') =>
+  `cds_queue:${JSON.stringify(['acme', 'eu', tab, part])}`;
+
+/**
+ * A shop's page: it loads cds.js from the collector and starts it with options in its hash
+ * (`later`: the page leaves starting it to the test).
+ */
 function shopPage(scriptUrl: string, collectorUrl: string): string {
   return `<!doctype html><html><head><title>shop</title>
 <script src="${scriptUrl}/v1/cds.js"></script>
 <script>
   var extra = location.hash ? JSON.parse(decodeURIComponent(location.hash.slice(1))) : {};
-  cds.init(Object.assign({ url: '${collectorUrl}', tenant: 'acme', workspace: 'eu' }, extra));
+  var shopOptions = Object.assign({ url: '${collectorUrl}', tenant: 'acme', workspace: 'eu' }, extra);
+  if (!extra.later) cds.init(shopOptions);
 </script></head><body>shoes</body></html>`;
 }
+
+/** The ids each tab of the shop holds in localStorage, oldest first, one list a tab. */
+function queuedIds(page: Page): Promise<string[][]> {
+  return page.evaluate(() => {
+    const storage = (globalThis as unknown as PageGlobals).localStorage;
+    const lists: string[][] = [];
+    for (let index = 0; index < storage.length; index += 1) {
+      const key = storage.key(index) ?? '';
+      if (!key.startsWith('cds_queue:[')) continue;
+      const [tenant, workspace, , part] = JSON.parse(key.slice('cds_queue:'.length));
+      if (tenant !== 'acme' || workspace !== 'eu' || part !== 'queue') continue;
+      const held = JSON.parse(storage.getItem(key) ?? '[]') as { event: { id: string } }[];
+      lists.push(held.map((item) => item.event.id));
+    }
+    return lists;
+  });
+}
+
+/** The ids of the events in each batch request `page` sends, fetch and beacon alike. */
+function recordSends(page: Page): string[][] {
+  const batches: string[][] = [];
+  page.on('request', (request) => {
+    if (request.method() !== 'POST' || !request.url().includes('/v1/events/batch')) return;
+    const body = JSON.parse(request.postData() ?? '{}') as { events?: { id: string }[] };
+    batches.push((body.events ?? []).map((event) => event.id));
+  });
+  return batches;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('the browser SDK in a real Chromium, on a page of another origin', () => {
   let server: ChildServer;
@@ -64,9 +110,12 @@ describe('the browser SDK in a real Chromium, on a page of another origin', () =
       .reverse();
   };
 
+  const shopUrl = (options: Record<string, unknown>, origin = siteOrigin) =>
+    `${origin}/#${encodeURIComponent(JSON.stringify(options))}`;
+
   const openShop = async (options: Record<string, unknown> = {}, origin = siteOrigin) => {
     const page = await context.newPage();
-    await page.goto(`${origin}/#${encodeURIComponent(JSON.stringify(options))}`);
+    await page.goto(shopUrl(options, origin));
     return page;
   };
 
@@ -261,6 +310,8 @@ describe('the browser SDK in a real Chromium, on a page of another origin', () =
       'the beaconed event to be stored',
       10_000,
     );
+    // `pagehide` and `visibilitychange` both told the page it was leaving: one beacon went.
+    expect(door.exchanges.filter((exchange) => exchange.body.includes(id))).toHaveLength(1);
     await page.close();
   });
 
@@ -286,13 +337,9 @@ describe('the browser SDK in a real Chromium, on a page of another origin', () =
       await track(page, 'product_viewed', { sku: 'offline' }),
     ];
     await flush(page);
-    const kept = await page.evaluate(() =>
-      (globalThis as unknown as PageGlobals).localStorage.getItem('cds_queue:acme/eu'),
-    );
-    // Behind what earlier pages of the site left unacknowledged (a beacon's events).
-    expect(
-      (JSON.parse(kept ?? '[]') as { id: string }[]).map((event) => event.id).slice(-3),
-    ).toEqual(ids);
+    // In the tab's own queue, behind what earlier pages of the site left unacknowledged (a
+    // beacon's events), if this tab reclaimed them already.
+    expect((await queuedIds(page)).map((held) => held.slice(-3))).toContainEqual(ids);
 
     await door.open();
     await page.reload();
@@ -305,15 +352,128 @@ describe('the browser SDK in a real Chromium, on a page of another origin', () =
       15_000,
     );
     await waitUntil(
-      async () =>
-        (await page.evaluate(() =>
-          (globalThis as unknown as PageGlobals).localStorage.getItem('cds_queue:acme/eu'),
-        )) === '[]',
+      async () => (await queuedIds(page)).flat().length === 0,
       'the queue to be emptied',
       5_000,
     );
     const stored = await storedEventIds('ana@example.com');
     for (const id of ids) expect(stored.filter((storedId) => storedId === id)).toHaveLength(1);
+    // The leaving page's one beacon and the next page's resend: two deliveries at most.
+    for (const id of ids) {
+      const deliveries = door.exchanges.filter((exchange) => exchange.body.includes(id));
+      expect(deliveries.length).toBeGreaterThanOrEqual(1);
+      expect(deliveries.length).toBeLessThanOrEqual(2);
+    }
     await page.close();
   });
+
+  it('takes calls made before init, and wrong calls, without throwing into the page', async () => {
+    const page = await context.newPage();
+    const errors: Error[] = [];
+    page.on('pageerror', (error) => errors.push(error));
+    const warnings: string[] = [];
+    page.on('console', (message) => {
+      if (message.type() === 'warning') warnings.push(message.text());
+    });
+    await page.goto(shopUrl({ later: true, flushInterval: 50 }));
+
+    const early = await track(page, 'page_viewed', { path: '/before-init' });
+    expect(early).toMatch(/^[0-9a-f-]{36}$/);
+    await flush(page);
+    const circular = await page.evaluate(() => {
+      const { cds, shopOptions } = globalThis as unknown as PageGlobals;
+      cds.init(undefined);
+      cds.init(shopOptions);
+      cds.init(shopOptions);
+      const properties: Record<string, unknown> = {};
+      properties.itself = properties;
+      return cds.track('page_viewed', properties);
+    });
+    expect(circular).toBe('');
+    await waitUntil(
+      async () => (await storedEventIds('ana@example.com')).includes(early),
+      'the event tracked before init, once init came',
+      10_000,
+    );
+    expect(errors).toEqual([]);
+    expect(warnings).toEqual([
+      expect.stringContaining('cds.init needs { url, tenant, workspace }'),
+      expect.stringContaining('cds.init was called already'),
+      expect.stringContaining('circular'),
+    ]);
+    await page.close();
+  });
+
+  it("never sends one item from two open tabs, and sends a closed tab's items from one", async () => {
+    // No other page of the site is left to take a closed tab's items.
+    await Promise.all(context.pages().map((page) => page.close()));
+    // Tabs that closed without a word: their items under their own keys, their acks long stale.
+    const starter = await openShop({ later: true });
+    const visitor = await anonymousId(starter);
+    const closedTabs = [1, 2, 3].map((tab) => ({
+      tab: crypto.randomUUID(),
+      events: [1, 2].map((event) => ({
+        envelop_version: '1.0',
+        id: crypto.randomUUID(),
+        name: 'page_viewed',
+        tenant_id: 'acme',
+        workspace_id: 'eu',
+        anon_id: `cookie:${visitor}`,
+        occured_at: new Date().toISOString(),
+        properties: { path: `/closed-${tab}-${event}` },
+      })),
+    }));
+    const leftKeys = closedTabs.flatMap(({ tab, events }) => [
+      [queueKey(tab, 'queue'), JSON.stringify(events.map((event) => ({ event })))],
+      [queueKey(tab, 'ack'), String(Date.now() - 60_000)],
+    ]);
+    await starter.evaluate((entries) => {
+      const storage = (globalThis as unknown as PageGlobals).localStorage;
+      for (const [key, value] of entries) storage.setItem(key ?? '', value ?? '');
+    }, leftKeys);
+    await starter.close();
+    const closedIds: string[] = closedTabs.flatMap(({ events }) => events.map((event) => event.id));
+
+    // Two tabs start together, so both find the closed tabs' items at once.
+    const tabs = await Promise.all([context.newPage(), context.newPage()]);
+    const sends = tabs.map(recordSends);
+    await Promise.all(tabs.map((tab) => tab.goto(shopUrl({ flushInterval: 60_000 }))));
+    /** The tabs that sent `id`, once for each time. */
+    const sentBy = (id: string) =>
+      sends.flatMap((batches, tab) => batches.flat().flatMap((sent) => (sent === id ? [tab] : [])));
+    await waitUntil(
+      () => closedIds.every((id) => sentBy(id).length > 0),
+      "the closed tabs' items, reclaimed and sent",
+      15_000,
+    );
+
+    const held = await Promise.all(
+      tabs.map(async (tab, index) => [
+        await track(tab, 'page_viewed', { path: `/tab-${index}-1` }),
+        await track(tab, 'page_viewed', { path: `/tab-${index}-2` }),
+      ]),
+    );
+    // Longer than an ack may age (10 s) and a look for stale ones (every 3 s) with a claim
+    // (1 s): a live tab's items are not taken by the other.
+    await sleep(15_000);
+    expect(held.flat().flatMap(sentBy)).toEqual([]);
+    await Promise.all(tabs.map(flush));
+
+    held.forEach((ids, tab) => {
+      for (const id of ids) expect(sentBy(id)).toEqual([tab]);
+    });
+    for (const id of closedIds) expect(sentBy(id)).toHaveLength(1);
+    const ids = closedIds.concat(held.flat());
+    await waitUntil(
+      async () => {
+        const stored = await storedEventIds('ana@example.com');
+        return ids.every((id) => stored.includes(id));
+      },
+      'the events of all tabs to be stored',
+      10_000,
+    );
+    const stored = await storedEventIds('ana@example.com');
+    for (const id of ids) expect(stored.filter((storedId) => storedId === id)).toHaveLength(1);
+    await Promise.all(tabs.map((tab) => tab.close()));
+  }, 60_000);
 });
