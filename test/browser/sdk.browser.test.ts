@@ -27,6 +27,7 @@ interface PageGlobals {
     key(index: number): string | null;
     getItem(key: string): string | null;
     setItem(key: string, value: string): void;
+    removeItem(key: string): void;
   };
 }
 
@@ -476,4 +477,60 @@ describe('the browser SDK in a real Chromium, on a page of another origin', () =
     for (const id of ids) expect(stored.filter((storedId) => storedId === id)).toHaveLength(1);
     await Promise.all(tabs.map((tab) => tab.close()));
   }, 60_000);
+
+  it('keeps its queue in memory where localStorage is blocked or full, and sends it', async () => {
+    const errors: Error[] = [];
+    const blocked = await context.newPage();
+    blocked.on('pageerror', (error) => errors.push(error));
+    await blocked.addInitScript(() =>
+      Object.defineProperty(globalThis, 'localStorage', {
+        get() {
+          throw new Error('localStorage is blocked here');
+        },
+      }),
+    );
+    await blocked.goto(shopUrl({ flushInterval: 60_000 }));
+    const fromBlocked = await track(blocked, 'page_viewed', { path: '/blocked' });
+    await flush(blocked);
+
+    const full = await openShop({ later: true, flushInterval: 60_000 });
+    full.on('pageerror', (error) => errors.push(error));
+    await full.evaluate(() => {
+      const { localStorage, cds, shopOptions } = globalThis as unknown as PageGlobals;
+      for (let size = 1 << 20, index = 0; size >= 1; index += 1) {
+        try {
+          localStorage.setItem(`filler-${index}`, 'x'.repeat(size));
+        } catch {
+          size >>= 1;
+        }
+      }
+      cds.init(shopOptions);
+    });
+    const fromFull = await track(full, 'page_viewed', { path: '/full' });
+    const kept = await full.evaluate(() => {
+      const { localStorage } = globalThis as unknown as PageGlobals;
+      return Array.from({ length: localStorage.length }, (_, index) => {
+        const key = localStorage.key(index) ?? '';
+        return key.startsWith('filler-') ? '' : (localStorage.getItem(key) ?? '');
+      }).join('');
+    });
+    expect(kept).not.toContain(fromFull);
+    await flush(full);
+    await full.evaluate(() => {
+      const { localStorage } = globalThis as unknown as PageGlobals;
+      for (const key of Array.from({ length: localStorage.length }, (_, index) =>
+        localStorage.key(index),
+      )) {
+        if (key?.startsWith('filler-')) localStorage.removeItem(key);
+      }
+    });
+
+    for (const id of [fromBlocked, fromFull]) {
+      expect(door.exchanges.filter((exchange) => exchange.body.includes(id))).toMatchObject([
+        { status: 202 },
+      ]);
+    }
+    expect(errors).toEqual([]);
+    await Promise.all([blocked.close(), full.close()]);
+  });
 });
