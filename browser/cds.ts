@@ -62,13 +62,13 @@ interface QueueOptions {
    * Tabs share localStorage, so each tab keeps its events under its own keys and refreshes an
    * ack time while it holds any (after segmentio/localstorage-retry). A tab whose ack is older
    * than STALE_MS is gone (closed, crashed, or let go of them on leaving): another tab reclaims
-   * its events, after a two-step claim that lets only one of several claimants win.
+   * its events, after a claim that lets only one of several claimants win.
    */
   const KEY_PREFIX = 'cds_queue:';
   const ACK_EVERY_MS = 1000;
   const RECLAIM_CHECK_EVERY_MS = 3000;
   const STALE_MS = 10_000;
-  /** Long enough for a write to localStorage to reach the other tabs. */
+  /** Long enough for a write to localStorage to reach the other tabs, as a rule. */
   const CLAIM_WAIT_MS = 500;
 
   function uuid(): string {
@@ -246,12 +246,40 @@ interface QueueOptions {
     const isStale = (owner: string) =>
       Date.now() - Number(store.get(keyOf(owner, 'ack'))) >= STALE_MS;
 
+    /** Moves a gone tab's items into this tab's queue, and its keys out of storage. */
+    function take(owner: string): void {
+      if (!isStale(owner)) return;
+      const items = parsed<Held>(store.get(keyOf(owner, 'queue')));
+      for (const part of ['queue', 'ack', 'claim', 'claimed'] as const) {
+        store.remove(keyOf(owner, part));
+      }
+      // Older than what this tab holds: sent first, and dropped first when the queue is full.
+      if (items.length > 0) {
+        hold(items.concat(held()));
+        void flush();
+      }
+    }
+
     /**
-     * Takes a gone tab's items when no other tab claims them at the same time: each claimant
-     * writes its name, waits, and goes on only if its name is still the one written (the
-     * two-step claim of localstorage-retry).
+     * Takes a gone tab's items unless another tab claims them at the same time. With Web Locks
+     * the browser grants the owner's lock to one tab, which keeps it until its removal of the
+     * owner's keys has reached every tab (localStorage reaches other tabs with a delay, longer on
+     * a busy machine). Without them (an http page, an old browser), each claimant writes its
+     * name, waits, and goes on only if its name is still the one written: the two-step claim of
+     * localstorage-retry, sound while writes reach the other tabs within the wait.
      */
     function claim(owner: string): void {
+      const locks: LockManager | undefined = navigator.locks;
+      if (locks) {
+        locks
+          .request(keyOf(owner, 'claim'), { ifAvailable: true }, (lock) => {
+            if (!lock) return undefined;
+            take(owner);
+            return new Promise((resolve) => setTimeout(resolve, STALE_MS));
+          })
+          .catch(() => undefined);
+        return;
+      }
       const claimKey = keyOf(owner, 'claim');
       const claimedKey = keyOf(owner, 'claimed');
       store.set(claimKey, tab);
@@ -259,18 +287,7 @@ interface QueueOptions {
         if (store.get(claimKey) !== tab) return;
         store.set(claimedKey, tab);
         setTimeout(() => {
-          if (store.get(claimKey) !== tab || store.get(claimedKey) !== tab || !isStale(owner)) {
-            return;
-          }
-          const items = parsed<Held>(store.get(keyOf(owner, 'queue')));
-          for (const part of ['queue', 'ack', 'claim', 'claimed'] as const) {
-            store.remove(keyOf(owner, part));
-          }
-          // Older than what this tab holds: sent first, and dropped first when the queue is full.
-          if (items.length > 0) {
-            hold(items.concat(held()));
-            void flush();
-          }
+          if (store.get(claimKey) === tab && store.get(claimedKey) === tab) take(owner);
         }, CLAIM_WAIT_MS);
       }, CLAIM_WAIT_MS);
     }

@@ -66,15 +66,22 @@ function queuedIds(page: Page): Promise<string[][]> {
   });
 }
 
-/** The ids of the events in each batch request `page` sends, fetch and beacon alike. */
-function recordSends(page: Page): string[][] {
-  const batches: string[][] = [];
+/**
+ * The ids of the events in each batch `page` sends by fetch, and how many beacons it sent
+ * (Chromium does not show a beacon's body).
+ */
+function recordSends(page: Page): { batches: string[][]; beacons: number } {
+  const sent = { batches: [] as string[][], beacons: 0 };
   page.on('request', (request) => {
     if (request.method() !== 'POST' || !request.url().includes('/v1/events/batch')) return;
+    if (request.resourceType() === 'ping') {
+      sent.beacons += 1;
+      return;
+    }
     const body = JSON.parse(request.postData() ?? '{}') as { events?: { id: string }[] };
-    batches.push((body.events ?? []).map((event) => event.id));
+    sent.batches.push((body.events ?? []).map((event) => event.id));
   });
-  return batches;
+  return sent;
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -118,6 +125,38 @@ describe('the browser SDK in a real Chromium, on a page of another origin', () =
     const page = await context.newPage();
     await page.goto(shopUrl(options, origin));
     return page;
+  };
+
+  /**
+   * Leaves the keys of `count` tabs that closed without a word: two events each under their own
+   * keys, their acks long stale. The ids of their events.
+   */
+  const leaveClosedTabs = async (count: number): Promise<string[]> => {
+    const starter = await openShop({ later: true });
+    const visitor = await anonymousId(starter);
+    const closedTabs = Array.from({ length: count }, (_, tab) => ({
+      tab: crypto.randomUUID(),
+      events: [1, 2].map((event) => ({
+        envelop_version: '1.0',
+        id: crypto.randomUUID(),
+        name: 'page_viewed',
+        tenant_id: 'acme',
+        workspace_id: 'eu',
+        anon_id: `cookie:${visitor}`,
+        occured_at: new Date().toISOString(),
+        properties: { path: `/closed-${tab}-${event}` },
+      })),
+    }));
+    const leftKeys = closedTabs.flatMap(({ tab, events }) => [
+      [queueKey(tab, 'queue'), JSON.stringify(events.map((event) => ({ event })))],
+      [queueKey(tab, 'ack'), String(Date.now() - 60_000)],
+    ]);
+    await starter.evaluate((entries) => {
+      const storage = (globalThis as unknown as PageGlobals).localStorage;
+      for (const [key, value] of entries) storage.setItem(key ?? '', value ?? '');
+    }, leftKeys);
+    await starter.close();
+    return closedTabs.flatMap(({ events }) => events.map((event) => event.id));
   };
 
   const track = (page: Page, name: string, properties: Record<string, unknown> = {}) =>
@@ -408,32 +447,7 @@ describe('the browser SDK in a real Chromium, on a page of another origin', () =
   it("never sends one item from two open tabs, and sends a closed tab's items from one", async () => {
     // No other page of the site is left to take a closed tab's items.
     await Promise.all(context.pages().map((page) => page.close()));
-    // Tabs that closed without a word: their items under their own keys, their acks long stale.
-    const starter = await openShop({ later: true });
-    const visitor = await anonymousId(starter);
-    const closedTabs = [1, 2, 3].map((tab) => ({
-      tab: crypto.randomUUID(),
-      events: [1, 2].map((event) => ({
-        envelop_version: '1.0',
-        id: crypto.randomUUID(),
-        name: 'page_viewed',
-        tenant_id: 'acme',
-        workspace_id: 'eu',
-        anon_id: `cookie:${visitor}`,
-        occured_at: new Date().toISOString(),
-        properties: { path: `/closed-${tab}-${event}` },
-      })),
-    }));
-    const leftKeys = closedTabs.flatMap(({ tab, events }) => [
-      [queueKey(tab, 'queue'), JSON.stringify(events.map((event) => ({ event })))],
-      [queueKey(tab, 'ack'), String(Date.now() - 60_000)],
-    ]);
-    await starter.evaluate((entries) => {
-      const storage = (globalThis as unknown as PageGlobals).localStorage;
-      for (const [key, value] of entries) storage.setItem(key ?? '', value ?? '');
-    }, leftKeys);
-    await starter.close();
-    const closedIds: string[] = closedTabs.flatMap(({ events }) => events.map((event) => event.id));
+    const closedIds = await leaveClosedTabs(3);
 
     // Two tabs start together, so both find the closed tabs' items at once.
     const tabs = await Promise.all([context.newPage(), context.newPage()]);
@@ -441,7 +455,9 @@ describe('the browser SDK in a real Chromium, on a page of another origin', () =
     await Promise.all(tabs.map((tab) => tab.goto(shopUrl({ flushInterval: 60_000 }))));
     /** The tabs that sent `id`, once for each time. */
     const sentBy = (id: string) =>
-      sends.flatMap((batches, tab) => batches.flat().flatMap((sent) => (sent === id ? [tab] : [])));
+      sends.flatMap(({ batches }, tab) =>
+        batches.flat().flatMap((sent) => (sent === id ? [tab] : [])),
+      );
     await waitUntil(
       () => closedIds.every((id) => sentBy(id).length > 0),
       "the closed tabs' items, reclaimed and sent",
@@ -464,6 +480,8 @@ describe('the browser SDK in a real Chromium, on a page of another origin', () =
       for (const id of ids) expect(sentBy(id)).toEqual([tab]);
     });
     for (const id of closedIds) expect(sentBy(id)).toHaveLength(1);
+    // Nothing left either tab in a beacon, whose events the counts above could not see.
+    expect(sends.map(({ beacons }) => beacons)).toEqual([0, 0]);
     const ids = closedIds.concat(held.flat());
     await waitUntil(
       async () => {
@@ -532,5 +550,30 @@ describe('the browser SDK in a real Chromium, on a page of another origin', () =
     }
     expect(errors).toEqual([]);
     await Promise.all([blocked.close(), full.close()]);
+  });
+
+  it("takes a closed tab's items without Web Locks too (an http page), sending them once", async () => {
+    await Promise.all(context.pages().map((page) => page.close()));
+    const closedIds = await leaveClosedTabs(2);
+    const page = await context.newPage();
+    // As on an http page or in a browser before Web Locks: the SDK claims in two steps instead.
+    await page.addInitScript(() => {
+      const { Navigator } = globalThis as unknown as { Navigator: { prototype: object } };
+      delete (Navigator.prototype as { locks?: unknown }).locks;
+    });
+    const sends = recordSends(page);
+    await page.goto(shopUrl({ flushInterval: 60_000 }));
+    expect(
+      await page.evaluate(
+        () => 'locks' in (globalThis as unknown as { navigator: object }).navigator,
+      ),
+    ).toBe(false);
+    await waitUntil(
+      () => closedIds.every((id) => sends.batches.flat().includes(id)),
+      "the closed tabs' items, claimed in two steps and sent",
+      10_000,
+    );
+    expect(sends.batches.flat().sort()).toEqual([...closedIds].sort());
+    await page.close();
   });
 });
