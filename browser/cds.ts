@@ -70,6 +70,12 @@ interface QueueOptions {
   const STALE_MS = 10_000;
   /** Long enough for a write to localStorage to reach the other tabs, as a rule. */
   const CLAIM_WAIT_MS = 500;
+  /**
+   * How long a tab keeps a claim's lock after taking the items, so the removal of the gone
+   * tab's keys reaches the others before one may claim again. Short, as a page that holds a
+   * lock when it is left may not enter the back-forward cache.
+   */
+  const CLAIM_LOCK_HOLD_MS = 2000;
 
   function uuid(): string {
     if (typeof crypto.randomUUID === 'function') return crypto.randomUUID();
@@ -207,18 +213,24 @@ interface QueueOptions {
     /** This tab's items as stored: another tab may have reclaimed them meanwhile. */
     const held = () => parsed<Held>(store.get(ownQueue));
 
+    const ack = () => store.set(ownAck, String(Date.now()));
+
     function refreshAck(): void {
-      if (live && store.get(ownQueue) !== null) store.set(ownAck, String(Date.now()));
+      if (live && store.get(ownQueue) !== null) ack();
     }
 
+    /**
+     * Writes what the tab holds. The ack goes first and leaves last: other tabs see the writes
+     * in this order, so none finds this tab's items without a fresh ack and takes them.
+     */
     function hold(items: Held[]): void {
       if (items.length === 0) {
         store.remove(ownQueue);
         store.remove(ownAck);
         return;
       }
+      if (live) ack();
       store.set(ownQueue, JSON.stringify(items.slice(-options.maxItems)));
-      refreshAck();
     }
 
     /** The other tabs of this site that left keys, whether they hold items or not. */
@@ -262,9 +274,8 @@ interface QueueOptions {
 
     /**
      * Takes a gone tab's items unless another tab claims them at the same time. With Web Locks
-     * the browser grants the owner's lock to one tab, which keeps it until its removal of the
-     * owner's keys has reached every tab (localStorage reaches other tabs with a delay, longer on
-     * a busy machine). Without them (an http page, an old browser), each claimant writes its
+     * the browser grants the owner's lock to one tab, which keeps it a while after taking them
+     * (localStorage reaches other tabs with a delay, longer on a busy machine). Without them (an http page, an old browser), each claimant writes its
      * name, waits, and goes on only if its name is still the one written: the two-step claim of
      * localstorage-retry, sound while writes reach the other tabs within the wait.
      */
@@ -275,7 +286,7 @@ interface QueueOptions {
           .request(keyOf(owner, 'claim'), { ifAvailable: true }, (lock) => {
             if (!lock) return undefined;
             take(owner);
-            return new Promise((resolve) => setTimeout(resolve, STALE_MS));
+            return new Promise((resolve) => setTimeout(resolve, CLAIM_LOCK_HOLD_MS));
           })
           .catch(() => undefined);
         return;
