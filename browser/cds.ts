@@ -68,14 +68,11 @@ interface QueueOptions {
   const ACK_EVERY_MS = 1000;
   const RECLAIM_CHECK_EVERY_MS = 3000;
   const STALE_MS = 10_000;
-  /** Long enough for a write to localStorage to reach the other tabs, as a rule. */
-  const CLAIM_WAIT_MS = 500;
   /**
-   * How long a tab keeps a claim's lock after taking the items, so the removal of the gone
-   * tab's keys reaches the others before one may claim again. Short, as a page that holds a
-   * lock when it is left may not enter the back-forward cache.
+   * Long enough for a write to localStorage to reach the other tabs, as a rule; short, as a
+   * page that holds a lock when it is left does not enter the back-forward cache.
    */
-  const CLAIM_LOCK_HOLD_MS = 2000;
+  const CLAIM_WAIT_MS = 500;
 
   function uuid(): string {
     if (typeof crypto.randomUUID === 'function') return crypto.randomUUID();
@@ -274,8 +271,8 @@ interface QueueOptions {
 
     /**
      * Takes a gone tab's items unless another tab claims them at the same time. With Web Locks
-     * the browser grants the owner's lock to one tab, which keeps it a while after taking them
-     * (localStorage reaches other tabs with a delay, longer on a busy machine). Without them (an http page, an old browser), each claimant writes its
+     * the browser grants the owner's lock to one tab, which keeps it until its removal of the
+     * owner's keys has reached the other tabs (localStorage reaches them with a delay). Without them (an http page, an old browser), each claimant writes its
      * name, waits, and goes on only if its name is still the one written: the two-step claim of
      * localstorage-retry, sound while writes reach the other tabs within the wait.
      */
@@ -286,7 +283,7 @@ interface QueueOptions {
           .request(keyOf(owner, 'claim'), { ifAvailable: true }, (lock) => {
             if (!lock) return undefined;
             take(owner);
-            return new Promise((resolve) => setTimeout(resolve, CLAIM_LOCK_HOLD_MS));
+            return new Promise((resolve) => setTimeout(resolve, CLAIM_WAIT_MS));
           })
           .catch(() => undefined);
         return;

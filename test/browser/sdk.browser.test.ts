@@ -463,6 +463,13 @@ describe('the browser SDK in a real Chromium, on a page of another origin', () =
       "the closed tabs' items, reclaimed and sent",
       15_000,
     );
+    // Answered and forgotten: a tab goes on sending while its queue holds anything, so what the
+    // tabs track next would go along.
+    await waitUntil(
+      async () => (await queuedIds(tabs[0] as Page)).flat().length === 0,
+      "the closed tabs' items, answered",
+      10_000,
+    );
 
     const held = await Promise.all(
       tabs.map(async (tab, index) => [
