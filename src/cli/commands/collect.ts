@@ -11,7 +11,6 @@ import { openDataDir } from '../../store/data-dir.js';
 import { componentLog } from '../../telemetry/log.js';
 import type { GlobalOptions } from '../admin-client.js';
 import { cleaningUpOnFailure } from '../on-failure.js';
-import { printLine } from '../output.js';
 import { closeOnSignals } from '../serve.js';
 
 export function collectCommand(): Command {
@@ -49,8 +48,11 @@ export function collectCommand(): Command {
           await collector.close();
         },
       });
-      printLine(`cds collector listening on ${url} (landing: ${dataDir.landingDir})`);
-      componentLog('process').info({ url, landing_dir: dataDir.landingDir }, 'collector listening');
+      // As serve's: one record of the log.
+      componentLog('process').info(
+        { url, landing_dir: dataDir.landingDir },
+        `cds collector listening on ${url} (landing: ${dataDir.landingDir})`,
+      );
       await closed;
     });
 }

@@ -4,6 +4,7 @@ import type { BatchResult } from '../../ingest/batch.js';
 import { listSealedFiles } from '../../ingest/landing-files.js';
 import { IngestLoop } from '../../ingest/loop.js';
 import type { IngestStatus } from '../../ingest/status.js';
+import { componentLog } from '../../telemetry/log.js';
 import { configuredSender } from '../../webhooks/sender.js';
 import { type GlobalOptions, withAdminClient } from '../admin-client.js';
 import { openContext } from '../open-context.js';
@@ -154,7 +155,11 @@ export function ingestCommand(): Command {
             (sum, file) => sum + file.bytes,
             0,
           );
-      const progress = startProgress(options.watch ? 'ingest (watching)' : 'ingest', backlogBytes);
+      const progress = options.watch
+        ? startProgress('ingest (watching)', null, {
+            plainLine: (line) => componentLog('ingest').info(line),
+          })
+        : startProgress('ingest', backlogBytes);
       const loop = new IngestLoop(context, {
         maxBatchEvents: context.config.max_batch_events,
         intervalMs: context.config.ingest_interval_ms,

@@ -5,7 +5,6 @@ import { componentLog } from '../../telemetry/log.js';
 import type { GlobalOptions } from '../admin-client.js';
 import { cleaningUpOnFailure } from '../on-failure.js';
 import { openContext } from '../open-context.js';
-import { printLine } from '../output.js';
 import { closeOnSignals, startServer } from '../serve.js';
 
 interface ServeFlags {
@@ -66,10 +65,11 @@ export function serveCommand(): Command {
       );
       // Signals are handled before readiness is announced: a supervisor may stop us at once.
       const closed = closeOnSignals(server);
-      printLine(`cds listening on ${server.url} (data: ${context.dataDir.root})`);
+      // One record of the log, not a line of its own: off a terminal a shipper reading JSON
+      // lines meets nothing else; on one it reads as the other records do.
       componentLog('process').info(
         { url: server.url, data_dir: context.dataDir.root },
-        'server listening',
+        `cds listening on ${server.url} (data: ${context.dataDir.root})`,
       );
       await closed;
     });
