@@ -35,3 +35,9 @@ export function printableOperatorCredential(dataDir: string | undefined): Operat
   const { masterKey } = openDataDir(config.data_dir, config.master_key);
   return { token: operatorToken(masterKey), derivedFrom };
 }
+
+/** The operator token of a data dir, for `--server` without `--token` (a key is made if none). */
+export function operatorTokenOfDataDir(dataDir: string | undefined): string {
+  const config = loadConfig({ data_dir: dataDir });
+  return operatorToken(openDataDir(config.data_dir, config.master_key).masterKey);
+}

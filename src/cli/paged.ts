@@ -1,4 +1,3 @@
-import { MAX_PAGE_SIZE } from '../store/cursor.js';
 import type { AdminClient, AdminRequest } from './admin-client.js';
 
 /**
@@ -10,6 +9,7 @@ export async function allPages<K extends string, T>(
   request: AdminRequest,
   key: K,
 ): Promise<T[]> {
+  const { MAX_PAGE_SIZE } = await import('../store/cursor.js');
   const items: T[] = [];
   let cursor: string | undefined;
   do {

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { chmod, rename, rm, stat } from 'node:fs/promises';
-import { type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
+import { createRequire } from 'node:module';
+import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { DatabaseTooNewError, StoreLockedError, StoreUnavailableError } from '../errors.js';
 import { componentLog } from '../telemetry/log.js';
 import { traced } from '../trace.js';
@@ -13,6 +14,14 @@ import {
   storageFaultOf,
   unknownFault,
 } from './storage-fault.js';
+
+/**
+ * Required, not imported: imported from ESM, Node scans each of the package's hundred CommonJS
+ * files for the names it exports (cjs-module-lexer), which doubled its load time at every start.
+ */
+const duckdb = createRequire(import.meta.url)(
+  '@duckdb/node-api',
+) as typeof import('@duckdb/node-api');
 
 const LOCK_HOLDER = /Conflicting lock is held in (.+?) \(PID (\d+)\)/;
 
@@ -58,7 +67,7 @@ function openFailure(path: string, error: unknown): unknown {
 export async function ensureNotHeld(path: string): Promise<void> {
   let instance: DuckDBInstance;
   try {
-    instance = await DuckDBInstance.create(path, { access_mode: 'READ_ONLY' });
+    instance = await duckdb.DuckDBInstance.create(path, { access_mode: 'READ_ONLY' });
   } catch (error) {
     const failure = lockError(path, error);
     if (failure instanceof StoreLockedError) throw failure;
@@ -116,7 +125,7 @@ async function removeDatabaseFile(path: string): Promise<void> {
 async function connectTo(path: string, options: StoreOptions) {
   let instance: DuckDBInstance;
   try {
-    instance = await DuckDBInstance.fromCache(path, {
+    instance = await duckdb.DuckDBInstance.fromCache(path, {
       temp_directory: '',
       // Never inside a COMMIT: the store checkpoints after it (`Store.write`).
       checkpoint_threshold: '1TB',

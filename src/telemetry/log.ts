@@ -1,16 +1,16 @@
 import { createRequire } from 'node:module';
-import { type Logger, type LoggerOptions, pino } from 'pino';
+import type { Logger, LoggerOptions, pino as Pino } from 'pino';
 import type { PrettyOptions, PrettyStream } from 'pino-pretty';
 import { ConfigError } from '../errors.js';
+
+const require = createRequire(import.meta.url);
 
 /**
  * pino-pretty is loaded only for a terminal: every service and every CLI run with its output
  * piped or logged would pay its load time for nothing.
  */
 function prettyStream(options: PrettyOptions): PrettyStream {
-  const pretty = createRequire(import.meta.url)('pino-pretty') as (
-    options: PrettyOptions,
-  ) => PrettyStream;
+  const pretty = require('pino-pretty') as (options: PrettyOptions) => PrettyStream;
   return pretty(options);
 }
 
@@ -47,6 +47,9 @@ function levelOf(setting: string | undefined): Level {
 }
 
 function createRoot(): Logger {
+  // pino itself is loaded with the first record: `cds --version`, `--help` and commands that log
+  // nothing start without it.
+  const pino = require('pino') as typeof Pino;
   const options: LoggerOptions = {
     level: levelOf(process.env.CDS_LOG_LEVEL),
     base: { pid: process.pid },
