@@ -9,6 +9,7 @@ export async function allPages<K extends string, T>(
   request: AdminRequest,
   key: K,
 ): Promise<T[]> {
+  // Loaded here, not with the command definitions: store/cursor.js brings zod.
   const { MAX_PAGE_SIZE } = await import('../store/cursor.js');
   const items: T[] = [];
   let cursor: string | undefined;
