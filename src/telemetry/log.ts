@@ -1,9 +1,14 @@
-import { createRequire } from 'node:module';
 import type { Logger, LoggerOptions, pino as Pino } from 'pino';
 import type { PrettyOptions, PrettyStream } from 'pino-pretty';
 import { ConfigError } from '../errors.js';
 
-const require = createRequire(import.meta.url);
+/**
+ * pino and pino-pretty load with the first record. `node:module` too: importing it loads Node's
+ * source-map support, ~10 ms that `cds --version` and `--help`, which log nothing, need not pay.
+ */
+function require(name: string): unknown {
+  return process.getBuiltinModule('node:module').createRequire(import.meta.url)(name);
+}
 
 /**
  * pino-pretty is loaded only for a terminal: every service and every CLI run with its output
@@ -47,8 +52,6 @@ function levelOf(setting: string | undefined): Level {
 }
 
 function createRoot(): Logger {
-  // pino itself is loaded with the first record: `cds --version`, `--help` and commands that log
-  // nothing start without it.
   const pino = require('pino') as typeof Pino;
   const options: LoggerOptions = {
     level: levelOf(process.env.CDS_LOG_LEVEL),
