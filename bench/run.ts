@@ -1,3 +1,4 @@
+import { benchCli } from './cli.js';
 import { benchCollector } from './collector.js';
 import { benchErase } from './erase.js';
 import { benchIngest } from './ingest.js';
@@ -5,7 +6,7 @@ import { benchSegments } from './segments.js';
 import { removeBenchDirs } from './setup.js';
 
 /**
- * `npm run bench [-- ingest|collector|segments|erase] [--events N] [--profiles N]`: prints figures and
+ * `npm run bench [-- ingest|collector|segments|erase|cli] [--events N] [--profiles N]`: prints figures and
  * ratios, asserts nothing.
  */
 const args = process.argv.slice(2);
@@ -13,7 +14,7 @@ const eventsFlag = args.indexOf('--events');
 const events = eventsFlag >= 0 ? Number(args[eventsFlag + 1]) : 1_000_000;
 const profilesFlag = args.indexOf('--profiles');
 const profiles = profilesFlag >= 0 ? Number(args[profilesFlag + 1]) : 1_000_000;
-const only = args.find((arg) => ['ingest', 'collector', 'segments', 'erase'].includes(arg));
+const only = args.find((arg) => ['ingest', 'collector', 'segments', 'erase', 'cli'].includes(arg));
 
 try {
   if (!only || only === 'ingest') await benchIngest(events);
@@ -21,6 +22,7 @@ try {
   if (!only || only === 'segments') await benchSegments(profiles);
   if (!only || only === 'erase')
     await benchErase(Number(process.env.BENCH_ERASE_EVENTS ?? 1_000_000));
+  if (!only || only === 'cli') await benchCli();
 } finally {
   removeBenchDirs();
 }

@@ -82,7 +82,7 @@ export function rate(count: number, seconds: number): string {
   return `${Math.round(count / seconds).toLocaleString('en')}/s`;
 }
 
-/** Starts a server process and resolves with its URL once `ready` matches its output. */
+/** Starts a server process and resolves with its URL once `ready` matches its output or log. */
 export function startChild(
   command: string[],
   ready: RegExp,
@@ -91,14 +91,20 @@ export function startChild(
   const [program, ...args] = command;
   const child = spawn(program as string, args, {
     env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'inherit'],
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   return new Promise((resolve, reject) => {
     let output = '';
-    child.stdout?.on('data', (chunk: Buffer) => {
+    // cds announces its address in its log (stderr), which is shown as before.
+    const read = (chunk: Buffer) => {
       output += chunk.toString();
       const match = ready.exec(output);
       if (match) resolve({ child, url: match[1] as string });
+    };
+    child.stdout?.on('data', read);
+    child.stderr?.on('data', (chunk: Buffer) => {
+      process.stderr.write(chunk);
+      read(chunk);
     });
     child.once('exit', (code) => reject(new Error(`${command.join(' ')} exited ${code}`)));
   });

@@ -1,6 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { collectorRoutes } from '../collector/routes.js';
-import { type CollectorRuntime, publishRegistry } from '../collector/runtime.js';
+import type { CollectorRuntime } from '../collector/runtime.js';
 import type { Context } from '../context.js';
 import { ValidationError } from '../errors.js';
 import type { IngestFailure } from '../ingest/loop.js';
@@ -29,6 +28,11 @@ export interface AppOptions {
   collector?: CollectorRuntime;
   /** The failing batches of the ingest loop this process runs, for `/readyz`. */
   ingestFailure?: () => IngestFailure | null;
+  /**
+   * Serve `/openapi.json` and `/docs` (default). The CLI's in-process admin client leaves them
+   * out: no command asks for them, and building the document is much of the app's start.
+   */
+  apiDocument?: boolean;
 }
 
 const CONTROL_PLANE_WRITE = /^\/v1\/(tenants|operator)\//;
@@ -62,8 +66,14 @@ export function buildApp(context: Context, options: AppOptions = {}): FastifyIns
   rejectionRoutes(app, context);
 
   const collector = options.collector;
-  if (collector) app.register((scope) => collectorRoutes(scope, collector));
-  serveApiDocument(app);
+  // The collector's modules (its intake pool, CORS, the SDK script) load only where it runs, and
+  // the registry publisher only when something is written: not for the CLI's reads.
+  if (collector) {
+    app.register(async (scope) =>
+      (await import('../collector/routes.js')).collectorRoutes(scope, collector),
+    );
+  }
+  if (options.apiDocument !== false) serveApiDocument(app);
   // A changed event type, workspace or token is in this process's collector and in
   // registry.json before the change is acknowledged, so the caller's next event is judged by it,
   // here and in every `cds collect` process (which re-reads the file within a second). Admin
@@ -75,7 +85,7 @@ export function buildApp(context: Context, options: AppOptions = {}): FastifyIns
       CONTROL_PLANE_WRITE.test(request.url)
     ) {
       if (collector) await collector.refresh();
-      else await publishRegistry(context);
+      else await (await import('../collector/runtime.js')).publishRegistry(context);
     }
   });
   return app;

@@ -1,9 +1,5 @@
-import Fastify, {
-  type FastifyBaseLogger,
-  type FastifyInstance,
-  type FastifyRequest,
-  LogController,
-} from 'fastify';
+import { createRequire } from 'node:module';
+import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -14,6 +10,12 @@ import { httpRequestDuration } from '../telemetry/metrics.js';
 import { handleError, handleNotFound } from './error-handler.js';
 import { answerServerEdges, checkRequestLine, httpEdgeOptions } from './http-edges.js';
 import { recordRoutes } from './openapi.js';
+
+// Required, not imported: from ESM, Node would scan Fastify's CommonJS for its export names on
+// every start (store/duckdb.ts says the same of DuckDB).
+const { fastify: Fastify, LogController } = createRequire(import.meta.url)(
+  'fastify',
+) as typeof import('fastify');
 
 /**
  * A logged request shows its path, never its query: a profile lookup carries the email or phone
@@ -50,6 +52,15 @@ export function createBaseApp(
     // without request logging, records of a request (its errors) go to the component's logger.
     ...(logRequests ? {} : { childLoggerFactory: (logger: FastifyBaseLogger) => logger }),
     bodyLimit: BODY_LIMIT_BYTES,
+    // Every schema is zod (set below): given here too, the zod compilers keep Fastify from loading
+    // the JSON Schema ones it builds by default (ajv, fast-json-stringify: a hundred modules, on
+    // every start). Fastify types these factories as ajv's, hence the casts.
+    schemaController: {
+      compilersFactory: {
+        buildValidator: (() => validatorCompiler) as never,
+        buildSerializer: (() => serializerCompiler) as never,
+      },
+    },
     return503OnClosing: false,
     ...httpEdgeOptions,
     // A URL Fastify cannot decode (FST_ERR_BAD_URL) or a parameter over its limit is answered

@@ -1,5 +1,3 @@
-import swagger from '@fastify/swagger';
-import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance, FastifySchema } from 'fastify';
 import { z } from 'zod';
 import type { Access } from '../tenancy/access.js';
@@ -227,7 +225,13 @@ export function serveApiDocument(app: FastifyInstance): void {
   app.addHook('onReady', async () => {
     Object.assign(document, buildDocument(routes));
   });
+  // swagger-ui brings a static file server; it is loaded where the document is served, when the
+  // app gets ready, not by every process that imports the app (the CLI's admin commands).
   app.register(async (docs) => {
+    const [{ default: swagger }, { default: swaggerUi }] = await Promise.all([
+      import('@fastify/swagger'),
+      import('@fastify/swagger-ui'),
+    ]);
     await docs.register(swagger, {
       mode: 'static',
       specification: { document: document as never },

@@ -1,44 +1,5 @@
-import { buildApp } from '../api/app.js';
-import { loadConfig } from '../config.js';
-import { AppError, ServerUnreachableError, ValidationError } from '../errors.js';
-import { openDataDir } from '../store/data-dir.js';
-import { operatorToken } from '../tenancy/operator.js';
-import { openContext } from './open-context.js';
-
-export interface GlobalOptions {
-  dataDir?: string;
-  server?: string;
-  token?: string;
-  json?: boolean;
-}
-
-export interface AdminRequest {
-  method: 'GET' | 'POST' | 'PUT' | 'DELETE';
-  path: string;
-  query?: Record<string, string | number | undefined>;
-  body?: unknown;
-}
-
-/** Sends admin requests to the API, in-process or to a running `cds serve`. */
-export type AdminClient = <T = unknown>(request: AdminRequest) => Promise<T>;
-
-function urlOf(request: AdminRequest): string {
-  const query = new URLSearchParams();
-  for (const [key, value] of Object.entries(request.query ?? {})) {
-    if (value !== undefined) query.set(key, String(value));
-  }
-  const text = query.toString();
-  return text ? `${request.path}?${text}` : request.path;
-}
-
-function answer<T>(status: number, text: string): T {
-  const body = text ? JSON.parse(text) : null;
-  if (status >= 400) {
-    const error = body?.error ?? { code: 'http_error', message: `HTTP ${status}` };
-    throw new AppError(status, error.code, error.message, error.details);
-  }
-  return body as T;
-}
+import { ServerUnreachableError, ValidationError } from '../errors.js';
+import { type AdminClient, answer, type GlobalOptions, urlOf } from './admin-request.js';
 
 /**
  * Runs `work` with an admin client. Without `--server` the CLI owns the database for the length of
@@ -51,7 +12,9 @@ export async function withAdminClient<T>(
 ): Promise<T> {
   if (options.server) {
     const base = serverBase(options.server);
-    const token = options.token ?? operatorTokenFromDataDir(options.dataDir);
+    const token =
+      options.token ??
+      (await import('./operator-credential.js')).operatorTokenOfDataDir(options.dataDir);
     return work(async (request) => {
       const response = await fetch(base + urlOf(request), {
         method: request.method,
@@ -68,23 +31,10 @@ export async function withAdminClient<T>(
       return answer(response.status, await response.text());
     });
   }
-  const context = await openContext({ data_dir: options.dataDir });
-  const app = buildApp(context);
-  const token = options.token ?? operatorToken(context.dataDir.masterKey);
-  try {
-    return await work(async (request) => {
-      const response = await app.inject({
-        method: request.method,
-        url: urlOf(request),
-        headers: { authorization: `Bearer ${token}` },
-        ...(request.body === undefined ? {} : { payload: request.body as object }),
-      });
-      return answer(response.statusCode, response.body);
-    });
-  } finally {
-    await app.close();
-    await context.store.close();
-  }
+  // The app, its routes and the database are loaded only here: a command that goes to a server,
+  // or fails on its flags, starts without them.
+  const { withInProcessAdmin } = await import('./in-process-admin.js');
+  return withInProcessAdmin(options, work);
 }
 
 /** `--server` as the base the API paths are appended to. */
@@ -97,9 +47,4 @@ function serverBase(server: string): string {
     );
   }
   return server.replace(/\/$/, '');
-}
-
-function operatorTokenFromDataDir(dataDir: string | undefined): string {
-  const config = loadConfig({ data_dir: dataDir });
-  return operatorToken(openDataDir(config.data_dir, config.master_key).masterKey);
 }

@@ -2,7 +2,7 @@ import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadConfig } from '../config.js';
 import { DATABASE_FILE } from '../store/data-dir.js';
-import type { GlobalOptions } from './admin-client.js';
+import type { GlobalOptions } from './admin-request.js';
 
 /**
  * The bytes of the database a command without `--server` opens (file and log), for the progress

@@ -1,5 +1,4 @@
-import { MAX_PAGE_SIZE } from '../store/cursor.js';
-import type { AdminClient, AdminRequest } from './admin-client.js';
+import type { AdminClient, AdminRequest } from './admin-request.js';
 
 /**
  * Every item of a paged listing (design §6), following `next_cursor` to the last page, in pages
@@ -10,6 +9,8 @@ export async function allPages<K extends string, T>(
   request: AdminRequest,
   key: K,
 ): Promise<T[]> {
+  // Loaded here, not with the command definitions: store/cursor.js brings zod.
+  const { MAX_PAGE_SIZE } = await import('../store/cursor.js');
   const items: T[] = [];
   let cursor: string | undefined;
   do {

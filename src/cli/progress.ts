@@ -24,6 +24,11 @@ export interface ProgressOptions {
   plainStepPercent?: number;
   /** …or once this long has passed since the last line, if anything was done meanwhile. */
   plainEveryMs?: number;
+  /**
+   * Where plain lines go (default: stderr as they are). A daemon gives its log, so that off a
+   * terminal every line it writes is a record a log shipper can read.
+   */
+  plainLine?: (line: string) => void;
 }
 
 const PLAIN_STEP_PERCENT = 10;
@@ -100,7 +105,8 @@ export function startProgress(
     ? ora({ text: escapeControls(`${label}…`), stream: process.stderr }).start()
     : null;
 
-  const writeLine = (line: string) => process.stderr.write(`${escapeControls(line)}\n`);
+  const writeLine =
+    options.plainLine ?? ((line: string) => process.stderr.write(`${escapeControls(line)}\n`));
 
   const maybePlainLine = () => {
     const now = performance.now();

@@ -1,13 +1,16 @@
+import { join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../api/app.js';
 import { listenOn } from '../api/base-app.js';
 import { type CollectorRuntime, openOwnedCollector } from '../collector/runtime.js';
 import type { Context } from '../context.js';
 import { IngestLoop } from '../ingest/loop.js';
-import { snapshotEvery } from '../store/snapshot.js';
+import { DATA_DIR_SNAPSHOT, snapshotEvery } from '../store/snapshot.js';
 import { componentLog } from '../telemetry/log.js';
 import { configuredSender } from '../webhooks/sender.js';
+import type { GlobalOptions } from './admin-request.js';
 import { cleaningUpOnFailure } from './on-failure.js';
+import { openContext } from './open-context.js';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -104,4 +107,47 @@ export function closeOnSignals(server: Pick<RunningServer, 'close'>): Promise<vo
     process.once('SIGINT', stop);
     process.once('SIGTERM', stop);
   });
+}
+
+/** The flags of `cds serve`. */
+export interface ServeFlags {
+  port?: string;
+  host?: string;
+  quiet?: boolean;
+  ingest: boolean;
+  snapshotEvery?: number;
+  snapshotPath?: string;
+}
+
+/** `cds serve`: the API, the collector and the ingest loop over the data dir, until a signal. */
+export async function runServe(globals: GlobalOptions, flags: ServeFlags): Promise<void> {
+  const context = await openContext({
+    data_dir: globals.dataDir,
+    port: flags.port,
+    host: flags.host,
+  });
+  const server = await cleaningUpOnFailure(
+    startServer(context, {
+      logRequests: !flags.quiet,
+      ingest: flags.ingest,
+      ...(flags.snapshotEvery === undefined
+        ? {}
+        : {
+            snapshot: {
+              path: resolve(flags.snapshotPath ?? join(context.dataDir.root, DATA_DIR_SNAPSHOT)),
+              everyMs: flags.snapshotEvery * 1000,
+            },
+          }),
+    }),
+    () => context.store.close(),
+  );
+  // Signals are handled before readiness is announced: a supervisor may stop us at once.
+  const closed = closeOnSignals(server);
+  // One record of the log, not a line of its own: off a terminal a shipper reading JSON
+  // lines meets nothing else; on one it reads as the other records do.
+  componentLog('process').info(
+    { url: server.url, data_dir: context.dataDir.root },
+    `cds listening on ${server.url} (data: ${context.dataDir.root})`,
+  );
+  await closed;
 }

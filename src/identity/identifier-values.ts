@@ -1,7 +1,7 @@
 import type { KeyRing } from '../tenant-keys.js';
 import { maskIdentifier } from './mask.js';
 import { normalizeIdentifier } from './normalize.js';
-import { ANY_TYPE, BUILT_IN_PLACEHOLDERS } from './placeholders.js';
+import { ANY_TYPE, builtInPlaceholders } from './placeholders.js';
 
 export interface RawIdentifier {
   tenant_id: string;
@@ -23,8 +23,8 @@ export class PlaceholderRules {
   /** `values` as stored: normalised for their type when they were set (placeholders.ts). */
   add(tenantId: string, type: string, values: readonly string[]): void {
     const builtIn = [
-      ...(BUILT_IN_PLACEHOLDERS.get(ANY_TYPE) ?? []),
-      ...(BUILT_IN_PLACEHOLDERS.get(type) ?? []),
+      ...(builtInPlaceholders().get(ANY_TYPE) ?? []),
+      ...(builtInPlaceholders().get(type) ?? []),
     ];
     this.byTenantType.set(`${tenantId}/${type}`, new Set([...builtIn, ...values]));
   }

@@ -1,4 +1,20 @@
-import { parsePhoneNumberFromString } from 'libphonenumber-js/max';
+import { createRequire } from 'node:module';
+import type { parsePhoneNumberFromString as ParsePhoneNumber } from 'libphonenumber-js/max';
+
+let parsePhone: typeof ParsePhoneNumber | undefined;
+
+/**
+ * libphonenumber's full metadata is a hundred modules: it is loaded with the first phone number,
+ * not by every process that imports identity code (a CLI command listing tokens).
+ */
+function phoneParser(): typeof ParsePhoneNumber {
+  parsePhone ??= (
+    createRequire(import.meta.url)('libphonenumber-js/max') as {
+      parsePhoneNumberFromString: typeof ParsePhoneNumber;
+    }
+  ).parsePhoneNumberFromString;
+  return parsePhone;
+}
 
 /** A number without a country code is taken as Indian (interface "Identifier handling"). */
 export const DEFAULT_PHONE_COUNTRY = 'IN';
@@ -15,7 +31,7 @@ export function normalizeIdentifier(type: string, raw: unknown): string | null {
     case 'email':
       return value.toLowerCase();
     case 'phone': {
-      const phone = parsePhoneNumberFromString(value, DEFAULT_PHONE_COUNTRY);
+      const phone = phoneParser()(value, DEFAULT_PHONE_COUNTRY);
       return phone?.isValid() ? phone.number : null;
     }
     default:

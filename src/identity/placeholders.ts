@@ -22,13 +22,22 @@ const BUILT_IN_AS_WRITTEN: readonly [string, readonly string[]][] = [
   ['phone', ['0000000000', '+910000000000', '1234567890', '+911234567890']],
 ];
 
-/** The built-in placeholders by type, normalised once. A Map: a type may be named `constructor`. */
-export const BUILT_IN_PLACEHOLDERS: ReadonlyMap<string, readonly string[]> = new Map(
-  BUILT_IN_AS_WRITTEN.map(([type, values]) => [
-    type,
-    [...new Set(values.map((value) => normalizePlaceholder(type, value)))],
-  ]),
-);
+let builtIn: ReadonlyMap<string, readonly string[]> | undefined;
+
+/**
+ * The built-in placeholders by type, normalised once, when first asked for: normalising a phone
+ * loads libphonenumber, which a process that never meets an identifier does not need. A Map: a
+ * type may be named `constructor`.
+ */
+export function builtInPlaceholders(): ReadonlyMap<string, readonly string[]> {
+  builtIn ??= new Map(
+    BUILT_IN_AS_WRITTEN.map(([type, values]) => [
+      type,
+      [...new Set(values.map((value) => normalizePlaceholder(type, value)))],
+    ]),
+  );
+  return builtIn;
+}
 
 /**
  * Placeholder values by identifier type (`*` for any type), as JSON answers them. Built only
@@ -50,7 +59,7 @@ function groupByType(rows: { identifier_type: string; value: string }[]): Placeh
 }
 
 function builtIns(): PlaceholderValues {
-  return Object.fromEntries([...BUILT_IN_PLACEHOLDERS].map(([type, list]) => [type, [...list]]));
+  return Object.fromEntries([...builtInPlaceholders()].map(([type, list]) => [type, [...list]]));
 }
 
 /**

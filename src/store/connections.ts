@@ -1,4 +1,5 @@
-import { type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
+import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
+import { duckdb } from './duckdb.js';
 import { lockError } from './lock-holder.js';
 import { ReaderPool } from './reader-pool.js';
 
@@ -17,7 +18,7 @@ export interface StoreOptions {
 async function connectTo(path: string, options: StoreOptions) {
   let instance: DuckDBInstance;
   try {
-    instance = await DuckDBInstance.fromCache(path, {
+    instance = await duckdb.DuckDBInstance.fromCache(path, {
       temp_directory: '',
       // Never inside a COMMIT: the store checkpoints after it (`Store.write`).
       checkpoint_threshold: '1TB',

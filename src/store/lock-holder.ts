@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { DuckDBInstance } from '@duckdb/node-api';
+import type { DuckDBInstance } from '@duckdb/node-api';
 import { StoreLockedError } from '../errors.js';
+import { duckdb } from './duckdb.js';
 
 const LOCK_HOLDER = /Conflicting lock is held in (.+?) \(PID (\d+)\)/;
 
@@ -36,7 +37,7 @@ export function lockError(path: string, error: unknown): Error {
 export async function ensureNotHeld(path: string): Promise<void> {
   let instance: DuckDBInstance;
   try {
-    instance = await DuckDBInstance.create(path, { access_mode: 'READ_ONLY' });
+    instance = await duckdb.DuckDBInstance.create(path, { access_mode: 'READ_ONLY' });
   } catch (error) {
     const failure = lockError(path, error);
     if (failure instanceof StoreLockedError) throw failure;

@@ -1,16 +1,21 @@
-import { createRequire } from 'node:module';
-import { type Logger, type LoggerOptions, pino } from 'pino';
+import type { Logger, LoggerOptions, pino as Pino } from 'pino';
 import type { PrettyOptions, PrettyStream } from 'pino-pretty';
 import { ConfigError } from '../errors.js';
+
+/**
+ * pino and pino-pretty load with the first record. `node:module` too: importing it loads Node's
+ * source-map support, ~10 ms that `cds --version` and `--help`, which log nothing, need not pay.
+ */
+function require(name: string): unknown {
+  return process.getBuiltinModule('node:module').createRequire(import.meta.url)(name);
+}
 
 /**
  * pino-pretty is loaded only for a terminal: every service and every CLI run with its output
  * piped or logged would pay its load time for nothing.
  */
 function prettyStream(options: PrettyOptions): PrettyStream {
-  const pretty = createRequire(import.meta.url)('pino-pretty') as (
-    options: PrettyOptions,
-  ) => PrettyStream;
+  const pretty = require('pino-pretty') as (options: PrettyOptions) => PrettyStream;
   return pretty(options);
 }
 
@@ -47,6 +52,7 @@ function levelOf(setting: string | undefined): Level {
 }
 
 function createRoot(): Logger {
+  const pino = require('pino') as typeof Pino;
   const options: LoggerOptions = {
     level: levelOf(process.env.CDS_LOG_LEVEL),
     base: { pid: process.pid },

@@ -37,13 +37,14 @@ async function startLimitedCollector(dir: string) {
     ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
-  let stdout = '';
-  for await (const chunk of child.stdout) {
-    stdout += String(chunk);
-    const url = /cds collector listening on (http:\/\/\S+)/.exec(stdout)?.[1];
+  // The listening address is a record of the log, on stderr.
+  let stderr = '';
+  for await (const chunk of child.stderr) {
+    stderr += String(chunk);
+    const url = /cds collector listening on (http:\/\/\S+)/.exec(stderr)?.[1];
     if (url) return { child, url };
   }
-  throw new Error(`cds collect did not start: ${stdout}`);
+  throw new Error(`cds collect did not start: ${stderr}`);
 }
 
 const visit = (id: string) => demoVisit(id, 200);

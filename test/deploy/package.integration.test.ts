@@ -107,12 +107,13 @@ function startServe(
       child.kill('SIGKILL');
       reject(new Error(`cds serve did not get ready: ${stdout} ${stderr}`));
     }, 20_000);
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
     child.stdout.on('data', (chunk: Buffer) => {
       stdout += chunk.toString();
-      const match = /cds listening on (\S+)/.exec(stdout);
+    });
+    // The listening address is a record of the log, on stderr.
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+      const match = /cds listening on (\S+)/.exec(stderr);
       if (!match?.[1]) return;
       clearTimeout(timer);
       resolve({ child, url: match[1] });

@@ -40,7 +40,7 @@ export interface ChildServer {
   stop(): Promise<number | null>;
 }
 
-/** Starts a long-running `cds` command and waits until its stdout matches `ready`. */
+/** Starts a long-running `cds` command and waits until its stdout or its log matches `ready`. */
 export function startCli(
   args: string[],
   ready: RegExp,
@@ -61,13 +61,12 @@ export function startCli(
       child.kill('SIGKILL');
       reject(new Error(`cds ${args.join(' ')} did not get ready: ${stdout} ${stderr}`));
     }, timeoutMs);
-    child.stderr?.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString();
-    });
-    child.stdout?.on('data', (chunk: Buffer) => {
-      stdout += chunk.toString();
-      const match = ready.exec(stdout);
-      if (!match) return;
+    let started = false;
+    // A daemon announces itself in its log (stderr), a command such as the demo on stdout.
+    const checkReady = () => {
+      const match = ready.exec(stdout) ?? ready.exec(stderr);
+      if (!match || started) return;
+      started = true;
       clearTimeout(timer);
       resolve({
         child,
@@ -79,6 +78,14 @@ export function startCli(
           return exited;
         },
       });
+    };
+    child.stderr?.on('data', (chunk: Buffer) => {
+      stderr += chunk.toString();
+      checkReady();
+    });
+    child.stdout?.on('data', (chunk: Buffer) => {
+      stdout += chunk.toString();
+      checkReady();
     });
     child.once('exit', (code) => {
       clearTimeout(timer);

@@ -240,7 +240,7 @@ describe('operating cds: one log and the metrics endpoint over a full run', () =
     const failedDelivery = said('webhooks', 'webhook delivery failed')[0];
     expect(failedDelivery?.cause).toMatch(/refused|ECONNREFUSED|fetch failed/i);
     expect(failedDelivery?.level).toBe(40);
-    expect(said('process', 'server listening')).toHaveLength(1);
+    expect(said('process', 'cds listening on http://')).toHaveLength(1);
     expect(said('process', 'shutting down')).toHaveLength(2);
     expect(said('process', 'stopped')).toHaveLength(2);
     expect(all.some((record) => record.component === 'http')).toBe(true);

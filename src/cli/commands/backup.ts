@@ -1,10 +1,9 @@
 import { join, resolve } from 'node:path';
 import { Command } from 'commander';
 import type { Manifest } from '../../backup/manifest.js';
-import { type GlobalOptions, withAdminClient } from '../admin-client.js';
-import { localDatabaseBytes } from '../local-database.js';
+import { withAdminClient } from '../admin-client.js';
+import type { GlobalOptions } from '../admin-request.js';
 import { output, printLine } from '../output.js';
-import { followFile, startProgress, whileFollowing } from '../progress.js';
 
 const MIB = 1024 * 1024;
 
@@ -25,6 +24,8 @@ export function backupCommand(): Command {
     .action(async (dir: string, options: { withKey?: boolean }, command: Command) => {
       const globals = command.optsWithGlobals<GlobalOptions>();
       const target = resolve(dir);
+      const { localDatabaseBytes } = await import('../local-database.js');
+      const { followFile, startProgress, whileFollowing } = await import('../progress.js');
       const progress = startProgress('backup', localDatabaseBytes(globals));
       // The database is the bulk of a backup; with --server it is seen when the folder is local.
       const written = await whileFollowing(

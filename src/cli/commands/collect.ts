@@ -1,18 +1,6 @@
-import { existsSync } from 'node:fs';
 import { Command, Option } from 'commander';
-import { createBaseApp, listenOn } from '../../api/base-app.js';
-import { serveApiDocument } from '../../api/openapi.js';
-import { metricsRoute } from '../../api/routes/metrics.js';
-import { collectorRoutes } from '../../collector/routes.js';
-import { openFileCollector } from '../../collector/runtime.js';
-import { loadConfig } from '../../config.js';
-import { ValidationError } from '../../errors.js';
-import { openDataDir } from '../../store/data-dir.js';
-import { componentLog } from '../../telemetry/log.js';
-import type { GlobalOptions } from '../admin-client.js';
-import { cleaningUpOnFailure } from '../on-failure.js';
-import { printLine } from '../output.js';
-import { closeOnSignals } from '../serve.js';
+import type { GlobalOptions } from '../admin-request.js';
+import type { CollectFlags } from '../collect.js';
 
 export function collectCommand(): Command {
   return new Command('collect')
@@ -21,36 +9,9 @@ export function collectCommand(): Command {
     )
     .addOption(new Option('--port <port>', 'port (0 picks a free one)').env('CDS_PORT'))
     .addOption(new Option('--host <host>', 'address to listen on').env('CDS_HOST'))
-    .action(async (options: { port?: string; host?: string }, command: Command) => {
+    .action(async (options: CollectFlags, command: Command) => {
       const globals = command.optsWithGlobals<GlobalOptions>();
-      const config = loadConfig({
-        data_dir: globals.dataDir,
-        port: options.port,
-        host: options.host,
-      });
-      const dataDir = openDataDir(config.data_dir, config.master_key);
-      if (!existsSync(dataDir.registryPath)) {
-        throw ValidationError.field(
-          'registry.json',
-          `${dataDir.registryPath} does not exist yet: create a tenant (cds tenants create) or start cds serve on this data dir once to write it`,
-        );
-      }
-      const collector = await openFileCollector(dataDir, config);
-      const app = createBaseApp(true);
-      await app.register((scope) => collectorRoutes(scope, collector));
-      metricsRoute(app, { dataDir });
-      serveApiDocument(app);
-      const url = await cleaningUpOnFailure(listenOn(app, config.port, config.host), () =>
-        collector.close(),
-      );
-      const closed = closeOnSignals({
-        close: async () => {
-          await app.close();
-          await collector.close();
-        },
-      });
-      printLine(`cds collector listening on ${url} (landing: ${dataDir.landingDir})`);
-      componentLog('process').info({ url, landing_dir: dataDir.landingDir }, 'collector listening');
-      await closed;
+      const { runCollector } = await import('../collect.js');
+      await runCollector(globals, options);
     });
 }

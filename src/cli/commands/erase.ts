@@ -1,6 +1,7 @@
 import { Command, Option } from 'commander';
 import { ValidationError } from '../../errors.js';
-import { type GlobalOptions, withAdminClient } from '../admin-client.js';
+import { withAdminClient } from '../admin-client.js';
+import type { GlobalOptions } from '../admin-request.js';
 import { tenantOption, tenantPath, workspaceOption } from '../options.js';
 import { output, printLine } from '../output.js';
 

@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import type { ErasureRecord } from '../../privacy/audit.js';
-import { type GlobalOptions, withAdminClient } from '../admin-client.js';
+import { withAdminClient } from '../admin-client.js';
+import type { GlobalOptions } from '../admin-request.js';
 import {
   cursorOption,
   limitOption,

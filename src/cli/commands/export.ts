@@ -5,9 +5,9 @@ import {
   EXPORT_PARTIAL_PREFIX,
   type ExportResult,
 } from '../../store/parquet-export.js';
-import { type GlobalOptions, withAdminClient } from '../admin-client.js';
+import { withAdminClient } from '../admin-client.js';
+import type { GlobalOptions } from '../admin-request.js';
 import { output, printLine } from '../output.js';
-import { followFolders, rowCounts, startProgress, whileFollowing } from '../progress.js';
 
 export function exportCommand(): Command {
   return new Command('export')
@@ -29,6 +29,9 @@ Example:
     .action(async (dir: string, options: { format: string }, command: Command) => {
       const globals = command.optsWithGlobals<GlobalOptions>();
       const target = resolve(dir);
+      const { followFolders, rowCounts, startProgress, whileFollowing } = await import(
+        '../progress.js'
+      );
       // Parquet is compressed: no size is known before, so the line shows bytes written and rate.
       const progress = startProgress('export', null);
       // Written into a private folder beside the target and renamed into place (parquet-export.ts).

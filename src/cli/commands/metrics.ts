@@ -1,5 +1,6 @@
 import { Command } from 'commander';
-import { type GlobalOptions, withAdminClient } from '../admin-client.js';
+import { withAdminClient } from '../admin-client.js';
+import type { GlobalOptions } from '../admin-request.js';
 import { tenantOption, tenantPath } from '../options.js';
 import { output, printTable } from '../output.js';
 import { allPages } from '../paged.js';

@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import type { ProfileView } from '../../identity/profile-schemas.js';
-import { type GlobalOptions, withAdminClient } from '../admin-client.js';
+import { withAdminClient } from '../admin-client.js';
+import type { GlobalOptions } from '../admin-request.js';
 import { tenantOption, tenantPath, workspaceOption } from '../options.js';
 import { output, printLine, printTable } from '../output.js';
 

@@ -1,8 +1,6 @@
 import { Command } from 'commander';
-import { restoreBackup } from '../../backup/restore.js';
-import { loadConfig } from '../../config.js';
 import { ValidationError } from '../../errors.js';
-import type { GlobalOptions } from '../admin-client.js';
+import type { GlobalOptions } from '../admin-request.js';
 import { output, printLine } from '../output.js';
 
 export function restoreCommand(): Command {
@@ -18,6 +16,8 @@ export function restoreCommand(): Command {
           'restore writes a data dir on this machine: stop cds serve, restore, and start it again',
         );
       }
+      const { loadConfig } = await import('../../config.js');
+      const { restoreBackup } = await import('../../backup/restore.js');
       const config = loadConfig({ data_dir: globals.dataDir });
       const restored = await restoreBackup({
         from: dir,

@@ -1,5 +1,6 @@
 import { Argument, Command, InvalidArgumentError, Option } from 'commander';
-import { type GlobalOptions, withAdminClient } from '../admin-client.js';
+import { withAdminClient } from '../admin-client.js';
+import type { GlobalOptions } from '../admin-request.js';
 import {
   cursorOption,
   limitOption,

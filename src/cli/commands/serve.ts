@@ -1,21 +1,6 @@
-import { join, resolve } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { DATA_DIR_SNAPSHOT } from '../../store/snapshot.js';
-import { componentLog } from '../../telemetry/log.js';
-import type { GlobalOptions } from '../admin-client.js';
-import { cleaningUpOnFailure } from '../on-failure.js';
-import { openContext } from '../open-context.js';
-import { printLine } from '../output.js';
-import { closeOnSignals, startServer } from '../serve.js';
-
-interface ServeFlags {
-  port?: string;
-  host?: string;
-  quiet?: boolean;
-  ingest: boolean;
-  snapshotEvery?: number;
-  snapshotPath?: string;
-}
+import type { GlobalOptions } from '../admin-request.js';
+import type { ServeFlags } from '../serve.js';
 
 function positiveNumber(value: string): number {
   const number = Number(value);
@@ -42,35 +27,7 @@ export function serveCommand(): Command {
     )
     .action(async (options: ServeFlags, command: Command) => {
       const globals = command.optsWithGlobals<GlobalOptions>();
-      const context = await openContext({
-        data_dir: globals.dataDir,
-        port: options.port,
-        host: options.host,
-      });
-      const server = await cleaningUpOnFailure(
-        startServer(context, {
-          logRequests: !options.quiet,
-          ingest: options.ingest,
-          ...(options.snapshotEvery === undefined
-            ? {}
-            : {
-                snapshot: {
-                  path: resolve(
-                    options.snapshotPath ?? join(context.dataDir.root, DATA_DIR_SNAPSHOT),
-                  ),
-                  everyMs: options.snapshotEvery * 1000,
-                },
-              }),
-        }),
-        () => context.store.close(),
-      );
-      // Signals are handled before readiness is announced: a supervisor may stop us at once.
-      const closed = closeOnSignals(server);
-      printLine(`cds listening on ${server.url} (data: ${context.dataDir.root})`);
-      componentLog('process').info(
-        { url: server.url, data_dir: context.dataDir.root },
-        'server listening',
-      );
-      await closed;
+      const { runServe } = await import('../serve.js');
+      await runServe(globals, options);
     });
 }

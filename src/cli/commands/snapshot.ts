@@ -1,9 +1,8 @@
 import { resolve } from 'node:path';
 import { Command } from 'commander';
-import { type GlobalOptions, withAdminClient } from '../admin-client.js';
-import { localDatabaseBytes } from '../local-database.js';
+import { withAdminClient } from '../admin-client.js';
+import type { GlobalOptions } from '../admin-request.js';
 import { output, printLine } from '../output.js';
-import { followFile, rowCounts, startProgress, whileFollowing } from '../progress.js';
 
 export function snapshotCommand(): Command {
   return new Command('snapshot')
@@ -15,6 +14,10 @@ export function snapshotCommand(): Command {
     .action(async (out: string, options: { replace?: boolean }, command: Command) => {
       const globals = command.optsWithGlobals<GlobalOptions>();
       const path = resolve(out);
+      const { localDatabaseBytes } = await import('../local-database.js');
+      const { followFile, rowCounts, startProgress, whileFollowing } = await import(
+        '../progress.js'
+      );
       // The snapshot holds some tables only: the database's size is an upper bound.
       const progress = startProgress('snapshot', localDatabaseBytes(globals));
       // Written beside its name and renamed into place (`copySnapshot`).

@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import type { IssuedToken } from '../../tenancy/tokens.js';
-import { type GlobalOptions, withAdminClient } from '../admin-client.js';
+import { withAdminClient } from '../admin-client.js';
+import type { GlobalOptions } from '../admin-request.js';
 import { output, printLine, printTable } from '../output.js';
 import { allPages } from '../paged.js';
 

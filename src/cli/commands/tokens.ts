@@ -1,8 +1,9 @@
 import { Command, Option } from 'commander';
 import type { IssuedToken } from '../../tenancy/tokens.js';
-import { type GlobalOptions, withAdminClient } from '../admin-client.js';
+import { withAdminClient } from '../admin-client.js';
+import type { GlobalOptions } from '../admin-request.js';
 import { tenantOption, tenantPath } from '../options.js';
-import { output, printLine, printTable } from '../output.js';
+import { output, printErrorLine, printLine, printTable } from '../output.js';
 import { allPages } from '../paged.js';
 
 function printIssued(value: IssuedToken): void {
@@ -12,7 +13,9 @@ function printIssued(value: IssuedToken): void {
 }
 
 export function tokensCommand(): Command {
-  const tokens = new Command('tokens').description('issue, list and revoke tokens');
+  const tokens = new Command('tokens').description(
+    'issue, list and revoke tokens, and print the operator token',
+  );
   tokens
     .command('issue-tenant <tenant>')
     .description('issue another tenant token (operator)')
@@ -98,6 +101,23 @@ export function tokensCommand(): Command {
       );
       output(globals.json, { token_id: tokenId, revoked: true }, () =>
         printLine(`Revoked ${tokenId}`),
+      );
+    });
+  tokens
+    .command('operator')
+    .description(
+      "print the operator token, derived from the data dir's master key (for a Prometheus scrape of /metrics)",
+    )
+    .action(async (_options: unknown, command: Command) => {
+      const globals = command.optsWithGlobals<GlobalOptions>();
+      const { printableOperatorCredential } = await import('../operator-credential.js');
+      const { token, derivedFrom } = printableOperatorCredential(globals.dataDir);
+      // On stderr, so that stdout is the token alone (`cds tokens operator > token-file`).
+      printErrorLine(
+        `cds: this is a secret: the operator token acts on every tenant. It is derived from ${derivedFrom} and changes only with that key; keep it in a file only its reader can read.`,
+      );
+      output(globals.json, { kind: 'operator', token, derived_from: derivedFrom }, (value) =>
+        printLine(value.token),
       );
     });
   return tokens;

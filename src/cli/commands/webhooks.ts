@@ -1,5 +1,6 @@
 import { Command, Option } from 'commander';
-import { type GlobalOptions, withAdminClient } from '../admin-client.js';
+import { withAdminClient } from '../admin-client.js';
+import type { GlobalOptions } from '../admin-request.js';
 import { cursorOption } from '../options.js';
 import { output, printNextPage, printTable } from '../output.js';
 
