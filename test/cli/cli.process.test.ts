@@ -11,6 +11,10 @@ import { tempDir } from '../helpers/context.js';
 import { Receiver } from '../helpers/receiver.js';
 import { waitUntil } from '../helpers/wait.js';
 
+const manifest = (await import('../../package.json', { with: { type: 'json' } })).default as {
+  version: string;
+};
+
 const LISTENING = /cds listening on (http:\/\/\S+)/;
 
 /**
@@ -43,6 +47,16 @@ describe('cds CLI', () => {
     servers.push(server);
     return server;
   };
+
+  describe('cds --version', () => {
+    it('prints the version of package.json and exits 0', async () => {
+      for (const flag of ['--version', '-V']) {
+        const result = await runCli([flag]);
+        expect(result.code).toBe(0);
+        expect(result.stdout).toBe(`${manifest.version}\n`);
+      }
+    });
+  });
 
   describe('tenants create', () => {
     it('prints the new tenant token once, on a line of its own', async () => {

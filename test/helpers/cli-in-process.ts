@@ -1,3 +1,4 @@
+import fs from 'node:fs';
 import { runCLI } from '../../src/cli/main.js';
 import type { CliResult } from './cli.js';
 
@@ -9,10 +10,10 @@ let previousRun: Promise<unknown> = Promise.resolve();
 /**
  * Runs `cds` inside the test's process through the binary's own entry (`runCLI`: a fresh
  * `createCLI()` with `exitOverride()`, the same exit codes and error lines), without the ~1 s a
- * child process pays to start Node. What the command writes to stdout and stderr is captured;
- * log records go to the real stderr as pino writes to fd 2 itself, so a test about log lines, or
- * about anything read once at start-up (`CDS_TRACE`, `CDS_LOG_LEVEL`), runs the binary instead
- * (`runCli` in ./cli.ts).
+ * child process pays to start Node. What the command writes to stdout and stderr is captured,
+ * log records too (pino writes to fd 2 with `fs.writeSync`). What is read once per process
+ * (`CDS_TRACE`, `CDS_LOG_LEVEL`) keeps the test process's value: a test about those runs the
+ * binary (`runCli` in ./cli.ts).
  */
 export function cdsInProcess(args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliResult> {
   const run = previousRun.then(() => runInProcess(args, env));
@@ -25,6 +26,22 @@ export async function cdsJsonInProcess<T = Record<string, unknown>>(args: string
   if (result.code !== 0)
     throw new Error(`cds ${args.join(' ')} exited ${result.code}: ${result.stderr}`);
   return JSON.parse(result.stdout) as T;
+}
+
+type WriteSync = typeof fs.writeSync;
+
+/** `fs.writeSync` with what goes to fd 1 and 2 captured. */
+function captureDescriptors(stdout: string[], stderr: string[], writeSync: WriteSync): WriteSync {
+  return ((fd: number, data: string | NodeJS.ArrayBufferView, ...rest: unknown[]) => {
+    const chunks = fd === 1 ? stdout : fd === 2 ? stderr : undefined;
+    if (!chunks) return (writeSync as (...args: unknown[]) => number)(fd, data, ...rest);
+    const text =
+      typeof data === 'string'
+        ? data
+        : Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString();
+    chunks.push(text);
+    return Buffer.byteLength(text);
+  }) as WriteSync;
 }
 
 function capture(chunks: string[]): Write {
@@ -41,6 +58,7 @@ async function runInProcess(args: string[], env: NodeJS.ProcessEnv): Promise<Cli
   const stderr: string[] = [];
   const { write: stdoutWrite } = process.stdout;
   const { write: stderrWrite } = process.stderr;
+  const { writeSync } = fs;
   const savedEnv = new Map(Object.keys(env).map((name) => [name, process.env[name]]));
   const outputListeners = process.stdout.listeners('error');
   const warningListeners = process.listeners('warning');
@@ -52,6 +70,7 @@ async function runInProcess(args: string[], env: NodeJS.ProcessEnv): Promise<Cli
   Object.assign(process.env, env);
   process.stdout.write = capture(stdout);
   process.stderr.write = capture(stderr);
+  fs.writeSync = captureDescriptors(stdout, stderr, writeSync);
   let code: number;
   try {
     await runCLI(['node', 'cds', ...args]);
@@ -63,6 +82,7 @@ async function runInProcess(args: string[], env: NodeJS.ProcessEnv): Promise<Cli
   } finally {
     process.stdout.write = stdoutWrite;
     process.stderr.write = stderrWrite;
+    fs.writeSync = writeSync;
     for (const [name, value] of savedEnv) {
       if (value === undefined) delete process.env[name];
       else process.env[name] = value;
