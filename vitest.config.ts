@@ -1,16 +1,17 @@
 import { configDefaults, defineConfig } from 'vitest/config';
 
 /**
- * Files that run one at a time, after the rest: those that start `cds` processes or a browser
- * and wait for them within time limits (with another file loading both cores they missed those
- * limits), and the two property tests bounded by time, which would try fewer cases beside
- * another file.
+ * Files that run one at a time, after the rest (docs/testing.md). Those that start child
+ * processes (`*.process.test.ts`: the `cds` binary, npm, nats-server) or drive a browser
+ * (`*.browser.test.ts`) wait for them within time limits, which they missed with another file
+ * loading both cores. The two property tests are bounded by time and fail below a minimum number
+ * of cases, which they would not reach beside another file.
  */
 const ONE_AT_A_TIME = [
-  'test/cli/**/*.test.ts',
-  'test/deploy/**/*.test.ts',
+  '**/*.process.test.ts',
+  '**/*.browser.test.ts',
+  // The SDK's browser tests from before the naming rule.
   'test/browser/**/*.test.ts',
-  'test/telemetry/**/*.test.ts',
   'test/api/fuzz.test.ts',
   'test/ingest/stream-model.integration.test.ts',
 ];
