@@ -32,7 +32,7 @@ import { call, seedTenants } from '../helpers/tenant.js';
  */
 const SEED = Number(process.env.CDS_FUZZ_SEED ?? 1818);
 const RUNS = Number(process.env.CDS_FUZZ_RUNS ?? 3000);
-const MIN_RUNS = Number(process.env.CDS_FUZZ_MIN_RUNS ?? Math.min(RUNS, 1500));
+const MIN_RUNS = Number(process.env.CDS_FUZZ_MIN_RUNS ?? Math.min(RUNS, 1000));
 const TIME_BUDGET_MS = Number(process.env.CDS_FUZZ_TIME_MS ?? 40_000);
 /**
  * `cds serve` has 37 routes and `cds collect` 6; the collector gets more than its count's share, as

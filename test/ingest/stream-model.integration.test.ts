@@ -25,7 +25,7 @@ const RUNS = Number(process.env.CDS_STREAM_RUNS ?? 10);
  * A run the time limit stops before this many streams fails: on a machine too loaded for the
  * limit the test says so instead of testing less.
  */
-const MIN_RUNS = Number(process.env.CDS_STREAM_MIN_RUNS ?? Math.min(RUNS, 6));
+const MIN_RUNS = Number(process.env.CDS_STREAM_MIN_RUNS ?? Math.min(RUNS, 5));
 /** A counterexample to run alone (its JSON as printed on failure), for debugging. */
 const REPLAY = process.env.CDS_STREAM_REPLAY;
 /** fast-check stops starting new runs (and shrinking) after this long; the file stays < ~90 s. */
