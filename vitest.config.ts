@@ -1,22 +1,44 @@
+import { accessSync, constants } from 'node:fs';
 import { configDefaults, defineConfig } from 'vitest/config';
 
 /**
- * Files that run one at a time, after the rest: those that start `cds` processes or a browser
- * and wait for them within time limits (with another file loading both cores they missed those
- * limits), and the two property tests bounded by time, which would try fewer cases beside
- * another file.
+ * Files that run one at a time, after the rest (docs/testing.md). Those that start child
+ * processes (`*.process.test.ts`: the `cds` binary, npm, nats-server) or drive a browser
+ * (`*.browser.test.ts`) wait for them within time limits, which they missed with another file
+ * loading both cores. The two property tests are bounded by time and fail below a minimum number
+ * of cases, which they would not reach beside another file.
  */
 const ONE_AT_A_TIME = [
-  'test/cli/**/*.test.ts',
-  'test/deploy/**/*.test.ts',
+  '**/*.process.test.ts',
+  '**/*.browser.test.ts',
+  // The SDK's browser tests from before the naming rule.
   'test/browser/**/*.test.ts',
-  'test/telemetry/**/*.test.ts',
   'test/api/fuzz.test.ts',
   'test/ingest/stream-model.integration.test.ts',
 ];
 
+/**
+ * Tests make hundreds of data dirs (test/helpers/context.ts `tempDir`, under the OS temp dir) and
+ * every write to them is fsynced. On the RAM disk an fsync returns at once, where this machine's
+ * disk makes each wait: files spent about half their time there. No test checks durability
+ * against power loss (a crash test kills processes, whose writes the page cache keeps either
+ * way); the disk-full tests mount their own small tmpfs.
+ */
+const RAM_DISK = '/dev/shm';
+
+function writable(dir: string): boolean {
+  try {
+    accessSync(dir, constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export default defineConfig({
   test: {
+    // Child processes (cds, npm, Chromium) inherit it.
+    env: writable(RAM_DISK) ? { TMPDIR: RAM_DISK } : {},
     testTimeout: 30_000,
     hookTimeout: 30_000,
     // DuckDB is native and each test opens its own file: forks isolate them best.
@@ -29,7 +51,7 @@ export default defineConfig({
           name: 'in-process',
           include: ['test/**/*.test.ts'],
           exclude: [...configDefaults.exclude, ...ONE_AT_A_TIME],
-          // Two files side by side on the 2-core machine: a test mostly waits for fsyncs.
+          // Two files side by side on the 2-core machine.
           maxWorkers: 2,
           sequence: { groupOrder: 0 },
         },

@@ -26,11 +26,13 @@ import { listRoutes } from '../helpers/routes.js';
 import { call, seedTenants } from '../helpers/tenant.js';
 
 /**
- * Bounds of the run (docs/decisions.md, Testing): a fixed seed so a failure can be replayed, a
- * request count, and a time budget after which the run stops, passing on what it did.
+ * Bounds of the run (docs/testing.md): a fixed seed so a failure can be replayed, a request count,
+ * and a time budget after which the run stops. A run stopped by the budget before MIN_RUNS
+ * requests fails: on a machine too loaded for the budget the fuzz says so instead of testing less.
  */
 const SEED = Number(process.env.CDS_FUZZ_SEED ?? 1818);
 const RUNS = Number(process.env.CDS_FUZZ_RUNS ?? 3000);
+const MIN_RUNS = Number(process.env.CDS_FUZZ_MIN_RUNS ?? Math.min(RUNS, 1000));
 const TIME_BUDGET_MS = Number(process.env.CDS_FUZZ_TIME_MS ?? 40_000);
 /**
  * `cds serve` has 37 routes and `cds collect` 6; the collector gets more than its count's share, as
@@ -318,14 +320,20 @@ describe('fuzz: every route of cds serve and cds collect', () => {
   });
 
   /** Sends generated requests to every route of `app` and expects no failure among the answers. */
-  async function fuzz(app: FastifyInstance, errors: Map<string, Error>, share: number) {
+  async function fuzz(
+    name: string,
+    app: FastifyInstance,
+    errors: Map<string, Error>,
+    share: number,
+  ) {
     const routes = await listRoutes(app);
     const requests = fc
       .noBias(fc.constantFrom(...routes))
       .chain((route) => requestsFor(target.fixture, route));
     const tried = new Set<string>();
     const log = new FailureLog();
-    await fc.assert(
+    const minimum = Math.round(MIN_RUNS * share);
+    const details = await fc.check(
       fc.asyncProperty(requests, async (request) => {
         tried.add(request.route);
         const response = await fire(app, errors, request, log);
@@ -338,19 +346,26 @@ describe('fuzz: every route of cds serve and cds collect', () => {
         markInterruptAsFailure: false,
       },
     );
+    console.log(
+      `fuzz ${name}: ${details.numRuns} requests run (minimum ${minimum}; seed ${SEED})${details.interrupted ? ', stopped by the time limit' : ''}`,
+    );
+    if (details.failed) expect.fail(`${REPLAY}\n${fc.defaultReportMessage(details)}`);
+    expect(details.numRuns, `requests run before the time limit; ${REPLAY}`).toBeGreaterThanOrEqual(
+      minimum,
+    );
     expect([...tried].sort(), 'routes the run reached').toEqual(routes);
     expect(log.report(), REPLAY).toEqual([]);
   }
 
   it(
     'cds serve answers every request below 500, and every refusal in the error body',
-    () => fuzz(target.env.app, target.errors.serve, SERVE_SHARE),
+    () => fuzz('cds serve', target.env.app, target.errors.serve, SERVE_SHARE),
     TIME_BUDGET_MS + 30_000,
   );
 
   it(
     'cds collect answers every request below 500, and every refusal in the error body',
-    () => fuzz(target.collect, target.errors.collect, 1 - SERVE_SHARE),
+    () => fuzz('cds collect', target.collect, target.errors.collect, 1 - SERVE_SHARE),
     TIME_BUDGET_MS + 30_000,
   );
 

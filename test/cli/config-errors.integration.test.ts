@@ -2,12 +2,8 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
+import { cdsInProcess } from '../helpers/cli-in-process.js';
 import { tempDir } from '../helpers/context.js';
-
-const manifest = (await import('../../package.json', { with: { type: 'json' } })).default as {
-  version: string;
-};
 
 /** A data dir holding this `cds.config.json`. */
 function dataDirWith(config: string): string {
@@ -23,19 +19,9 @@ function expectRefusedInOneLine(result: { code: number | null; stderr: string },
   expect(result.stderr).toBe(`${line}\n`);
 }
 
-describe('cds --version', () => {
-  it('prints the version of package.json and exits 0', async () => {
-    for (const flag of ['--version', '-V']) {
-      const result = await runCli([flag]);
-      expect(result.code).toBe(0);
-      expect(result.stdout).toBe(`${manifest.version}\n`);
-    }
-  });
-});
-
 describe('settings cds cannot run with', () => {
   it('names a CDS_* variable that is not valid JSON, in one line', async () => {
-    const result = await runCli(['--data-dir', join(tempDir(), 'data'), 'tenants', 'list'], {
+    const result = await cdsInProcess(['--data-dir', join(tempDir(), 'data'), 'tenants', 'list'], {
       CDS_CORS_ORIGINS: '{',
     });
     expect(result.code).toBe(2);
@@ -43,7 +29,7 @@ describe('settings cds cannot run with', () => {
   });
 
   it('names where inside a CDS_* value the fault is', async () => {
-    const result = await runCli(['--data-dir', join(tempDir(), 'data'), 'tenants', 'list'], {
+    const result = await cdsInProcess(['--data-dir', join(tempDir(), 'data'), 'tenants', 'list'], {
       CDS_CORS_ORIGINS: '{"acme": "https://shop.test"}',
     });
     expectRefusedInOneLine(
@@ -55,19 +41,19 @@ describe('settings cds cannot run with', () => {
   it('refuses a key of cds.config.json that is no setting, naming it', async () => {
     const dir = dataDirWith('{"port": 9000, "webhook_urls": "https://x.test"}');
     expectRefusedInOneLine(
-      await runCli(['--data-dir', dir, 'tenants', 'list']),
+      await cdsInProcess(['--data-dir', dir, 'tenants', 'list']),
       `cds: ${join(dir, 'cds.config.json')}: "webhook_urls": is not a setting (docs: README, Configuration)`,
     );
   });
 
   it('refuses a cds.config.json that is not JSON, or not an object', async () => {
     const broken = dataDirWith('{"port": 9000,');
-    const result = await runCli(['--data-dir', broken, 'serve']);
+    const result = await cdsInProcess(['--data-dir', broken, 'serve']);
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(/^cds: .+cds\.config\.json: is not valid JSON \(.+\)\n$/);
     const list = dataDirWith('[]');
     expectRefusedInOneLine(
-      await runCli(['--data-dir', list, 'serve']),
+      await cdsInProcess(['--data-dir', list, 'serve']),
       `cds: ${join(list, 'cds.config.json')}: must be a JSON object of settings`,
     );
   });
@@ -75,10 +61,10 @@ describe('settings cds cannot run with', () => {
   it('names the flag or variable of a value out of range, and the file of a bad one', async () => {
     const dir = dataDirWith('{"ingest_interval_ms": "soon"}');
     expectRefusedInOneLine(
-      await runCli(['--data-dir', dir, 'tenants', 'list']),
+      await cdsInProcess(['--data-dir', dir, 'tenants', 'list']),
       `cds: ${join(dir, 'cds.config.json')}: ingest_interval_ms: Invalid input: expected number, received NaN`,
     );
-    const result = await runCli(['--data-dir', join(tempDir(), 'data'), 'serve'], {
+    const result = await cdsInProcess(['--data-dir', join(tempDir(), 'data'), 'serve'], {
       CDS_PORT: '99999',
     });
     expectRefusedInOneLine(
@@ -91,9 +77,9 @@ describe('settings cds cannot run with', () => {
 describe('a database migrated by a newer cds', () => {
   it('is refused in one line naming both versions, and left as it was', async () => {
     const dir = join(tempDir(), 'data');
-    expect((await runCli(['--data-dir', dir, 'tenants', 'create', 'acme', '-w', 'eu'])).code).toBe(
-      0,
-    );
+    expect(
+      (await cdsInProcess(['--data-dir', dir, 'tenants', 'create', 'acme', '-w', 'eu'])).code,
+    ).toBe(0);
     const database = join(dir, 'cds.duckdb');
     const instance = await DuckDBInstance.create(database);
     const connection = await instance.connect();
@@ -113,7 +99,7 @@ describe('a database migrated by a newer cds', () => {
       ['tenants', 'list'],
       ['serve', '--port', '0'],
     ]) {
-      const result = await runCli(['--data-dir', dir, ...args]);
+      const result = await cdsInProcess(['--data-dir', dir, ...args]);
       expect(result.code).toBe(1);
       expect(result.stderr).toBe(
         `cds: ${database} was migrated by a newer cds (schema version ${known + 1}; this cds knows up to ${known}): run that cds or a newer one, or restore a backup made before the upgrade\n`,

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
+import { cdsInProcess } from '../helpers/cli-in-process.js';
 import { tempDir } from '../helpers/context.js';
 
 /** A name a tenant could give a token: clears the screen, reverses the text, and more. */
@@ -12,7 +12,7 @@ const RAW_CONTROL = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066
 
 describe('what the CLI prints', () => {
   let dir: string;
-  const cds = (...args: string[]) => runCli(['--data-dir', dir, ...args]);
+  const cds = (...args: string[]) => cdsInProcess(['--data-dir', dir, ...args]);
 
   beforeAll(async () => {
     dir = tempDir();

@@ -6,7 +6,7 @@ import { MAX_PAGE_SIZE } from '../../src/store/cursor.js';
 import { openDataDir } from '../../src/store/data-dir.js';
 import { Store } from '../../src/store/database.js';
 import { insertToken } from '../../src/tenancy/tokens.js';
-import { runCli, runJson } from '../helpers/cli.js';
+import { cdsInProcess, cdsJsonInProcess } from '../helpers/cli-in-process.js';
 import { tempDir } from '../helpers/context.js';
 
 /** More than one page of the largest size the API gives. */
@@ -40,7 +40,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('CLI listings of more than one page', () => {
   it('cds tenants list prints every tenant once', async () => {
-    const listed = await runJson<{ tenants: { tenant_id: string }[] }>([
+    const listed = await cdsJsonInProcess<{ tenants: { tenant_id: string }[] }>([
       '--data-dir',
       dir,
       'tenants',
@@ -49,12 +49,12 @@ describe('CLI listings of more than one page', () => {
     expect(listed.tenants.map((tenant) => tenant.tenant_id)).toEqual(
       Array.from({ length: COUNT }, (_, index) => tenantId(index)),
     );
-    const table = await runCli(['--data-dir', dir, 'tenants', 'list']);
+    const table = await cdsInProcess(['--data-dir', dir, 'tenants', 'list']);
     expect(table.stdout).toContain(tenantId(COUNT - 1));
   });
 
   it('cds tokens list prints every token once', async () => {
-    const listed = await runJson<{ tokens: { token_id: string; name: string }[] }>([
+    const listed = await cdsJsonInProcess<{ tokens: { token_id: string; name: string }[] }>([
       '--data-dir',
       dir,
       'tokens',

@@ -2,7 +2,7 @@ import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { demoDataDir, writeBacklog } from '../helpers/backlog.js';
-import { runCli } from '../helpers/cli.js';
+import { cdsInProcess } from '../helpers/cli-in-process.js';
 
 const EVENTS = 3_000;
 
@@ -17,7 +17,9 @@ describe('progress of long commands', () => {
   it('cds ingest on a backlog prints plain progress lines to stderr when it is not a terminal, and keeps stdout for the answer', async () => {
     const dir = await dataDirWithBacklog();
     // Small batches, so the backlog takes several and the progress moves in steps.
-    const result = await runCli(['--data-dir', dir, 'ingest'], { CDS_MAX_BATCH_EVENTS: '500' });
+    const result = await cdsInProcess(['--data-dir', dir, 'ingest'], {
+      CDS_MAX_BATCH_EVENTS: '500',
+    });
     expect(result.code, result.stderr).toBe(0);
     const lines = result.stderr.trimEnd().split('\n');
     const progress = lines.filter((line) => /^ingest \d+% /.test(line));
@@ -44,7 +46,7 @@ describe('progress of long commands', () => {
   it('cds snapshot says when it is done, on stderr, while stdout names the file', async () => {
     const dir = await dataDirWithBacklog();
     const out = join(dir, 'analysts.duckdb');
-    const result = await runCli(['--data-dir', dir, 'snapshot', out]);
+    const result = await cdsInProcess(['--data-dir', dir, 'snapshot', out]);
     expect(result.code, result.stderr).toBe(0);
     expect(result.stderr).toMatch(/^snapshot done in \d+s: profiles \d+, /m);
     expect(result.stdout).toMatch(new RegExp(`^Wrote ${out}: profiles \\d+`));
@@ -54,7 +56,7 @@ describe('progress of long commands', () => {
   it('cds export says when it is done, on stderr, while stdout names the folder', async () => {
     const dir = await dataDirWithBacklog();
     const out = join(dir, 'export');
-    const result = await runCli(['--data-dir', dir, 'export', out]);
+    const result = await cdsInProcess(['--data-dir', dir, 'export', out]);
     expect(result.code, result.stderr).toBe(0);
     expect(result.stderr).toMatch(/^export done in \d+s: /m);
     expect(result.stdout).toMatch(new RegExp(`^Wrote ${out} \\(parquet\\): `));

@@ -100,8 +100,15 @@ describe('micro-batch boundaries', () => {
     return snapshot(env);
   }
 
+  // The whole stream in one batch is what two cases compare against: ingested once, for both.
+  let wholeStream: ReturnType<typeof snapshot> | undefined;
+  const ingestedWhole = () => {
+    wholeStream ??= run(1000);
+    return wholeStream;
+  };
+
   it('gives the same profiles, identifiers, merges and events for batches of 7 and 1000', async () => {
-    const whole = await run(1000);
+    const whole = await ingestedWhole();
     expect(whole.merges.length).toBeGreaterThan(0);
     expect(whole.profiles.length).toBeGreaterThan(10);
     expect(whole.repeated).toEqual([{ identifiers: 0, profiles: 0 }]);
@@ -117,7 +124,7 @@ describe('micro-batch boundaries', () => {
   }, 120_000);
 
   it('gives the same result when files larger than a batch are cut into parts', async () => {
-    const whole = await run(1000);
+    const whole = await ingestedWhole();
     // Each workspace's file holds over 100 lines; a batch takes at most 25.
     const cut = await run(1000, 25);
     expect(cut).toEqual(whole);

@@ -18,7 +18,7 @@ import {
   retryQuarantined,
 } from '../../src/quarantine/quarantine.js';
 import { operatorToken } from '../../src/tenancy/operator.js';
-import { runCli, runJson } from '../helpers/cli.js';
+import { cdsInProcess, cdsJsonInProcess } from '../helpers/cli-in-process.js';
 import { openTestEnv, type TestEnv, tempDir } from '../helpers/context.js';
 import { envelope, registerEventTypes } from '../helpers/events.js';
 import { operatorReadiness } from '../helpers/readiness.js';
@@ -320,15 +320,15 @@ describe('cds ingest quarantine', () => {
     const dir = tempDir();
     try {
       expect(
-        (await runCli(['--data-dir', dir, 'tenants', 'create', 'acme', '-w', 'eu'])).code,
+        (await cdsInProcess(['--data-dir', dir, 'tenants', 'create', 'acme', '-w', 'eu'])).code,
       ).toBe(0);
       const tail = `{"pad":"${'z'.repeat(17 * 1024 * 1024)}"}`;
       land(join(dir, 'landing'), 'acme', 'eu', [serverEvent('acme', 'a@acme.test')], tail);
 
-      const pass = await runCli(['--data-dir', dir, 'ingest']);
+      const pass = await cdsInProcess(['--data-dir', dir, 'ingest']);
       expect(pass.code).toBe(0);
       expect(pass.stderr).toMatch(/ingest quarantined 1 line\(s\) of tenant acme/);
-      const listed = await runJson<{ quarantined: QuarantinedFile[] }>([
+      const listed = await cdsJsonInProcess<{ quarantined: QuarantinedFile[] }>([
         '--data-dir',
         dir,
         'ingest',
@@ -338,9 +338,9 @@ describe('cds ingest quarantine', () => {
       expect(listed.quarantined).toEqual([
         expect.objectContaining({ tenant_id: 'acme', workspace_id: 'eu', lines: 1 }),
       ]);
-      const table = await runCli(['--data-dir', dir, 'ingest', 'quarantine', 'list']);
+      const table = await cdsInProcess(['--data-dir', dir, 'ingest', 'quarantine', 'list']);
       expect(table.stdout).toContain(listed.quarantined[0]?.quarantine_id);
-      const status = await runJson<{ quarantined_files: number }>([
+      const status = await cdsJsonInProcess<{ quarantined_files: number }>([
         '--data-dir',
         dir,
         'ingest',
@@ -348,9 +348,9 @@ describe('cds ingest quarantine', () => {
       ]);
       expect(status.quarantined_files).toBe(1);
 
-      const retry = await runCli(['--data-dir', dir, 'ingest', 'quarantine', 'retry']);
+      const retry = await cdsInProcess(['--data-dir', dir, 'ingest', 'quarantine', 'retry']);
       expect(retry.stdout).toMatch(/^1 quarantined file\(s\) put back/);
-      const after = await runJson<{ quarantined: QuarantinedFile[] }>([
+      const after = await cdsJsonInProcess<{ quarantined: QuarantinedFile[] }>([
         '--data-dir',
         dir,
         'ingest',
@@ -358,7 +358,14 @@ describe('cds ingest quarantine', () => {
         'list',
       ]);
       expect(after.quarantined).toEqual([]);
-      const missing = await runCli(['--data-dir', dir, 'ingest', 'quarantine', 'retry', 'q_gone']);
+      const missing = await cdsInProcess([
+        '--data-dir',
+        dir,
+        'ingest',
+        'quarantine',
+        'retry',
+        'q_gone',
+      ]);
       expect(missing).toMatchObject({ code: 1, stderr: 'cds: no quarantined file q_gone\n' });
     } finally {
       rmSync(dir, { recursive: true, force: true });

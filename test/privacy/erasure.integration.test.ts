@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { settlePurges } from '../../src/privacy/erase.js';
 import { DATA_DIR_SNAPSHOT, writeSnapshot } from '../../src/store/snapshot.js';
-import { runJson } from '../helpers/cli.js';
+import { cdsJsonInProcess } from '../helpers/cli-in-process.js';
 import type { TestEnv } from '../helpers/context.js';
 import { type EventSpec, envelope, sendServer } from '../helpers/events.js';
 import { defineBuyers } from '../helpers/metrics.js';
@@ -308,10 +308,10 @@ describe('erasure', () => {
     rmdirSync(copyPath);
     // Any process that opens the store rewrites the file first; this one waits for it to exit.
     const listArgs = ['--data-dir', env.dir, 'erasures', 'list', '-t', 'acme'];
-    await runJson(listArgs);
-    const listed = await runJson<{ erasures: { profile_id: string; purged_at: string | null }[] }>(
-      listArgs,
-    );
+    await cdsJsonInProcess(listArgs);
+    const listed = await cdsJsonInProcess<{
+      erasures: { profile_id: string; purged_at: string | null }[];
+    }>(listArgs);
     expect(listed.erasures).toHaveLength(1);
     expect(listed.erasures[0]?.profile_id).toBe(ann);
     expect(listed.erasures[0]?.purged_at).not.toBeNull();

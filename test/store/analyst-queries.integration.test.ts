@@ -11,7 +11,7 @@ import { sendToCollector } from '../../src/demo/load.js';
 import { ANALYST_TABLES } from '../../src/store/analyst-views.js';
 import { writeSnapshot } from '../../src/store/snapshot.js';
 import { putWorkspace } from '../../src/tenancy/workspaces.js';
-import { runCli } from '../helpers/cli.js';
+import { cdsInProcess } from '../helpers/cli-in-process.js';
 import { tempDir } from '../helpers/context.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -109,7 +109,7 @@ beforeAll(async () => {
     await sendToCollector(server.url, tokens.collector, sent);
     await server.ingestNow();
     await writeSnapshot(context.store, snapshotPath, { replace: false });
-    servedRun = await runCli([
+    servedRun = await cdsInProcess([
       '--data-dir',
       dataDir,
       '--server',
@@ -198,7 +198,7 @@ describe('cds export --format parquet', () => {
   });
 
   it('writes from the data dir, with the same rows as the snapshot, table by table', async () => {
-    const written = await runCli(['--data-dir', dataDir, '--json', 'export', fileExport]);
+    const written = await cdsInProcess(['--data-dir', dataDir, '--json', 'export', fileExport]);
     expect(written.code, written.stderr).toBe(0);
     const answer = JSON.parse(written.stdout) as { dir: string; rows: Record<string, number> };
     expect(answer.dir).toBe(fileExport);
@@ -296,12 +296,19 @@ describe('cds export --format parquet', () => {
   });
 
   it('refuses a folder that is not empty, and a format it does not write', async () => {
-    const full = await runCli(['--data-dir', dataDir, 'export', fileExport]);
+    const full = await cdsInProcess(['--data-dir', dataDir, 'export', fileExport]);
     expect(full).toMatchObject({
       code: 1,
       stderr: `cds: dir: ${fileExport} is not empty; name a new or empty folder\n`,
     });
-    const csv = await runCli(['--data-dir', dataDir, 'export', '--format', 'csv', join(dir, 'x')]);
+    const csv = await cdsInProcess([
+      '--data-dir',
+      dataDir,
+      'export',
+      '--format',
+      'csv',
+      join(dir, 'x'),
+    ]);
     expect(csv.code).toBe(2);
     expect(csv.stderr).toMatch(
       /^error: option '--format <format>' argument 'csv' is invalid\. Allowed choices are parquet\.\n/,

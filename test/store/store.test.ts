@@ -265,6 +265,7 @@ describe('Store', () => {
     expect(rows).toEqual({ small: 1000, large: 100000 });
   });
 
+  // Tables of 2 million rows, twice: about 30 s on the loaded 2-core machine, all of the default.
   it('leaves DuckDB no table blocks cached after a large write or when asked within one, keeps them otherwise, and puts its limit back', async () => {
     const cachedTableMiB = async (store: Store) => {
       const [row] = await store.read((session) =>
@@ -309,7 +310,7 @@ describe('Store', () => {
       );
       expect(counts).toEqual({ kept: 2000000, released: 2000000, copied: 4000000 });
     }
-  });
+  }, 120_000);
 
   it('does not stop readers after a large write when DuckDB has little cached', async () => {
     const store = await Store.open(join(tempDir(), 'cds.duckdb'));

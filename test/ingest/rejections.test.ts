@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { runCli } from '../helpers/cli.js';
+import { cdsInProcess } from '../helpers/cli-in-process.js';
 import type { TestEnv } from '../helpers/context.js';
 import { envelope, sendServer } from '../helpers/events.js';
 import { openSeededEnv } from '../helpers/seeded.js';
@@ -92,7 +92,7 @@ describe('GET /v1/tenants/{t}/rejections', () => {
   it('cds ingest rejections prints every one, through --server', async () => {
     const ids = await refusedAtIngest();
     const url = await env.app.listen({ port: 0, host: '127.0.0.1' });
-    const listed = await runCli([
+    const listed = await cdsInProcess([
       '--server',
       url,
       '--token',
@@ -108,7 +108,7 @@ describe('GET /v1/tenants/{t}/rejections', () => {
     expect(listed.code, listed.stderr).toBe(0);
     const printed = JSON.parse(listed.stdout) as { rejections: { event_id: string }[] };
     expect(printed.rejections.map((row) => row.event_id).sort()).toEqual([...ids].sort());
-    const table = await runCli([
+    const table = await cdsInProcess([
       '--server',
       url,
       '--token',

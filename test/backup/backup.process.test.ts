@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { operatorToken } from '../../src/tenancy/operator.js';
 import { type ChildServer, runCli, startCli } from '../helpers/cli.js';
+import { cdsInProcess } from '../helpers/cli-in-process.js';
 import { tempDir } from '../helpers/context.js';
 import { callServer } from '../helpers/http.js';
 import { waitUntil } from '../helpers/wait.js';
@@ -83,7 +84,7 @@ describe('cds backup and cds restore', () => {
    * Cy ordered, and Bob was erased. Answers the tenant and collector tokens and the running server.
    */
   async function populated(dataDir: string) {
-    const created = await runCli([
+    const created = await cdsInProcess([
       '--data-dir',
       dataDir,
       '--json',
@@ -176,7 +177,7 @@ describe('cds backup and cds restore', () => {
     }
 
     const target = join(root, 'restored');
-    const keyless = await runCli(['--data-dir', target, 'restore', backupDir]);
+    const keyless = await cdsInProcess(['--data-dir', target, 'restore', backupDir]);
     expect(keyless.code).toBe(1);
     expect(keyless.stderr).toBe(
       `cds: the backup holds no master key (it was made without --with-key): copy the master.key of the data dir it came from to ${target}/master.key, or set CDS_MASTER_KEY, and restore again\n`,
@@ -228,7 +229,7 @@ describe('cds backup and cds restore', () => {
       expect(answer.status).toBe(202);
     }
     const backupDir = join(root, 'backup');
-    const backup = await runCli([
+    const backup = await cdsInProcess([
       '--data-dir',
       source,
       '--server',
@@ -252,7 +253,7 @@ describe('cds backup and cds restore', () => {
     );
 
     const target = join(root, 'restored');
-    const restored = await runCli(['--data-dir', target, 'restore', backupDir]);
+    const restored = await cdsInProcess(['--data-dir', target, 'restore', backupDir]);
     expect(restored.code, restored.stderr).toBe(0);
     expect(restored.stdout).toContain('with its master key');
     const again = await serve(target);
@@ -281,7 +282,14 @@ describe('cds backup and cds restore', () => {
         },
       },
     });
-    const viaCli = await runCli(['--data-dir', source, '--server', server.url, 'backup', busy]);
+    const viaCli = await cdsInProcess([
+      '--data-dir',
+      source,
+      '--server',
+      server.url,
+      'backup',
+      busy,
+    ]);
     expect(viaCli.code).toBe(1);
     expect(viaCli.stderr).toContain(`cds: ${busy} is not empty`);
     expect(
@@ -302,15 +310,16 @@ describe('cds backup and cds restore', () => {
     expect(tenantToken.status).toBe(401);
 
     // Without --server the file is held by the server: the usual pointer to --server.
-    const held = await runCli(['--data-dir', source, 'backup', join(root, 'direct')]);
+    const held = await cdsInProcess(['--data-dir', source, 'backup', join(root, 'direct')]);
     expect(held.code).toBe(1);
     expect(held.stderr).toContain('is held by process');
 
     const backupDir = join(root, 'backup');
     expect(
-      (await runCli(['--data-dir', source, '--server', server.url, 'backup', backupDir])).code,
+      (await cdsInProcess(['--data-dir', source, '--server', server.url, 'backup', backupDir]))
+        .code,
     ).toBe(0);
-    const whileServed = await runCli(['--data-dir', source, 'restore', backupDir, '--force']);
+    const whileServed = await cdsInProcess(['--data-dir', source, 'restore', backupDir, '--force']);
     expect(whileServed.code).toBe(1);
     expect(whileServed.stderr).toMatch(
       /^cds: \S+cds\.duckdb is held by process \d+ \(.*serve.*\); stop it before restoring over it\n$/,
@@ -318,18 +327,20 @@ describe('cds backup and cds restore', () => {
     await stop(server);
 
     // Restoring over a data dir that holds a database needs --force.
-    const over = await runCli(['--data-dir', source, 'restore', backupDir]);
+    const over = await cdsInProcess(['--data-dir', source, 'restore', backupDir]);
     expect(over.code).toBe(1);
     expect(over.stderr).toBe(
       `cds: ${source} holds a database already; restore into a new data dir, or add --force to replace it\n`,
     );
-    expect((await runCli(['--data-dir', source, 'restore', backupDir, '--force'])).code).toBe(0);
+    expect((await cdsInProcess(['--data-dir', source, 'restore', backupDir, '--force'])).code).toBe(
+      0,
+    );
 
     // Another master key is refused, before anything is written.
     const stranger = join(root, 'stranger');
     mkdirSync(stranger);
     writeFileSync(join(stranger, 'master.key'), Buffer.alloc(32, 7));
-    const wrongKey = await runCli(['--data-dir', stranger, 'restore', backupDir]);
+    const wrongKey = await cdsInProcess(['--data-dir', stranger, 'restore', backupDir]);
     expect(wrongKey.code).toBe(1);
     expect(wrongKey.stderr).toContain(
       'is another master key than the one the backup was made with',
@@ -345,7 +356,7 @@ describe('cds backup and cds restore', () => {
     const fresh = join(root, 'fresh');
     mkdirSync(fresh);
     copyFileSync(join(source, 'master.key'), join(fresh, 'master.key'));
-    const corrupt = await runCli(['--data-dir', fresh, 'restore', damaged]);
+    const corrupt = await cdsInProcess(['--data-dir', fresh, 'restore', damaged]);
     expect(corrupt.code).toBe(1);
     expect(corrupt.stderr).toBe(
       `cds: cds.duckdb in ${damaged} does not match its size and SHA-256 in manifest.json: the backup is damaged; restore another\n`,
@@ -359,14 +370,14 @@ describe('cds backup and cds restore', () => {
       join(newer, 'manifest.json'),
       JSON.stringify({ ...manifest, schema_version: 9999 }),
     );
-    const tooNew = await runCli(['--data-dir', fresh, 'restore', newer]);
+    const tooNew = await cdsInProcess(['--data-dir', fresh, 'restore', newer]);
     expect(tooNew.code).toBe(1);
     expect(tooNew.stderr).toMatch(
       /^cds: \S+cds\.duckdb was migrated by a newer cds \(schema version 9999; this cds knows up to \d+\)/,
     );
 
     // A folder without a manifest is no backup (or an unfinished one).
-    const stray = await runCli(['--data-dir', fresh, 'restore', busy]);
+    const stray = await cdsInProcess(['--data-dir', fresh, 'restore', busy]);
     expect(stray.code).toBe(1);
     expect(stray.stderr).toBe(
       `cds: ${busy} holds no manifest.json: it is not a cds backup, or one cut off before it finished\n`,
