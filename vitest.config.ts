@@ -11,8 +11,6 @@ import { configDefaults, defineConfig } from 'vitest/config';
 const ONE_AT_A_TIME = [
   '**/*.process.test.ts',
   '**/*.browser.test.ts',
-  // The SDK's browser tests from before the naming rule.
-  'test/browser/**/*.test.ts',
   'test/api/fuzz.test.ts',
   'test/ingest/stream-model.integration.test.ts',
 ];
