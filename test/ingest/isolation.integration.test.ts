@@ -340,16 +340,42 @@ describe('cds ingest quarantine', () => {
       ]);
       const table = await cdsInProcess(['--data-dir', dir, 'ingest', 'quarantine', 'list']);
       expect(table.stdout).toContain(listed.quarantined[0]?.quarantine_id);
+      expect(table.stdout).not.toContain('next page');
+
+      land(join(dir, 'landing'), 'acme', 'eu', [serverEvent('acme', 'b@acme.test')], tail);
+      expect((await cdsInProcess(['--data-dir', dir, 'ingest'])).code).toBe(0);
+      const first = await cdsInProcess([
+        ...['--data-dir', dir, 'ingest', 'quarantine', 'list', '--limit', '1'],
+      ]);
+      const cursor = /next page: --cursor (\S+)/.exec(first.stdout)?.[1];
+      expect(cursor).toBeDefined();
+      const second = await cdsJsonInProcess<{
+        quarantined: QuarantinedFile[];
+        next_cursor: string | null;
+      }>([
+        '--data-dir',
+        dir,
+        'ingest',
+        'quarantine',
+        'list',
+        '--limit',
+        '1',
+        '--cursor',
+        `${cursor}`,
+      ]);
+      expect(second.next_cursor).toBeNull();
+      expect(second.quarantined).toHaveLength(1);
+      expect(first.stdout).not.toContain(second.quarantined[0]?.quarantine_id);
       const status = await cdsJsonInProcess<{ quarantined_files: number }>([
         '--data-dir',
         dir,
         'ingest',
         '--status',
       ]);
-      expect(status.quarantined_files).toBe(1);
+      expect(status.quarantined_files).toBe(2);
 
       const retry = await cdsInProcess(['--data-dir', dir, 'ingest', 'quarantine', 'retry']);
-      expect(retry.stdout).toMatch(/^1 quarantined file\(s\) put back/);
+      expect(retry.stdout).toMatch(/^2 quarantined file\(s\) put back/);
       const after = await cdsJsonInProcess<{ quarantined: QuarantinedFile[] }>([
         '--data-dir',
         dir,

@@ -2,8 +2,15 @@ import { Command } from 'commander';
 import type { IngestStatus } from '../../ingest/status.js';
 import { withAdminClient } from '../admin-client.js';
 import type { GlobalOptions } from '../admin-request.js';
-import { tenantOption, tenantPath, workspaceOption } from '../options.js';
-import { output, printTable } from '../output.js';
+import {
+  cursorOption,
+  limitOption,
+  type PagingFlags,
+  tenantOption,
+  tenantPath,
+  workspaceOption,
+} from '../options.js';
+import { output, printNextPage, printTable } from '../output.js';
 import { allPages } from '../paged.js';
 
 /**
@@ -56,17 +63,18 @@ function quarantineCommand(): Command {
   quarantine
     .command('list')
     .description('list quarantined files, oldest first')
-    .option('--limit <n>', 'how many (1-500)')
-    .action(async (options: { limit?: string }, command: Command) => {
+    .addOption(limitOption())
+    .addOption(cursorOption())
+    .action(async (options: PagingFlags, command: Command) => {
       const globals = command.optsWithGlobals<GlobalOptions>();
       const listing = await withAdminClient(globals, (client) =>
-        client<{ quarantined: Record<string, unknown>[] }>({
+        client<{ quarantined: Record<string, unknown>[]; next_cursor: string | null }>({
           method: 'GET',
           path: '/v1/operator/quarantine',
-          query: { limit: options.limit },
+          query: { limit: options.limit, cursor: options.cursor },
         }),
       );
-      output(globals.json, listing, (value) =>
+      output(globals.json, listing, (value) => {
         printTable(value.quarantined, [
           'quarantine_id',
           'tenant_id',
@@ -74,8 +82,9 @@ function quarantineCommand(): Command {
           'lines',
           'quarantined_at',
           'reason',
-        ]),
-      );
+        ]);
+        printNextPage(value.next_cursor);
+      });
     });
   quarantine
     .command('retry [quarantine_id]')
