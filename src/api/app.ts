@@ -13,9 +13,9 @@ import { eventTypeRoutes } from './routes/event-types.js';
 import { healthRoutes } from './routes/health.js';
 import { identityConfigRoutes } from './routes/identity-config.js';
 import { metricDefinitionRoutes } from './routes/metric-definitions.js';
-import { metricsRoute } from './routes/metrics.js';
 import { operatorRoutes } from './routes/operator.js';
 import { profileRoutes } from './routes/profiles.js';
+import { prometheusRoute } from './routes/prometheus.js';
 import { rejectionRoutes } from './routes/rejections.js';
 import { segmentRoutes } from './routes/segments.js';
 import { tokenRoutes } from './routes/tokens.js';
@@ -48,7 +48,7 @@ export function buildApp(context: Context, options: AppOptions = {}): FastifyIns
   });
 
   healthRoutes(app, context, options.ingestFailure ?? (() => null));
-  metricsRoute(app, { dataDir: context.dataDir, store: context.store });
+  prometheusRoute(app, { dataDir: context.dataDir, store: context.store });
   whoamiRoutes(app);
   operatorRoutes(app, context);
   workspaceRoutes(app, context);

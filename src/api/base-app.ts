@@ -9,7 +9,7 @@ import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod
 import { z } from 'zod';
 import { type AppError, ShuttingDownError, ValidationError } from '../errors.js';
 import { componentLog } from '../telemetry/log.js';
-import { httpRequestDuration } from '../telemetry/metrics.js';
+import { httpRequestDuration } from '../telemetry/prometheus.js';
 import { handleError, handleNotFound } from './error-handler.js';
 import { answerServerEdges, checkRequestLine, httpEdgeOptions } from './http-edges.js';
 import { recordRoutes } from './openapi.js';

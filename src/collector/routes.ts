@@ -13,7 +13,7 @@ import {
   ValidationError,
 } from '../errors.js';
 import { RateLimiter } from '../rate-limit.js';
-import { collectorRequestsRefused, countIntake } from '../telemetry/metrics.js';
+import { collectorRequestsRefused, countIntake } from '../telemetry/prometheus.js';
 import { faultError, type IntakeScope, intake } from './accept.js';
 import { inflatedBody } from './compressed-body.js';
 import type { EventSource } from './envelope.js';

@@ -3,7 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { ForbiddenError, UnauthorizedError } from '../errors.js';
 import type { RateLimiter } from '../rate-limit.js';
-import { countIntake } from '../telemetry/metrics.js';
+import { countIntake } from '../telemetry/prometheus.js';
 import { parseBody } from './batch-intake.js';
 import { encodeLines } from './landing-writer.js';
 import type { CollectorRuntime } from './runtime.js';
