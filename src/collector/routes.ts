@@ -13,7 +13,7 @@ import {
   ValidationError,
 } from '../errors.js';
 import { RateLimiter } from '../rate-limit.js';
-import { collectorRequestsRefused, countIntake } from '../telemetry/prometheus.js';
+import { countIntake, countRefusedRequest } from '../telemetry/prometheus.js';
 import { faultError, type IntakeScope, intake } from './accept.js';
 import { inflatedBody } from './compressed-body.js';
 import type { EventSource } from './envelope.js';
@@ -175,9 +175,11 @@ export async function collectorRoutes(
   const perToken = new RateLimiter(runtime.rateLimitPerSecond, runtime.clock);
   const refusedPerAddress = new RateLimiter(runtime.refusedRateLimitPerSecond, runtime.clock);
   const scopes = new WeakMap<FastifyRequest, IntakeScope>();
-  app.addHook('onResponse', async (_request, reply) => {
-    if (reply.statusCode < 400) return;
-    collectorRequestsRefused.inc({ reason: errorCodeOf(reply) ?? String(reply.statusCode) });
+  app.addHook('onResponse', (_request, reply, done) => {
+    if (reply.statusCode >= 400) {
+      countRefusedRequest(errorCodeOf(reply) ?? String(reply.statusCode));
+    }
+    done();
   });
 
   // Every collector endpoint takes gzip and deflate bodies; limits hold for the inflated bytes.

@@ -1,36 +1,87 @@
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import { DURATION_BUCKETS, RequestDurations } from './request-durations.js';
 
 /**
  * The process's Prometheus series (docs/decisions.md "Metrics"). Counters and histograms count
  * what happens in this process; the gauges of stored state (outbox, erasures, quarantine, landing
  * backlog) are read from the data dir when `/metrics` is scraped (see api/routes/prometheus.ts).
+ * What every request counts (its duration, the collector's events and refusals) is tallied in
+ * plain numbers and read into the series at scrape time, so that counting costs a request next
+ * to nothing.
  */
 export const prometheusRegistry = new Registry();
 collectDefaultMetrics({ register: prometheusRegistry, prefix: 'cds_' });
 
-const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+const requestDurations = new RequestDurations(
+  'cds_http_request_duration_seconds',
+  'HTTP requests by method, route template and status',
+);
 
-export const httpRequestDuration = new Histogram({
-  name: 'cds_http_request_duration_seconds',
-  help: 'HTTP requests by method, route template and status',
-  labelNames: ['method', 'route', 'status'] as const,
-  buckets: DURATION_BUCKETS,
-  registers: [prometheusRegistry],
-});
+/** Counts one answered HTTP request under its route's template (`/v1/tenants/:tenant/…`). */
+export function recordRequestDuration(
+  method: string,
+  route: string,
+  status: number,
+  seconds: number,
+): void {
+  requestDurations.record(method, route, status, seconds);
+}
 
-export const collectorEvents = new Counter({
+/** Tallies of the collector, read by the counters below when scraped. */
+const collectorTally = {
+  acceptedEvents: 0,
+  refusedEvents: new Map<string, number>(),
+  refusedRequests: new Map<string, number>(),
+};
+
+function countInto(tally: Map<string, number>, reason: string, count = 1): void {
+  tally.set(reason, (tally.get(reason) ?? 0) + count);
+}
+
+new Counter({
   name: 'cds_collector_events_total',
   help: 'Events the collector accepted, or refused by reason (one per refused event of a batch)',
   labelNames: ['outcome', 'reason'] as const,
   registers: [prometheusRegistry],
+  collect() {
+    this.reset();
+    if (collectorTally.acceptedEvents > 0) {
+      this.inc({ outcome: 'accepted', reason: '' }, collectorTally.acceptedEvents);
+    }
+    for (const [reason, count] of collectorTally.refusedEvents) {
+      this.inc({ outcome: 'refused', reason }, count);
+    }
+  },
 });
 
-export const collectorRequestsRefused = new Counter({
+new Counter({
   name: 'cds_collector_requests_refused_total',
   help: 'Collector requests refused whole, by error code (authentication, origin, limits, body)',
   labelNames: ['reason'] as const,
   registers: [prometheusRegistry],
+  collect() {
+    this.reset();
+    for (const [reason, count] of collectorTally.refusedRequests) this.inc({ reason }, count);
+  },
 });
+
+/** Counts what one collector request accepted and refused, event by event. */
+export function countIntake(accepted: number, refused: readonly { code: string }[]): void {
+  collectorTally.acceptedEvents += accepted;
+  for (const refusal of refused) countInto(collectorTally.refusedEvents, refusal.code);
+}
+
+/** Counts a collector request refused whole, by its error code (or its status without one). */
+export function countRefusedRequest(reason: string): void {
+  countInto(collectorTally.refusedRequests, reason);
+}
+
+/** Everything `/metrics` answers, in Prometheus' text format (`prometheusContentType`). */
+export async function prometheusText(): Promise<string> {
+  return `${await prometheusRegistry.metrics()}\n${requestDurations.text()}\n`;
+}
+
+export const prometheusContentType = prometheusRegistry.contentType;
 
 export const ingestBatches = new Counter({
   name: 'cds_ingest_batches_total',
@@ -49,7 +100,7 @@ export const ingestEvents = new Counter({
 export const ingestBatchDuration = new Histogram({
   name: 'cds_ingest_batch_duration_seconds',
   help: 'Time from reading a batch of landing files to its commit',
-  buckets: DURATION_BUCKETS,
+  buckets: [...DURATION_BUCKETS],
   registers: [prometheusRegistry],
 });
 
@@ -92,9 +143,3 @@ export const erasurePurges = new Counter({
   labelNames: ['outcome'] as const,
   registers: [prometheusRegistry],
 });
-
-/** Counts what one collector request accepted and refused, event by event. */
-export function countIntake(accepted: number, refused: readonly { code: string }[]): void {
-  if (accepted > 0) collectorEvents.inc({ outcome: 'accepted', reason: '' }, accepted);
-  for (const refusal of refused) collectorEvents.inc({ outcome: 'refused', reason: refusal.code });
-}

@@ -5,7 +5,11 @@ import { listSealedFiles } from '../../ingest/landing-files.js';
 import { listQuarantine } from '../../ingest/quarantine.js';
 import type { DataDir } from '../../store/data-dir.js';
 import type { Store } from '../../store/database.js';
-import { prometheusRegistry } from '../../telemetry/prometheus.js';
+import {
+  prometheusContentType,
+  prometheusRegistry,
+  prometheusText,
+} from '../../telemetry/prometheus.js';
 import { isOperatorToken } from '../../tenancy/operator.js';
 
 /** What a scrape reads: the data dir always; the store where this process holds it (not `cds collect`). */
@@ -95,7 +99,7 @@ export function prometheusRoute(app: FastifyInstance, source: ScrapeSource): voi
   app.get('/metrics', async (request, reply) => {
     requireOperator(source.dataDir, request);
     await readGauges(source);
-    reply.header('content-type', prometheusRegistry.contentType);
-    return prometheusRegistry.metrics();
+    reply.header('content-type', prometheusContentType);
+    return prometheusText();
   });
 }
