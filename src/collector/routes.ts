@@ -22,7 +22,7 @@ import { originAllowed } from './origins.js';
 import type { CollectorPrincipal } from './registry.js';
 import type { CollectorRuntime } from './runtime.js';
 import { sdkScriptRoute } from './sdk-script.js';
-import { segmentRoutes } from './segment-routes.js';
+import { trackingApiRoutes } from './tracking-api/routes.js';
 
 const accepted = z.object({ accepted: z.number() });
 const batchAnswer = z.object({
@@ -306,5 +306,5 @@ export async function collectorRoutes(
   });
   await routesFor(app, '/v1/server/events', 'server');
   sdkScriptRoute(app);
-  await segmentRoutes(app, runtime, { perToken, refusedPerAddress });
+  await trackingApiRoutes(app, runtime, { perToken, refusedPerAddress });
 }
