@@ -60,7 +60,8 @@ export function createBaseApp(
     frameworkErrors: handleError,
   });
   recordRoutes(app);
-  // A callback hook, not an async one: no promise on every response.
+  // Callback hooks, not async ones, where every request passes: no promise and no turn of the
+  // microtask queue each.
   app.addHook('onResponse', (request, reply, done) => {
     recordRequestDuration(
       request.method,
@@ -76,6 +77,9 @@ export function createBaseApp(
   app.addHook('preClose', async () => {
     closing = true;
   });
+  // Async on purpose: the request's hooks go on after the parser has read the rest of the bytes
+  // at hand, so a body it refuses (a chunk size that is no hex) is answered 400 as such, not
+  // with whatever a later hook would say of the headers.
   app.addHook('onRequest', async (request) => {
     if (closing) throw new ShuttingDownError();
     checkRequestLine(request);

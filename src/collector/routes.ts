@@ -24,6 +24,13 @@ import type { CollectorRuntime } from './runtime.js';
 import { sdkScriptRoute } from './sdk-script.js';
 import { trackingApiRoutes } from './tracking-api/routes.js';
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** Where an admitted collector request may put events (set by its admission hook). */
+    collectorScope: IntakeScope | null;
+  }
+}
+
 const accepted = z.object({ accepted: z.number() });
 const batchAnswer = z.object({
   accepted: z.number(),
@@ -174,7 +181,10 @@ export async function collectorRoutes(
   const perWorkspace = new RateLimiter(runtime.rateLimitPerSecond, runtime.clock);
   const perToken = new RateLimiter(runtime.rateLimitPerSecond, runtime.clock);
   const refusedPerAddress = new RateLimiter(runtime.refusedRateLimitPerSecond, runtime.clock);
-  const scopes = new WeakMap<FastifyRequest, IntakeScope>();
+  // A property of the request, set by admission: a WeakMap entry per request cost more.
+  app.decorateRequest('collectorScope', null);
+  // Callback hooks, not async ones, on this path: each async hook is a promise and a turn of the
+  // microtask queue per request.
   app.addHook('onResponse', (_request, reply, done) => {
     if (reply.statusCode >= 400) {
       countRefusedRequest(errorCodeOf(reply) ?? String(reply.statusCode));
@@ -183,28 +193,33 @@ export async function collectorRoutes(
   });
 
   // Every collector endpoint takes gzip and deflate bodies; limits hold for the inflated bytes.
-  app.addHook('preParsing', async (request, _reply, payload) =>
-    inflatedBody(
-      request.headers['content-encoding'],
-      payload,
-      request.routeOptions.bodyLimit ?? BODY_LIMIT_BYTES,
-    ),
-  );
+  app.addHook('preParsing', (request, _reply, payload, done) => {
+    done(
+      null,
+      inflatedBody(
+        request.headers['content-encoding'],
+        payload,
+        request.routeOptions.bodyLimit ?? BODY_LIMIT_BYTES,
+      ),
+    );
+  });
 
   /** Runs before the body is read, so a refused request costs no parsing. */
-  const admit = (source: EventSource) => async (request: FastifyRequest) => {
-    let admitted: Admission;
-    try {
-      admitted = admission(runtime, source, request);
-    } catch (error) {
-      refusedPerAddress.take(request.ip);
-      throw error;
-    }
-    (source === 'browser' ? perWorkspace : perToken).take(admitted.budgetKey);
-    scopes.set(request, admitted.scope);
-  };
+  const admit =
+    (source: EventSource) => (request: FastifyRequest, _reply: unknown, done: () => void) => {
+      let admitted: Admission;
+      try {
+        admitted = admission(runtime, source, request);
+      } catch (error) {
+        refusedPerAddress.take(request.ip);
+        throw error;
+      }
+      (source === 'browser' ? perWorkspace : perToken).take(admitted.budgetKey);
+      request.collectorScope = admitted.scope;
+      done();
+    };
   const scopeOf = (request: FastifyRequest): IntakeScope => {
-    const scope = scopes.get(request);
+    const scope = request.collectorScope;
     if (!scope) throw new Error('a collector route ran without its admission hook');
     return scope;
   };
@@ -275,7 +290,7 @@ export async function collectorRoutes(
   await app.register(async (browser) => {
     // The CORS plugin answers an OPTIONS that is no preflight in plain text of its own; it is
     // refused here first, in the one error body (design §6).
-    browser.addHook('onRequest', async (request) => {
+    browser.addHook('onRequest', (request, _reply, done) => {
       if (
         request.method === 'OPTIONS' &&
         (!header(request, 'origin') || !header(request, 'access-control-request-method'))
@@ -285,6 +300,7 @@ export async function collectorRoutes(
         );
       }
       checkOrigin(runtime, request);
+      done();
     });
     // Every origin that gets this far is allowed (`checkOrigin` refused the others), so the
     // plugin reflects it; fixed options spare each request the plugin's per-request options.
