@@ -39,12 +39,14 @@ export function buildApp(context: Context, options: AppOptions = {}): FastifyIns
   registerAuth(app, context);
   // The control plane keeps strings it is given (placeholders, predicates, names) and hands some
   // to DuckDB as JSON text, which refuses a lone surrogate: refused here, naming the field.
-  app.addHook('preValidation', async (request) => {
-    if (!CONTROL_PLANE_WRITE.test(request.url)) return;
-    const path = loneSurrogatePath(request.body);
+  // This hook and the onSend one below are callback hooks: every request passes them, most with
+  // nothing to do, and an async hook costs each a promise and a turn of the microtask queue.
+  app.addHook('preValidation', (request, _reply, done) => {
+    const path = CONTROL_PLANE_WRITE.test(request.url) ? loneSurrogatePath(request.body) : null;
     if (path !== null) {
       throw ValidationError.field(path, 'holds a lone UTF-16 surrogate, which is not text');
     }
+    done();
   });
 
   healthRoutes(app, context, options.ingestFailure ?? (() => null));
@@ -68,15 +70,17 @@ export function buildApp(context: Context, options: AppOptions = {}): FastifyIns
   // registry.json before the change is acknowledged, so the caller's next event is judged by it,
   // here and in every `cds collect` process (which re-reads the file within a second). Admin
   // commands run without a server take this path too.
-  app.addHook('onSend', async (request, reply) => {
+  app.addHook('onSend', (request, reply, _payload, done) => {
     if (
-      request.method !== 'GET' &&
-      reply.statusCode < 300 &&
-      CONTROL_PLANE_WRITE.test(request.url)
+      request.method === 'GET' ||
+      reply.statusCode >= 300 ||
+      !CONTROL_PLANE_WRITE.test(request.url)
     ) {
-      if (collector) await collector.refresh();
-      else await publishRegistry(context);
+      done();
+      return;
     }
+    const published = collector ? collector.refresh() : publishRegistry(context);
+    published.then(() => done(), done);
   });
   return app;
 }
