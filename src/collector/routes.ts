@@ -194,15 +194,14 @@ export async function collectorRoutes(
   });
 
   // Every collector endpoint takes gzip and deflate bodies; limits hold for the inflated bytes.
+  // `routeOptions` builds a new object each time it is read: not read for a body sent as is.
   app.addHook('preParsing', (request, _reply, payload, done) => {
-    done(
-      null,
-      inflatedBody(
-        request.headers['content-encoding'],
-        payload,
-        request.routeOptions.bodyLimit ?? BODY_LIMIT_BYTES,
-      ),
-    );
+    const coding = request.headers['content-encoding'];
+    if (coding === undefined) {
+      done(null, payload);
+      return;
+    }
+    done(null, inflatedBody(coding, payload, request.routeOptions.bodyLimit ?? BODY_LIMIT_BYTES));
   });
 
   /** Runs before the body is read, so a refused request costs no parsing. */
