@@ -12,9 +12,9 @@ import { eventTypeRoutes } from './routes/event-types.js';
 import { healthRoutes } from './routes/health.js';
 import { identityConfigRoutes } from './routes/identity-config.js';
 import { metricDefinitionRoutes } from './routes/metric-definitions.js';
-import { metricsRoute } from './routes/metrics.js';
 import { operatorRoutes } from './routes/operator.js';
 import { profileRoutes } from './routes/profiles.js';
+import { prometheusRoute } from './routes/prometheus.js';
 import { rejectionRoutes } from './routes/rejections.js';
 import { segmentRoutes } from './routes/segments.js';
 import { tokenRoutes } from './routes/tokens.js';
@@ -43,16 +43,18 @@ export function buildApp(context: Context, options: AppOptions = {}): FastifyIns
   registerAuth(app, context);
   // The control plane keeps strings it is given (placeholders, predicates, names) and hands some
   // to DuckDB as JSON text, which refuses a lone surrogate: refused here, naming the field.
-  app.addHook('preValidation', async (request) => {
-    if (!CONTROL_PLANE_WRITE.test(request.url)) return;
-    const path = loneSurrogatePath(request.body);
+  // This hook and the onSend one below are callback hooks: every request passes them, most with
+  // nothing to do, and an async hook costs each a promise and a turn of the microtask queue.
+  app.addHook('preValidation', (request, _reply, done) => {
+    const path = CONTROL_PLANE_WRITE.test(request.url) ? loneSurrogatePath(request.body) : null;
     if (path !== null) {
       throw ValidationError.field(path, 'holds a lone UTF-16 surrogate, which is not text');
     }
+    done();
   });
 
   healthRoutes(app, context, options.ingestFailure ?? (() => null));
-  metricsRoute(app, { dataDir: context.dataDir, store: context.store });
+  prometheusRoute(app, { dataDir: context.dataDir, store: context.store });
   whoamiRoutes(app);
   operatorRoutes(app, context);
   workspaceRoutes(app, context);
@@ -78,15 +80,19 @@ export function buildApp(context: Context, options: AppOptions = {}): FastifyIns
   // registry.json before the change is acknowledged, so the caller's next event is judged by it,
   // here and in every `cds collect` process (which re-reads the file within a second). Admin
   // commands run without a server take this path too.
-  app.addHook('onSend', async (request, reply) => {
+  app.addHook('onSend', (request, reply, _payload, done) => {
     if (
-      request.method !== 'GET' &&
-      reply.statusCode < 300 &&
-      CONTROL_PLANE_WRITE.test(request.url)
+      request.method === 'GET' ||
+      reply.statusCode >= 300 ||
+      !CONTROL_PLANE_WRITE.test(request.url)
     ) {
-      if (collector) await collector.refresh();
-      else await (await import('../collector/runtime.js')).publishRegistry(context);
+      done();
+      return;
     }
+    const published = collector
+      ? collector.refresh()
+      : import('../collector/runtime.js').then((runtime) => runtime.publishRegistry(context));
+    published.then(() => done(), done);
   });
   return app;
 }

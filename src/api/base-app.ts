@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { type AppError, ShuttingDownError, ValidationError } from '../errors.js';
 import { BODY_LIMIT_BYTES } from '../http/body-limit.js';
 import { componentLog } from '../telemetry/log.js';
-import { httpRequestDuration } from '../telemetry/metrics.js';
+import { recordRequestDuration } from '../telemetry/prometheus.js';
 import { handleError, handleNotFound } from './error-handler.js';
 import { answerServerEdges, checkRequestLine, httpEdgeOptions } from './http-edges.js';
 import { recordRoutes } from './openapi.js';
@@ -39,18 +39,19 @@ export function createBaseApp(
   logRequests = false,
   fault: () => AppError | null = () => null,
 ): FastifyInstance {
+  const log = componentLog('http').child({}, { serializers: { req: requestLine } });
+  // Request lines are written at info: below it (CDS_LOG_LEVEL=warn) they would be built, a
+  // child logger and a record object per request, and then dropped.
+  const requestsLogged = logRequests && log.isLevelEnabled('info');
   // Fastify answers requests that arrive while it closes with a 503 of its own body; ours says
   // the same in the one error body (design §6).
   const app = Fastify({
     // The process's one log; a request is logged when it was asked for, its errors always.
-    loggerInstance: componentLog('http').child(
-      {},
-      { serializers: { req: requestLine } },
-    ) as FastifyBaseLogger,
-    logController: new LogController({ disableRequestLogging: !logRequests }),
+    loggerInstance: log as FastifyBaseLogger,
+    logController: new LogController({ disableRequestLogging: !requestsLogged }),
     // A child logger per request costs the collector's single-event endpoint a fifth of its rate;
     // without request logging, records of a request (its errors) go to the component's logger.
-    ...(logRequests ? {} : { childLoggerFactory: (logger: FastifyBaseLogger) => logger }),
+    ...(requestsLogged ? {} : { childLoggerFactory: (logger: FastifyBaseLogger) => logger }),
     bodyLimit: BODY_LIMIT_BYTES,
     // Every schema is zod (set below): given here too, the zod compilers keep Fastify from loading
     // the JSON Schema ones it builds by default (ajv, fast-json-stringify: a hundred modules, on
@@ -68,22 +69,26 @@ export function createBaseApp(
     frameworkErrors: handleError,
   });
   recordRoutes(app);
-  app.addHook('onResponse', async (request, reply) => {
-    httpRequestDuration.observe(
-      {
-        method: request.method,
-        // The route's template (`/v1/tenants/:tenant/…`), never the path a client sent.
-        route: request.routeOptions.url ?? 'unmatched',
-        status: String(reply.statusCode),
-      },
+  // Callback hooks, not async ones, where every request passes: no promise and no turn of the
+  // microtask queue each.
+  app.addHook('onResponse', (request, reply, done) => {
+    recordRequestDuration(
+      request.method,
+      // The route's template (`/v1/tenants/:tenant/…`), never the path a client sent.
+      request.routeOptions.url ?? 'unmatched',
+      reply.statusCode,
       reply.elapsedTime / 1000,
     );
+    done();
   });
   answerServerEdges(app);
   let closing = false;
   app.addHook('preClose', async () => {
     closing = true;
   });
+  // Async on purpose: the request's hooks go on after the parser has read the rest of the bytes
+  // at hand, so a body it refuses (a chunk size that is no hex) is answered 400 as such, not
+  // with whatever a later hook would say of the headers.
   app.addHook('onRequest', async (request) => {
     if (closing) throw new ShuttingDownError();
     checkRequestLine(request);

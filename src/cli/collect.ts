@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { createBaseApp, listenOn } from '../api/base-app.js';
 import { serveApiDocument } from '../api/openapi.js';
-import { metricsRoute } from '../api/routes/metrics.js';
+import { prometheusRoute } from '../api/routes/prometheus.js';
 import { collectorRoutes } from '../collector/routes.js';
 import { openFileCollector } from '../collector/runtime.js';
 import { loadConfig } from '../config.js';
@@ -34,7 +34,7 @@ export async function runCollector(globals: GlobalOptions, options: CollectFlags
   const collector = await openFileCollector(dataDir, config);
   const app = createBaseApp(true);
   await app.register((scope) => collectorRoutes(scope, collector));
-  metricsRoute(app, { dataDir });
+  prometheusRoute(app, { dataDir });
   serveApiDocument(app);
   const url = await cleaningUpOnFailure(listenOn(app, config.port, config.host), () =>
     collector.close(),

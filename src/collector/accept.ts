@@ -137,7 +137,7 @@ export function intake(
 }
 
 /**
- * `intake`'s check of one envelope the collector built itself (segment-spec.ts), whose shape
+ * `intake`'s check of one envelope the collector built itself (tracking-api/spec.ts), whose shape
  * holds by construction (a test checks that claim): every check but the envelope schema's, and
  * the line written by `builtLandingLineText`. Each would cost a sixth of the time such a batch
  * takes.

@@ -40,7 +40,7 @@ export function landingLineText(
 }
 
 /**
- * `landingLineText` for an envelope the collector built itself (segment-spec.ts), in half the
+ * `landingLineText` for an envelope the collector built itself (tracking-api/spec.ts), in half the
  * time: every field but `anon_id` and `properties` is text it made or checked (a UUID, an event
  * name, registry ids, its own timestamp), which JSON needs no escaping for. A test holds it to
  * the same text as `landingLineText`.

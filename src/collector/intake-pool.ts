@@ -4,7 +4,7 @@ import { AppError } from '../errors.js';
 import { type BatchOutcome, type BatchRequest, checkBatch } from './batch-intake.js';
 import type { IntakeTask, RefusedBatch } from './intake-worker.js';
 import type { Registry } from './registry.js';
-import { checkSegmentBatch, type SegmentBatchRequest } from './segment-intake.js';
+import { checkTrackingBatch, type TrackingBatchRequest } from './tracking-api/intake.js';
 
 /** Worker threads start on the first large batch and stop after this long without one. */
 const IDLE_MS = 30_000;
@@ -48,10 +48,13 @@ export class IntakePool {
   }
 
   /** A batch of Segment's messages (`/v1/batch`). */
-  async checkSegment(request: SegmentBatchRequest, registry: Registry): Promise<BatchOutcome> {
-    if (request.body.length <= INLINE_BATCH_CHARS) return checkSegmentBatch(request, registry);
+  async checkTrackingBatch(
+    request: TrackingBatchRequest,
+    registry: Registry,
+  ): Promise<BatchOutcome> {
+    if (request.body.length <= INLINE_BATCH_CHARS) return checkTrackingBatch(request, registry);
     const catalog = registry.eventCatalogOf(request.scope.tenantId);
-    return this.run({ format: 'segment', request, registry: catalog });
+    return this.run({ format: 'tracking-api', request, registry: catalog });
   }
 
   private async run(task: IntakeTask): Promise<BatchOutcome> {

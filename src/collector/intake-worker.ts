@@ -1,7 +1,7 @@
 import { AppError } from '../errors.js';
 import { type BatchOutcome, type BatchRequest, checkBatch } from './batch-intake.js';
 import { Registry, type RegistrySnapshot } from './registry.js';
-import { checkSegmentBatch, type SegmentBatchRequest } from './segment-intake.js';
+import { checkTrackingBatch, type TrackingBatchRequest } from './tracking-api/intake.js';
 
 /**
  * What a worker thread is given: the request, in our envelope batch or in Segment's batch, and
@@ -9,7 +9,7 @@ import { checkSegmentBatch, type SegmentBatchRequest } from './segment-intake.js
  */
 export type IntakeTask =
   | { format: 'native'; request: BatchRequest; registry: RegistrySnapshot }
-  | { format: 'segment'; request: SegmentBatchRequest; registry: RegistrySnapshot };
+  | { format: 'tracking-api'; request: TrackingBatchRequest; registry: RegistrySnapshot };
 
 /** An AppError crosses the thread boundary as data; its class would not survive the copy. */
 export interface RefusedBatch {
@@ -19,8 +19,8 @@ export interface RefusedBatch {
 export default function checkOnWorker(task: IntakeTask): BatchOutcome | RefusedBatch {
   try {
     const registry = new Registry(task.registry);
-    return task.format === 'segment'
-      ? checkSegmentBatch(task.request, registry)
+    return task.format === 'tracking-api'
+      ? checkTrackingBatch(task.request, registry)
       : checkBatch(task.request, registry);
   } catch (error) {
     if (!(error instanceof AppError)) throw error;

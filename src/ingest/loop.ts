@@ -10,7 +10,7 @@ import {
   ingestEvents,
   ingestLag,
   quarantinedParts,
-} from '../telemetry/metrics.js';
+} from '../telemetry/prometheus.js';
 import { traced } from '../trace.js';
 import type { BatchResult } from './batch.js';
 import { ingestIsolating, isDataFault } from './isolate.js';

@@ -9,7 +9,7 @@ import type { Store } from '../store/database.js';
 import type { Session } from '../store/session.js';
 import { DATA_DIR_SNAPSHOT, rewriteExistingSnapshot } from '../store/snapshot.js';
 import { componentLog } from '../telemetry/log.js';
-import { erasurePurges } from '../telemetry/metrics.js';
+import { erasurePurges } from '../telemetry/prometheus.js';
 import { requireWorkspace } from '../tenancy/workspaces.js';
 
 /**

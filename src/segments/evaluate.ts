@@ -3,7 +3,7 @@ import { type MetricShape, metricShapes } from '../metrics/shapes.js';
 import type { Session } from '../store/session.js';
 import { sql } from '../store/sql-files.js';
 import { componentLog } from '../telemetry/log.js';
-import { segmentEvaluations } from '../telemetry/metrics.js';
+import { segmentEvaluations } from '../telemetry/prometheus.js';
 import { compileSegmentSet, fillSlots, MAX_SEGMENTS_PER_MASK } from './compile.js';
 import { type Predicate, parsePredicate } from './predicate.js';
 

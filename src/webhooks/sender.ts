@@ -2,7 +2,7 @@ import { systemClock } from '../clock.js';
 import type { Context } from '../context.js';
 import { ValidationError } from '../errors.js';
 import { componentLog } from '../telemetry/log.js';
-import { webhookAttempts, webhookDeliveryLatency } from '../telemetry/metrics.js';
+import { webhookAttempts, webhookDeliveryLatency } from '../telemetry/prometheus.js';
 import { packageVersion } from '../version.js';
 import { answeredAttemptError, thrownAttemptError } from './attempt-error.js';
 import { retryPauseMs } from './backoff.js';

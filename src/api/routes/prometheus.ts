@@ -6,11 +6,15 @@ import { listSealedFiles } from '../../ingest/landing-files.js';
 import { listQuarantine } from '../../quarantine/quarantine.js';
 import type { DataDir } from '../../store/data-dir.js';
 import type { Store } from '../../store/database.js';
-import { registry } from '../../telemetry/metrics.js';
+import {
+  prometheusContentType,
+  prometheusRegistry,
+  prometheusText,
+} from '../../telemetry/prometheus.js';
 import { isOperatorToken } from '../../tenancy/operator.js';
 
 /** What a scrape reads: the data dir always; the store where this process holds it (not `cds collect`). */
-export interface MetricsSource {
+export interface ScrapeSource {
   dataDir: DataDir;
   store?: Store;
 }
@@ -24,41 +28,41 @@ interface StoredGauges {
 const landingBacklogFiles = new Gauge({
   name: 'cds_landing_backlog_files',
   help: 'Sealed landing files waiting to be ingested',
-  registers: [registry],
+  registers: [prometheusRegistry],
 });
 const landingBacklogBytes = new Gauge({
   name: 'cds_landing_backlog_bytes',
   help: 'Bytes of the sealed landing files waiting to be ingested',
-  registers: [registry],
+  registers: [prometheusRegistry],
 });
 const landingBacklogOldest = new Gauge({
   name: 'cds_landing_backlog_oldest_age_seconds',
   help: 'Age of the oldest sealed landing file waiting to be ingested (0 with no backlog)',
-  registers: [registry],
+  registers: [prometheusRegistry],
 });
 const quarantinedFiles = new Gauge({
   name: 'cds_quarantine_files',
   help: 'Quarantined parts of landing files, listed by cds ingest quarantine list',
-  registers: [registry],
+  registers: [prometheusRegistry],
 });
 const quarantinedLines = new Gauge({
   name: 'cds_quarantine_lines',
   help: 'Lines held in quarantined parts',
-  registers: [registry],
+  registers: [prometheusRegistry],
 });
 const webhookOutbox = new Gauge({
   name: 'cds_webhook_outbox',
   help: 'Webhooks in the outbox by status: pending (to send or retry) or failed (given up)',
   labelNames: ['status'] as const,
-  registers: [registry],
+  registers: [prometheusRegistry],
 });
 const erasuresAwaitingPurge = new Gauge({
   name: 'cds_erasures_awaiting_purge',
   help: 'Erasures committed whose rows the database file still holds until the purge rewrites it',
-  registers: [registry],
+  registers: [prometheusRegistry],
 });
 
-async function readGauges(source: MetricsSource): Promise<void> {
+async function readGauges(source: ScrapeSource): Promise<void> {
   const backlog = await listSealedFiles(source.dataDir.landingDir);
   // Against the files' modification times, which are the system clock's.
   const now = systemClock.now().getTime();
@@ -93,11 +97,11 @@ function requireOperator(dataDir: DataDir, request: FastifyRequest): void {
  * `GET /metrics` in Prometheus' text format, for the operator token only: the series name
  * tenants' volumes and failures (docs/decisions.md "Prometheus metrics").
  */
-export function metricsRoute(app: FastifyInstance, source: MetricsSource): void {
+export function prometheusRoute(app: FastifyInstance, source: ScrapeSource): void {
   app.get('/metrics', async (request, reply) => {
     requireOperator(source.dataDir, request);
     await readGauges(source);
-    reply.header('content-type', registry.contentType);
-    return registry.metrics();
+    reply.header('content-type', prometheusContentType);
+    return prometheusText();
   });
 }

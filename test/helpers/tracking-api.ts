@@ -38,14 +38,14 @@ export async function declareUserId(env: TestEnv, tenantToken: string): Promise<
 }
 
 /** Registers the event types of Segment's non-track calls for tenant `acme`. */
-export async function registerSegmentTypes(env: TestEnv, tenantToken: string): Promise<void> {
+export async function registerTrackingCallTypes(env: TestEnv, tenantToken: string): Promise<void> {
   for (const name of ['identify', 'page', 'screen', 'alias', 'group']) {
     await call(env.app, tenantToken, 'PUT', `/v1/tenants/acme/event-types/${name}`, {});
   }
 }
 
-/** A POST of a JSON body to a Segment endpoint, with the write key as Basic auth. */
-export function postSegment(
+/** A POST of a JSON body to a Tracking API endpoint, with the write key as Basic auth. */
+export function postTrackingApi(
   env: TestEnv,
   path: string,
   body: unknown,

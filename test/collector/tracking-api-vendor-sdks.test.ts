@@ -6,8 +6,8 @@ import type { TestEnv } from '../helpers/context.js';
 import { envelope, sendBrowser } from '../helpers/events.js';
 import { defineBuyers } from '../helpers/metrics.js';
 import { openSeededEnv } from '../helpers/seeded.js';
-import { declareUserId, mintWriteKey, registerSegmentTypes } from '../helpers/segment.js';
 import { call, type Tokens } from '../helpers/tenant.js';
+import { declareUserId, mintWriteKey, registerTrackingCallTypes } from '../helpers/tracking-api.js';
 
 interface ProfileView {
   profile_id: string;
@@ -25,7 +25,7 @@ let door: CollectorDoor;
 
 beforeEach(async () => {
   ({ env, tokens } = await openSeededEnv({ collector: true }));
-  await registerSegmentTypes(env, tokens.tenant);
+  await registerTrackingCallTypes(env, tokens.tenant);
   await declareUserId(env, tokens.tenant);
   writeKey = await mintWriteKey(env, tokens.tenant);
   await defineBuyers(env, tokens.tenant);

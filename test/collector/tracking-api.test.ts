@@ -2,16 +2,16 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openTestEnv, type TestEnv } from '../helpers/context.js';
 import { registerEventTypes } from '../helpers/events.js';
 import { openSeededEnv } from '../helpers/seeded.js';
+import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
 import {
   basicAuth,
   declareUserId,
   type LandedEvent,
   landedEvents,
   mintWriteKey,
-  postSegment,
-  registerSegmentTypes,
-} from '../helpers/segment.js';
-import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
+  postTrackingApi,
+  registerTrackingCallTypes,
+} from '../helpers/tracking-api.js';
 
 const PROFILES = '/v1/tenants/acme/workspaces/eu/profiles';
 /** The test clock's time: the collector's `receivedAt`. */
@@ -26,7 +26,7 @@ describe('Segment-spec tracking API', () => {
   // One store for all: each test looks at the lines it landed, and at profiles by its own ids.
   beforeAll(async () => {
     ({ env, tokens } = await openSeededEnv({ collector: true }));
-    await registerSegmentTypes(env, tokens.tenant);
+    await registerTrackingCallTypes(env, tokens.tenant);
     await declareUserId(env, tokens.tenant);
     writeKey = await mintWriteKey(env, tokens.tenant);
   });
@@ -40,7 +40,7 @@ describe('Segment-spec tracking API', () => {
   };
 
   const batch = (messages: unknown[], extra: Record<string, unknown> = {}) =>
-    postSegment(env, '/v1/batch', { batch: messages, ...extra }, writeKey);
+    postTrackingApi(env, '/v1/batch', { batch: messages, ...extra }, writeKey);
 
   /** Sends messages in one batch, expects every one accepted, and answers what landed of them. */
   const land = (messages: unknown[], extra: Record<string, unknown> = {}) =>
@@ -162,7 +162,7 @@ describe('Segment-spec tracking API', () => {
       // Another workspace's write key maps the same messageId to another id.
       const usKey = await mintWriteKey(env, tokens.tenant, 'us');
       const [us] = await landedBy(() =>
-        postSegment(env, '/v1/track', track({ messageId: 'msg-1' }), usKey),
+        postTrackingApi(env, '/v1/track', track({ messageId: 'msg-1' }), usKey),
       );
       expect(us?.workspace_id).toBe('us');
       expect(us?.id).toMatch(UUID_V8);
@@ -439,7 +439,7 @@ describe('Segment-spec tracking API', () => {
       ],
       ['a body that is no object with 422', [track()], 422, 'validation_failed'],
     ])('refuses a single message endpoint’s request for %s', async (_case, body, status, code) => {
-      const response = await postSegment(env, '/v1/track', body, writeKey);
+      const response = await postTrackingApi(env, '/v1/track', body, writeKey);
       expect(response.statusCode, response.body).toBe(status);
       expect(response.json().error.code).toBe(code);
     });
@@ -467,7 +467,7 @@ describe('Segment-spec tracking API', () => {
       ],
     ])('answers %s with %i (%s), landing nothing', async (_case, status, code, body) => {
       const landed = await landedBy(async () => {
-        const response = await postSegment(env, '/v1/batch', body, writeKey);
+        const response = await postTrackingApi(env, '/v1/batch', body, writeKey);
         expect(response.statusCode, response.body).toBe(status);
         expect(response.json().error.code).toBe(code);
       });
@@ -623,7 +623,7 @@ describe('Segment-spec tracking API', () => {
       'POST /v1/%s answers 200 {"success": true} once its event is on disk',
       async (type, fields, name) => {
         const [event] = await landedBy(async () => {
-          const response = await postSegment(
+          const response = await postTrackingApi(
             env,
             `/v1/${type}`,
             // The endpoint gives the type; a message's own `type` is not needed.
@@ -639,7 +639,7 @@ describe('Segment-spec tracking API', () => {
     );
 
     it('answers a message of writeKey in the body on a single endpoint', async () => {
-      const response = await postSegment(env, '/v1/identify', { userId: 'u', writeKey }, null);
+      const response = await postTrackingApi(env, '/v1/identify', { userId: 'u', writeKey }, null);
       expect(response.statusCode, response.body).toBe(200);
     });
   });
@@ -663,20 +663,20 @@ describe('Segment-spec rate limits', () => {
     expect(server.statusCode).toBe(202);
     const statuses: number[] = [];
     for (let i = 0; i < 3; i += 1) {
-      statuses.push((await postSegment(env, '/v1/track', message, writeKey)).statusCode);
+      statuses.push((await postTrackingApi(env, '/v1/track', message, writeKey)).statusCode);
     }
     expect(statuses).toEqual([200, 200, 429]);
 
     env.clock.advance(1000);
     const refused: number[] = [];
     for (let i = 0; i < 3; i += 1) {
-      refused.push((await postSegment(env, '/v1/track', message, 'cpc_unknown')).statusCode);
+      refused.push((await postTrackingApi(env, '/v1/track', message, 'cpc_unknown')).statusCode);
     }
     expect(refused).toEqual([401, 401, 429]);
     // An address out of refusals is refused before its body is read, key or not.
-    expect((await postSegment(env, '/v1/track', { ...message, writeKey }, null)).statusCode).toBe(
-      429,
-    );
-    expect((await postSegment(env, '/v1/track', message, writeKey)).statusCode).toBe(200);
+    expect(
+      (await postTrackingApi(env, '/v1/track', { ...message, writeKey }, null)).statusCode,
+    ).toBe(429);
+    expect((await postTrackingApi(env, '/v1/track', message, writeKey)).statusCode).toBe(200);
   });
 });

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { PayloadTooLargeError, ValidationError } from '../errors.js';
+import { PayloadTooLargeError, ValidationError } from '../../errors.js';
 import {
   asRejection,
   checkBuilt,
@@ -7,19 +7,19 @@ import {
   type Fault,
   faultError,
   type IntakeScope,
-} from './accept.js';
-import { type BatchOutcome, bodyFault, parseBody } from './batch-intake.js';
-import { MAX_BATCH_EVENTS } from './envelope.js';
-import { encodeLines, type LandingLine } from './landing-writer.js';
-import { SegmentMapper, type SegmentType } from './segment-spec.js';
+} from '../accept.js';
+import { type BatchOutcome, bodyFault, parseBody } from '../batch-intake.js';
+import { MAX_BATCH_EVENTS } from '../envelope.js';
+import { encodeLines, type LandingLine } from '../landing-writer.js';
+import { type TrackingCall, TrackingMapper } from './spec.js';
 
-/** A Segment request always puts events in one workspace: its write key's. */
+/** A Tracking API request always puts events in one workspace: its write key's. */
 export interface WorkspaceScope extends IntakeScope {
   workspaceId: string;
 }
 
-/** A Segment request as it arrived, without its body. */
-export interface SegmentRequest {
+/** A Tracking API request as it arrived, without its body. */
+export interface TrackingRequest {
   scope: WorkspaceScope;
   receivedAt: string;
   collectorId: string;
@@ -32,7 +32,7 @@ export interface SegmentRequest {
  * second spent three times the time in garbage collection that text costs; the Segment batch
  * rate went from 0.7 of the native batch's to par (docs/benchmarks.md, issue 19).
  */
-export interface SegmentBatchRequest extends SegmentRequest {
+export interface TrackingBatchRequest extends TrackingRequest {
   body: string;
 }
 
@@ -51,18 +51,18 @@ export function writeKeyIn(body: unknown): string | undefined {
 }
 
 /**
- * Maps each message to an envelope (segment-spec.ts) and checks it as server events are checked,
+ * Maps each message to an envelope (tracking-api/spec.ts) and checks it as server events are checked,
  * one message after the other, so what a message needed is garbage before the next is read;
  * faults of both steps are reported by the message's index in the request.
  */
 function intakeMessages(
   catalog: EventCatalog,
   messages: unknown[],
-  endpointType: SegmentType | null,
-  request: SegmentRequest,
+  endpointType: TrackingCall | null,
+  request: TrackingRequest,
   batchSentAt?: string | null,
 ): { lines: LandingLine[]; faults: (Fault & { index: number })[] } {
-  const mapper = new SegmentMapper({
+  const mapper = new TrackingMapper({
     tenantId: request.scope.tenantId,
     workspaceId: request.scope.workspaceId,
     receivedAtMs: Date.parse(request.receivedAt),
@@ -83,9 +83,9 @@ function intakeMessages(
 }
 
 /** A parsed `/v1/batch` body: at most 1,000 messages, each accepted or refused on its own. */
-export function checkSegmentBatchBody(
+export function checkTrackingBatchBody(
   body: unknown,
-  request: SegmentRequest,
+  request: TrackingRequest,
   catalog: EventCatalog,
 ): BatchOutcome {
   const shape = batchBody.safeParse(body);
@@ -98,18 +98,18 @@ export function checkSegmentBatchBody(
   return { accepted: lines.length, rejected: faults.map(asRejection), chunks: encodeLines(lines) };
 }
 
-export function checkSegmentBatch(
-  request: SegmentBatchRequest,
+export function checkTrackingBatch(
+  request: TrackingBatchRequest,
   catalog: EventCatalog,
 ): BatchOutcome {
-  return checkSegmentBatchBody(parseBody(request.body), request, catalog);
+  return checkTrackingBatchBody(parseBody(request.body), request, catalog);
 }
 
 /** The body of `/v1/track`, `/v1/identify`, …: one message, whose fault refuses the request. */
-export function checkSegmentMessage(
+export function checkTrackingMessage(
   body: unknown,
-  endpointType: SegmentType,
-  request: SegmentRequest,
+  endpointType: TrackingCall,
+  request: TrackingRequest,
   catalog: EventCatalog,
 ): LandingLine[] {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {

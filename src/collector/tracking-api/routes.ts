@@ -1,23 +1,23 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { ForbiddenError, UnauthorizedError } from '../errors.js';
-import type { RateLimiter } from '../rate-limit.js';
-import { countIntake } from '../telemetry/metrics.js';
-import { parseBody } from './batch-intake.js';
-import { encodeLines } from './landing-writer.js';
-import type { CollectorRuntime } from './runtime.js';
+import { ForbiddenError, UnauthorizedError } from '../../errors.js';
+import type { RateLimiter } from '../../rate-limit.js';
+import { countIntake } from '../../telemetry/prometheus.js';
+import { parseBody } from '../batch-intake.js';
+import { encodeLines } from '../landing-writer.js';
+import type { CollectorRuntime } from '../runtime.js';
 import {
-  checkSegmentBatchBody,
-  checkSegmentMessage,
-  type SegmentRequest,
+  checkTrackingBatchBody,
+  checkTrackingMessage,
+  type TrackingRequest,
   type WorkspaceScope,
   writeKeyIn,
-} from './segment-intake.js';
-import { SEGMENT_TYPES } from './segment-spec.js';
+} from './intake.js';
+import { TRACKING_CALLS } from './spec.js';
 
 /** The collector's limiters these endpoints share with `/v1/server/events`. */
-export interface SegmentLimiters {
+export interface TrackingApiLimiters {
   /** Requests per second of each collector token. */
   perToken: RateLimiter;
   /** Requests per second one address may have refused. */
@@ -82,10 +82,10 @@ function principalOf(
  * unchanged. Each message becomes an envelope of the write key's workspace, checked and landed
  * as a server event; a request is answered once its accepted lines are on disk.
  */
-export async function segmentRoutes(
+export async function trackingApiRoutes(
   app: FastifyInstance,
   runtime: CollectorRuntime,
-  limiters: SegmentLimiters,
+  limiters: TrackingApiLimiters,
 ): Promise<void> {
   const { perToken, refusedPerAddress } = limiters;
   const scopes = new WeakMap<FastifyRequest, WorkspaceScope>();
@@ -137,21 +137,21 @@ export async function segmentRoutes(
     return { scope: admit(request, () => writeKeyIn(body)), body };
   };
 
-  const requestIn = (scope: WorkspaceScope): SegmentRequest => ({
+  const requestIn = (scope: WorkspaceScope): TrackingRequest => ({
     scope,
     receivedAt: runtime.clock.now().toISOString(),
     collectorId: runtime.writer.collectorId,
   });
 
-  await app.register(async (segment) => {
+  await app.register(async (trackingApi) => {
     // Segment's API reads every body as JSON, whatever its content-type says (RudderStack's
     // library sends its gzipped batches with none); bodies stay text until parsed below, on a
     // worker thread when a batch is large.
-    segment.removeAllContentTypeParsers();
-    segment.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) =>
+    trackingApi.removeAllContentTypeParsers();
+    trackingApi.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) =>
       done(null, body),
     );
-    const routes = segment.withTypeProvider<ZodTypeProvider>();
+    const routes = trackingApi.withTypeProvider<ZodTypeProvider>();
     const textBody = z.string().nullish();
 
     routes.post(
@@ -162,18 +162,18 @@ export async function segmentRoutes(
         const { scope, body } = admitted(request, text);
         const outcome =
           body === undefined
-            ? await runtime.intakePool.checkSegment(
+            ? await runtime.intakePool.checkTrackingBatch(
                 { ...requestIn(scope), body: text },
                 runtime.registry,
               )
-            : checkSegmentBatchBody(body, requestIn(scope), runtime.registry);
+            : checkTrackingBatchBody(body, requestIn(scope), runtime.registry);
         await runtime.writer.append(outcome.chunks);
         countIntake(outcome.accepted, outcome.rejected);
         return { success: true as const, accepted: outcome.accepted, rejected: outcome.rejected };
       },
     );
 
-    for (const type of SEGMENT_TYPES) {
+    for (const type of TRACKING_CALLS) {
       routes.post(
         `/v1/${type}`,
         { onRequest: admitByHeader, schema: { body: textBody, response: { 200: success } } },
@@ -181,7 +181,7 @@ export async function segmentRoutes(
           const text = request.body ?? '';
           const admission = admitted(request, text);
           const body = 'body' in admission ? admission.body : parseBody(text);
-          const lines = checkSegmentMessage(
+          const lines = checkTrackingMessage(
             body,
             type,
             requestIn(admission.scope),

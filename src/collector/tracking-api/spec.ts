@@ -1,19 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { eventNameSchema } from '../ids.js';
-import type { Fault } from './accept.js';
-import type { Envelope } from './envelope.js';
-import { MessageIds } from './message-id.js';
+import { eventNameSchema } from '../../ids.js';
+import type { Fault } from '../accept.js';
+import type { Envelope } from '../envelope.js';
+import { MessageIds } from '../message-id.js';
 
 /**
  * Segment's tracking API (segment.com/docs/connections/spec) mapped onto the envelope of one
  * workspace; docs/decisions.md "Segment-spec tracking API" states every rule.
  */
-export const SEGMENT_TYPES = ['track', 'identify', 'page', 'screen', 'alias', 'group'] as const;
-export type SegmentType = (typeof SEGMENT_TYPES)[number];
+export const TRACKING_CALLS = ['track', 'identify', 'page', 'screen', 'alias', 'group'] as const;
+export type TrackingCall = (typeof TRACKING_CALLS)[number];
 
 /** Where a request's messages go and when it arrived. */
-export interface SegmentScope {
+export interface TrackingScope {
   tenantId: string;
   workspaceId: string;
   /** The collector's clock at the request, in ms: the `receivedAt` of Segment's skew rule. */
@@ -33,7 +33,7 @@ const someId = z.union([z.string(), z.number()], { error: 'must be a string or a
 
 /** The fields cds reads; the rest of a message (integrations, context.library, …) is not kept. */
 export const messageSchema = z.object({
-  type: z.enum(SEGMENT_TYPES, { error: `must be one of ${SEGMENT_TYPES.join(', ')}` }).optional(),
+  type: z.enum(TRACKING_CALLS, { error: `must be one of ${TRACKING_CALLS.join(', ')}` }).optional(),
   messageId: z.string({ error: 'must be a string' }).nullish(),
   userId: someId.nullish(),
   anonymousId: someId.nullish(),
@@ -72,7 +72,7 @@ export function readMessage(raw: unknown): Message | null {
   if (!isObject(raw)) return null;
   const { context } = raw;
   const valid =
-    (raw.type === undefined || SEGMENT_TYPES.includes(raw.type as SegmentType)) &&
+    (raw.type === undefined || TRACKING_CALLS.includes(raw.type as TrackingCall)) &&
     isText(raw.messageId) &&
     isId(raw.userId) &&
     isId(raw.anonymousId) &&
@@ -121,7 +121,7 @@ function identifierValue(value: unknown): string | number | undefined {
  * `previousId` as the `cookie` it links to the user (its anonymous id, as Segment's libraries
  * send it). `anonymousId` becomes the envelope's `anon_id`, not an entry here.
  */
-function identifiersOf(type: SegmentType, message: Message): Record<string, string | number> {
+function identifiersOf(type: TrackingCall, message: Message): Record<string, string | number> {
   const identifiers: Record<string, string | number> = {};
   const userId = identifierValue(message.userId);
   if (userId !== undefined) identifiers.user_id = userId;
@@ -145,7 +145,7 @@ function identifiersOf(type: SegmentType, message: Message): Record<string, stri
  * always the one built here, so a message cannot name identifiers of its own choosing.
  */
 function propertiesOf(
-  type: SegmentType,
+  type: TrackingCall,
   message: Message,
   identifiers: Record<string, string | number>,
 ): Record<string, unknown> {
@@ -173,7 +173,7 @@ function invalid(path: string, reason: string): Fault {
  * batch share (their event names, the day part of their times), as a batch of 500 may take no
  * more than a quarter longer than the same events sent as envelopes (`npm run bench`).
  */
-export class SegmentMapper {
+export class TrackingMapper {
   private readonly names = new Map<string, string | Fault>();
   private readonly ids: MessageIds;
   private dayStartMs = Number.NaN;
@@ -182,7 +182,7 @@ export class SegmentMapper {
   private readDayText = '\0';
   private readDayStartMs = Number.NaN;
 
-  constructor(private readonly scope: SegmentScope) {
+  constructor(private readonly scope: TrackingScope) {
     this.ids = new MessageIds(scope.tenantId, scope.workspaceId);
   }
 
@@ -193,7 +193,7 @@ export class SegmentMapper {
    * parsed JSON owned by the request: its `properties` (or `traits`) object becomes the
    * envelope's, changed in place rather than copied.
    */
-  toEnvelope(raw: unknown, endpointType: SegmentType | null): Envelope | Fault {
+  toEnvelope(raw: unknown, endpointType: TrackingCall | null): Envelope | Fault {
     let message = readMessage(raw);
     if (message === null) {
       const parsed = messageSchema.safeParse(raw);
@@ -204,7 +204,7 @@ export class SegmentMapper {
       message = parsed.data;
     }
     const type = endpointType ?? message.type;
-    if (type === undefined) return invalid('type', `must be one of ${SEGMENT_TYPES.join(', ')}`);
+    if (type === undefined) return invalid('type', `must be one of ${TRACKING_CALLS.join(', ')}`);
     const name = type === 'track' ? this.trackName(message.event) : type;
     if (typeof name !== 'string') return name;
     const anonymousId = message.anonymousId === '' ? undefined : message.anonymousId?.toString();
