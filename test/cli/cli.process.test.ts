@@ -2,12 +2,12 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DuckDBInstance } from '@duckdb/node-api';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { adminRequests } from '../helpers/admin-setup.js';
 import { CDS_BIN, type ChildServer, runCli, runJson, startCli } from '../helpers/cli.js';
 import { cdsInProcess, cdsJsonInProcess } from '../helpers/cli-in-process.js';
 import { tempDir } from '../helpers/context.js';
+import { tablesOf } from '../helpers/database-file.js';
 import { Receiver } from '../helpers/receiver.js';
 import { waitUntil } from '../helpers/wait.js';
 
@@ -440,18 +440,6 @@ describe('cds CLI', () => {
   });
 
   describe('snapshot', () => {
-    const tablesOf = async (path: string) => {
-      const instance = await DuckDBInstance.create(path, { access_mode: 'READ_ONLY' });
-      const connection = await instance.connect();
-      const reader = await connection.runAndReadAll(
-        'SELECT table_name FROM duckdb_tables() ORDER BY table_name',
-      );
-      const names = reader.getRowObjectsJson().map((row) => row.table_name);
-      connection.closeSync();
-      instance.closeSync();
-      return names;
-    };
-
     it('serve --snapshot-every keeps a snapshot in the data dir', async () => {
       await cds('tenants', 'create', 'acme', '-w', 'eu');
       const server = await startCli(

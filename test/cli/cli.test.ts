@@ -3,11 +3,11 @@ import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { DuckDBInstance } from '@duckdb/node-api';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { adminRequests } from '../helpers/admin-setup.js';
 import { cdsInProcess, cdsJsonInProcess } from '../helpers/cli-in-process.js';
 import { tempDir } from '../helpers/context.js';
+import { tablesOf } from '../helpers/database-file.js';
 
 /**
  * The CLI's commands run in this process through the binary's entry point; what only a real
@@ -256,18 +256,6 @@ describe('cds CLI', () => {
   });
 
   describe('snapshot', () => {
-    const tablesOf = async (path: string) => {
-      const instance = await DuckDBInstance.create(path, { access_mode: 'READ_ONLY' });
-      const connection = await instance.connect();
-      const reader = await connection.runAndReadAll(
-        'SELECT table_name FROM duckdb_tables() ORDER BY table_name',
-      );
-      const names = reader.getRowObjectsJson().map((row) => row.table_name);
-      connection.closeSync();
-      instance.closeSync();
-      return names;
-    };
-
     it("writes the analysts' tables to a new file, refuses to overwrite without --replace", async () => {
       await cds('tenants', 'create', 'acme', '-w', 'eu');
       const out = join(dir, 'analysts.duckdb');
