@@ -1,6 +1,9 @@
 import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { Piscina } from 'piscina';
 import { AppError } from '../errors.js';
+import { PACKAGE_ROOT } from '../package-root.js';
 import { type BatchOutcome, type BatchRequest, checkBatch } from './batch-intake.js';
 import type { IntakeTask, RefusedBatch } from './intake-worker.js';
 import type { Registry } from './registry.js';
@@ -16,15 +19,18 @@ const IDLE_MS = 30_000;
 const INLINE_BATCH_CHARS = 64 * 1024;
 
 /**
- * The worker file in the parent's own form: compiled JS from `dist`, or TypeScript when the
- * sources run directly (the tests), which the worker then loads through tsx as well.
+ * The worker file in the parent's own form: the bundle's entry when cds runs built, or
+ * TypeScript when the sources run directly (the tests), which the worker then loads through tsx.
  */
 function workerOptions(): { filename: string; execArgv: string[] } {
-  const typescript = import.meta.url.endsWith('.ts');
-  return {
-    filename: new URL(`./intake-worker.${typescript ? 'ts' : 'js'}`, import.meta.url).href,
-    execArgv: typescript ? ['--import', 'tsx'] : [],
-  };
+  if (import.meta.url.endsWith('.ts')) {
+    return {
+      filename: new URL('./intake-worker.ts', import.meta.url).href,
+      execArgv: ['--import', 'tsx'],
+    };
+  }
+  const bundled = join(PACKAGE_ROOT, 'dist', 'bundle', 'collector', 'intake-worker.js');
+  return { filename: pathToFileURL(bundled).href, execArgv: [] };
 }
 
 /**

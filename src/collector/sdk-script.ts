@@ -1,8 +1,10 @@
 import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { gzipSync } from 'node:zlib';
 import type { FastifyInstance } from 'fastify';
 import { AppError } from '../errors.js';
+import { PACKAGE_ROOT } from '../package-root.js';
 
 /**
  * Browsers keep the script an hour, then ask again with its ETag: a new SDK reaches every site
@@ -10,11 +12,8 @@ import { AppError } from '../errors.js';
  */
 const CACHE_CONTROL = 'public, max-age=3600';
 
-/** The SDK as the build left it: `dist/browser/cds.js`, from `src/` (tests) and from `dist/`. */
-function builtScriptUrl(): URL {
-  const fromSources = import.meta.url.endsWith('.ts');
-  return new URL(fromSources ? '../../dist/browser/cds.js' : '../browser/cds.js', import.meta.url);
-}
+/** The SDK as the build left it. */
+const BUILT_SCRIPT = join(PACKAGE_ROOT, 'dist', 'browser', 'cds.js');
 
 interface Script {
   plain: Buffer;
@@ -25,7 +24,7 @@ interface Script {
 async function readScript(): Promise<Script> {
   let plain: Buffer;
   try {
-    plain = await readFile(builtScriptUrl());
+    plain = await readFile(BUILT_SCRIPT);
   } catch {
     throw new AppError(
       503,

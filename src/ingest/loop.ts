@@ -4,13 +4,7 @@ import { systemClock } from '../clock.js';
 import type { Context } from '../context.js';
 import { withoutQuotedValues } from '../redact.js';
 import { componentLog } from '../telemetry/log.js';
-import {
-  ingestBatchDuration,
-  ingestBatches,
-  ingestEvents,
-  ingestLag,
-  quarantinedParts,
-} from '../telemetry/prometheus.js';
+import { prometheusSeries } from '../telemetry/prometheus.js';
 import { traced } from '../trace.js';
 import type { BatchResult } from './batch.js';
 import { ingestIsolating, isDataFault } from './isolate.js';
@@ -41,10 +35,12 @@ const log = () => componentLog('ingest');
 /** Metrics and one log record for the batches an ingest pass committed. */
 function recordBatches(batches: BatchResult[], seconds: number, oldestFileAt: number): void {
   if (batches.length === 0) return;
-  ingestBatches.inc({ outcome: 'committed' }, batches.length);
-  ingestBatchDuration.observe(seconds);
+  prometheusSeries().ingestBatches.inc({ outcome: 'committed' }, batches.length);
+  prometheusSeries().ingestBatchDuration.observe(seconds);
   // Against the file's modification time, which is the system clock's.
-  ingestLag.set(Math.max(0, (systemClock.now().getTime() - oldestFileAt) / 1000));
+  prometheusSeries().ingestLag.set(
+    Math.max(0, (systemClock.now().getTime() - oldestFileAt) / 1000),
+  );
   const total = (pick: (batch: BatchResult) => number) =>
     batches.reduce((sum, batch) => sum + pick(batch), 0);
   const counts = {
@@ -57,10 +53,10 @@ function recordBatches(batches: BatchResult[], seconds: number, oldestFileAt: nu
     new_profiles: total((batch) => batch.newProfiles),
     merges: total((batch) => batch.merges),
   };
-  ingestEvents.inc({ outcome: 'stored' }, counts.stored);
-  ingestEvents.inc({ outcome: 'duplicate' }, counts.duplicates);
-  ingestEvents.inc({ outcome: 'rejected' }, counts.rejected);
-  ingestEvents.inc({ outcome: 'unparsable' }, counts.unparsable);
+  prometheusSeries().ingestEvents.inc({ outcome: 'stored' }, counts.stored);
+  prometheusSeries().ingestEvents.inc({ outcome: 'duplicate' }, counts.duplicates);
+  prometheusSeries().ingestEvents.inc({ outcome: 'rejected' }, counts.rejected);
+  prometheusSeries().ingestEvents.inc({ outcome: 'unparsable' }, counts.unparsable);
   log().info({ ...counts, duration_ms: Math.round(seconds * 1000) }, 'ingest batch committed');
 }
 
@@ -114,7 +110,7 @@ export class IngestLoop {
       );
       const seconds = (performance.now() - startedAt) / 1000;
       for (const file of quarantined) {
-        quarantinedParts.inc();
+        prometheusSeries().quarantinedParts.inc();
         log().warn(
           {
             tenant_id: file.tenant_id,
@@ -229,7 +225,7 @@ export class IngestLoop {
       firstMs: this.config.intervalMs,
       longestMs: MAX_RETRY_DELAY_MS,
     });
-    ingestBatches.inc({ outcome: 'failed' });
+    prometheusSeries().ingestBatches.inc({ outcome: 'failed' });
     if (this.failure?.error.message !== error.message) {
       log().error(
         { cause: withoutQuotedValues(error.message), max_retry_seconds: MAX_RETRY_DELAY_MS / 1000 },

@@ -9,7 +9,7 @@ import type { Store } from '../store/database.js';
 import type { Session } from '../store/session.js';
 import { DATA_DIR_SNAPSHOT, rewriteExistingSnapshot } from '../store/snapshot.js';
 import { componentLog } from '../telemetry/log.js';
-import { erasurePurges } from '../telemetry/prometheus.js';
+import { prometheusSeries } from '../telemetry/prometheus.js';
 import { requireWorkspace } from '../tenancy/workspaces.js';
 
 /**
@@ -238,13 +238,13 @@ async function purge(context: Context, state: Purges): Promise<void> {
       beforeSwap: (session) => rewriteExistingSnapshot(session, dataDirSnapshot),
     });
     state.failure = null;
-    erasurePurges.inc({ outcome: 'done' });
+    prometheusSeries().erasurePurges.inc({ outcome: 'done' });
     componentLog('erasure').info(
       { duration_ms: Math.round(performance.now() - startedAt) },
       'purge done: the database file was rewritten without the erased rows',
     );
   } catch (error) {
-    erasurePurges.inc({ outcome: 'failed' });
+    prometheusSeries().erasurePurges.inc({ outcome: 'failed' });
     const attempts = (state.failure?.attempts ?? 0) + 1;
     const delayMs = backoffMs(attempts, PURGE_RETRY_BACKOFF);
     state.failure = { attempts, retryAt: context.clock.now().getTime() + delayMs };

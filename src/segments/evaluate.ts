@@ -3,7 +3,7 @@ import { type MetricShape, metricShapes } from '../metrics/shapes.js';
 import type { Session } from '../store/session.js';
 import { sql } from '../store/sql-files.js';
 import { componentLog } from '../telemetry/log.js';
-import { segmentEvaluations } from '../telemetry/prometheus.js';
+import { prometheusSeries } from '../telemetry/prometheus.js';
 import { compileSegmentSet, fillSlots, MAX_SEGMENTS_PER_MASK } from './compile.js';
 import { type Predicate, parsePredicate } from './predicate.js';
 
@@ -131,7 +131,8 @@ async function evaluateWorkspace(
   const where = { tenant_id: first.tenant_id, workspace_id: first.workspace_id };
   const { evaluable, broken } = await checked(session, segments);
   await markBroken(session, broken, options);
-  if (broken.length > 0) segmentEvaluations.inc({ outcome: 'failed' }, broken.length);
+  if (broken.length > 0)
+    prometheusSeries().segmentEvaluations.inc({ outcome: 'failed' }, broken.length);
   if (evaluable.length === 0) return;
   if (scope === 'workspace') {
     await session.run('segments_mark_evaluated', {
@@ -163,7 +164,7 @@ async function evaluateWorkspace(
   if (options.announce)
     await session.run('segments_queue_webhooks', { ...where, now: options.now });
   await session.run('segments_drop_evaluation_tables');
-  segmentEvaluations.inc(
+  prometheusSeries().segmentEvaluations.inc(
     { outcome: scope === 'touched' ? 'touched_profiles' : 'workspace' },
     evaluable.length,
   );

@@ -1,8 +1,9 @@
 import { readdirSync, readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
+import { PACKAGE_ROOT } from '../package-root.js';
 
-/** `sql/` at the package root; the same depth from `src/store` and `dist/store`. */
-export const SQL_DIR = fileURLToPath(new URL('../../sql/', import.meta.url));
+/** `sql/` at the package root. */
+export const SQL_DIR = join(PACKAGE_ROOT, 'sql');
 
 const NAME_MARKER = /\/\*\s*@name\s+([a-z0-9_]+)\s*\*\//g;
 
@@ -22,7 +23,7 @@ function loadStatements(): Map<string, string> {
   const statements = new Map<string, string>();
   for (const fileName of readdirSync(SQL_DIR).sort()) {
     if (!fileName.endsWith('.sql')) continue;
-    parseNamedStatements(fileName, readFileSync(`${SQL_DIR}${fileName}`, 'utf8'), statements);
+    parseNamedStatements(fileName, readFileSync(join(SQL_DIR, fileName), 'utf8'), statements);
   }
   return statements;
 }
@@ -45,14 +46,14 @@ export interface Migration {
 
 /** Numbered migrations (`sql/migrations/001_init.sql`), in order. */
 export function migrations(): Migration[] {
-  const dir = `${SQL_DIR}migrations/`;
+  const dir = join(SQL_DIR, 'migrations');
   return readdirSync(dir)
     .filter((fileName) => /^\d+_.+\.sql$/.test(fileName))
     .sort()
     .map((fileName) => ({
       version: Number.parseInt(fileName, 10),
       name: fileName.replace(/\.sql$/, ''),
-      text: readFileSync(`${dir}${fileName}`, 'utf8'),
+      text: readFileSync(join(dir, fileName), 'utf8'),
     }));
 }
 

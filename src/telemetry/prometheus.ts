@@ -1,4 +1,4 @@
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type * as PromClient from 'prom-client';
 import { DURATION_BUCKETS, RequestDurations } from './request-durations.js';
 
 /**
@@ -9,8 +9,6 @@ import { DURATION_BUCKETS, RequestDurations } from './request-durations.js';
  * plain numbers and read into the series at scrape time, so that counting costs a request next
  * to nothing.
  */
-export const prometheusRegistry = new Registry();
-collectDefaultMetrics({ register: prometheusRegistry, prefix: 'cds_' });
 
 const requestDurations = new RequestDurations(
   'cds_http_request_duration_seconds',
@@ -38,33 +36,6 @@ function countInto(tally: Map<string, number>, reason: string, count = 1): void 
   tally.set(reason, (tally.get(reason) ?? 0) + count);
 }
 
-new Counter({
-  name: 'cds_collector_events_total',
-  help: 'Events the collector accepted, or refused by reason (one per refused event of a batch)',
-  labelNames: ['outcome', 'reason'] as const,
-  registers: [prometheusRegistry],
-  collect() {
-    this.reset();
-    if (collectorTally.acceptedEvents > 0) {
-      this.inc({ outcome: 'accepted', reason: '' }, collectorTally.acceptedEvents);
-    }
-    for (const [reason, count] of collectorTally.refusedEvents) {
-      this.inc({ outcome: 'refused', reason }, count);
-    }
-  },
-});
-
-new Counter({
-  name: 'cds_collector_requests_refused_total',
-  help: 'Collector requests refused whole, by error code (authentication, origin, limits, body)',
-  labelNames: ['reason'] as const,
-  registers: [prometheusRegistry],
-  collect() {
-    this.reset();
-    for (const [reason, count] of collectorTally.refusedRequests) this.inc({ reason }, count);
-  },
-});
-
 /** Counts what one collector request accepted and refused, event by event. */
 export function countIntake(accepted: number, refused: readonly { code: string }[]): void {
   collectorTally.acceptedEvents += accepted;
@@ -76,70 +47,148 @@ export function countRefusedRequest(reason: string): void {
   countInto(collectorTally.refusedRequests, reason);
 }
 
-/** Everything `/metrics` answers, in Prometheus' text format (`prometheusContentType`). */
-export async function prometheusText(): Promise<string> {
-  return `${await prometheusRegistry.metrics()}\n${requestDurations.text()}\n`;
+function createSeries(client: typeof PromClient) {
+  const registry = new client.Registry();
+  client.collectDefaultMetrics({ register: registry, prefix: 'cds_' });
+  new client.Counter({
+    name: 'cds_collector_events_total',
+    help: 'Events the collector accepted, or refused by reason (one per refused event of a batch)',
+    labelNames: ['outcome', 'reason'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      if (collectorTally.acceptedEvents > 0) {
+        this.inc({ outcome: 'accepted', reason: '' }, collectorTally.acceptedEvents);
+      }
+      for (const [reason, count] of collectorTally.refusedEvents) {
+        this.inc({ outcome: 'refused', reason }, count);
+      }
+    },
+  });
+  new client.Counter({
+    name: 'cds_collector_requests_refused_total',
+    help: 'Collector requests refused whole, by error code (authentication, origin, limits, body)',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const [reason, count] of collectorTally.refusedRequests) this.inc({ reason }, count);
+    },
+  });
+  return {
+    registry,
+    ingestBatches: new client.Counter({
+      name: 'cds_ingest_batches_total',
+      help: 'Ingest batches, committed or failed (a failed one is rolled back and tried again)',
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
+    ingestEvents: new client.Counter({
+      name: 'cds_ingest_events_total',
+      help: 'Landing lines ingested, by outcome: stored, duplicate, rejected, unparsable',
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
+    ingestBatchDuration: new client.Histogram({
+      name: 'cds_ingest_batch_duration_seconds',
+      help: 'Time from reading a batch of landing files to its commit',
+      buckets: [...DURATION_BUCKETS],
+      registers: [registry],
+    }),
+    ingestLag: new client.Gauge({
+      name: 'cds_ingest_lag_seconds',
+      help: 'At the last commit, the age of the oldest landing file the batch took',
+      registers: [registry],
+    }),
+    quarantinedParts: new client.Counter({
+      name: 'cds_ingest_quarantined_parts_total',
+      help: 'Parts of landing files set aside because every batch holding them failed',
+      registers: [registry],
+    }),
+    segmentEvaluations: new client.Counter({
+      name: 'cds_segment_evaluations_total',
+      help: 'Segment evaluations: over the profiles a batch touched, over a whole workspace (backfill), or failed (the segment is marked with its error)',
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
+    webhookAttempts: new client.Counter({
+      name: 'cds_webhook_attempts_total',
+      help: 'Webhook delivery attempts, by outcome: delivered, or the failure cause',
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
+    webhookDeliveryLatency: new client.Histogram({
+      name: 'cds_webhook_delivery_latency_seconds',
+      help: 'From a webhook queued in the outbox to its delivery',
+      buckets: [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600],
+      registers: [registry],
+    }),
+    erasurePurges: new client.Counter({
+      name: 'cds_erasure_purges_total',
+      help: 'Rewrites of the database file that purge erased rows, by outcome',
+      labelNames: ['outcome'] as const,
+      registers: [registry],
+    }),
+    landingBacklogFiles: new client.Gauge({
+      name: 'cds_landing_backlog_files',
+      help: 'Sealed landing files waiting to be ingested',
+      registers: [registry],
+    }),
+    landingBacklogBytes: new client.Gauge({
+      name: 'cds_landing_backlog_bytes',
+      help: 'Bytes of the sealed landing files waiting to be ingested',
+      registers: [registry],
+    }),
+    landingBacklogOldest: new client.Gauge({
+      name: 'cds_landing_backlog_oldest_age_seconds',
+      help: 'Age of the oldest sealed landing file waiting to be ingested (0 with no backlog)',
+      registers: [registry],
+    }),
+    quarantinedFiles: new client.Gauge({
+      name: 'cds_quarantine_files',
+      help: 'Quarantined parts of landing files, listed by cds ingest quarantine list',
+      registers: [registry],
+    }),
+    quarantinedLines: new client.Gauge({
+      name: 'cds_quarantine_lines',
+      help: 'Lines held in quarantined parts',
+      registers: [registry],
+    }),
+    webhookOutbox: new client.Gauge({
+      name: 'cds_webhook_outbox',
+      help: 'Webhooks in the outbox by status: pending (to send or retry) or failed (given up)',
+      labelNames: ['status'] as const,
+      registers: [registry],
+    }),
+    erasuresAwaitingPurge: new client.Gauge({
+      name: 'cds_erasures_awaiting_purge',
+      help: 'Erasures committed whose rows the database file still holds until the purge rewrites it',
+      registers: [registry],
+    }),
+  };
 }
 
-export const prometheusContentType = prometheusRegistry.contentType;
+let series: ReturnType<typeof createSeries> | undefined;
 
-export const ingestBatches = new Counter({
-  name: 'cds_ingest_batches_total',
-  help: 'Ingest batches, committed or failed (a failed one is rolled back and tried again)',
-  labelNames: ['outcome'] as const,
-  registers: [prometheusRegistry],
-});
+/**
+ * The process's series, made at their first use, so that prom-client loads only in a process
+ * that counts something or is scraped (a server, an ingest), not in every CLI command. Node's
+ * own series (GC, event-loop lag) count from then on.
+ */
+export function prometheusSeries(): ReturnType<typeof createSeries> {
+  series ??= createSeries(
+    process.getBuiltinModule('node:module').createRequire(import.meta.url)(
+      'prom-client',
+    ) as typeof PromClient,
+  );
+  return series;
+}
 
-export const ingestEvents = new Counter({
-  name: 'cds_ingest_events_total',
-  help: 'Landing lines ingested, by outcome: stored, duplicate, rejected, unparsable',
-  labelNames: ['outcome'] as const,
-  registers: [prometheusRegistry],
-});
-
-export const ingestBatchDuration = new Histogram({
-  name: 'cds_ingest_batch_duration_seconds',
-  help: 'Time from reading a batch of landing files to its commit',
-  buckets: [...DURATION_BUCKETS],
-  registers: [prometheusRegistry],
-});
-
-export const ingestLag = new Gauge({
-  name: 'cds_ingest_lag_seconds',
-  help: 'At the last commit, the age of the oldest landing file the batch took',
-  registers: [prometheusRegistry],
-});
-
-export const quarantinedParts = new Counter({
-  name: 'cds_ingest_quarantined_parts_total',
-  help: 'Parts of landing files set aside because every batch holding them failed',
-  registers: [prometheusRegistry],
-});
-
-export const segmentEvaluations = new Counter({
-  name: 'cds_segment_evaluations_total',
-  help: 'Segment evaluations: over the profiles a batch touched, over a whole workspace (backfill), or failed (the segment is marked with its error)',
-  labelNames: ['outcome'] as const,
-  registers: [prometheusRegistry],
-});
-
-export const webhookAttempts = new Counter({
-  name: 'cds_webhook_attempts_total',
-  help: 'Webhook delivery attempts, by outcome: delivered, or the failure cause',
-  labelNames: ['outcome'] as const,
-  registers: [prometheusRegistry],
-});
-
-export const webhookDeliveryLatency = new Histogram({
-  name: 'cds_webhook_delivery_latency_seconds',
-  help: 'From a webhook queued in the outbox to its delivery',
-  buckets: [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600],
-  registers: [prometheusRegistry],
-});
-
-export const erasurePurges = new Counter({
-  name: 'cds_erasure_purges_total',
-  help: 'Rewrites of the database file that purge erased rows, by outcome',
-  labelNames: ['outcome'] as const,
-  registers: [prometheusRegistry],
-});
+/** Everything `/metrics` answers, in Prometheus' text format, and its content type. */
+export async function prometheusText(): Promise<{ text: string; contentType: string }> {
+  const { registry } = prometheusSeries();
+  return {
+    text: `${await registry.metrics()}\n${requestDurations.text()}\n`,
+    contentType: registry.contentType,
+  };
+}

@@ -2,7 +2,7 @@ import { systemClock } from '../clock.js';
 import type { Context } from '../context.js';
 import { ValidationError } from '../errors.js';
 import { componentLog } from '../telemetry/log.js';
-import { webhookAttempts, webhookDeliveryLatency } from '../telemetry/prometheus.js';
+import { prometheusSeries } from '../telemetry/prometheus.js';
 import { packageVersion } from '../version.js';
 import { answeredAttemptError, thrownAttemptError } from './attempt-error.js';
 import { retryPauseMs } from './backoff.js';
@@ -195,14 +195,16 @@ function recordAttempts(due: DueWebhook[], errors: (string | null)[], now: Date)
   for (const [index, webhook] of due.entries()) {
     const error = errors[index];
     if (error === null || error === undefined) {
-      webhookAttempts.inc({ outcome: 'delivered' });
+      prometheusSeries().webhookAttempts.inc({ outcome: 'delivered' });
       const queuedAt = Date.parse(webhook.created_at);
       if (Number.isFinite(queuedAt)) {
-        webhookDeliveryLatency.observe(Math.max(0, (now.getTime() - queuedAt) / 1000));
+        prometheusSeries().webhookDeliveryLatency.observe(
+          Math.max(0, (now.getTime() - queuedAt) / 1000),
+        );
       }
       continue;
     }
-    webhookAttempts.inc({ outcome: 'failed' });
+    prometheusSeries().webhookAttempts.inc({ outcome: 'failed' });
     componentLog('webhooks').warn(
       {
         webhook_id: webhook.webhook_id,

@@ -49,7 +49,7 @@ describe('what a cds command loads (docs/benchmarks.md, CLI start-up)', () => {
     },
   );
 
-  it('a local admin command loads the app without the API document, the collector or ajv', async () => {
+  it('a local admin command loads the app without the API document, the collector, ajv or prom-client', async () => {
     const loaded = await packagesLoadedBy(['--data-dir', dataDir, 'tokens', 'list', '-t', 'acme']);
     expect(loaded).toEqual(expect.arrayContaining(['fastify', '@duckdb/node-api']));
     for (const name of [
@@ -60,6 +60,7 @@ describe('what a cds command loads (docs/benchmarks.md, CLI start-up)', () => {
       'ajv',
       'libphonenumber-js',
       'pino-pretty',
+      'prom-client',
     ]) {
       expect(loaded).not.toContain(name);
     }

@@ -162,7 +162,7 @@ describe('a checkout that is not built', () => {
     expect(notBuilt.code).toBe(1);
     expect(notBuilt.stdout).toBe('');
     expect(notBuilt.stderr).toBe(
-      `cds is not built here: run npm run build (${join(sources, 'dist/cli/main.js')} is missing)\n`,
+      `cds is not built here: run npm run build (${join(sources, 'dist/bundle/cli/main.js')} is missing)\n`,
     );
   });
 });
@@ -178,7 +178,8 @@ describe('npm pack', () => {
         'package.json',
         'npm-shrinkwrap.json',
         'bin/cds.js',
-        'dist/cli/main.js',
+        'dist/bundle/cli/main.js',
+        'dist/bundle/collector/intake-worker.js',
         'dist/browser/cds.js',
         'sql/ingest.sql',
         'sql/migrations/001_control_plane.sql',

@@ -1,16 +1,11 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { Gauge } from 'prom-client';
 import { systemClock } from '../../clock.js';
 import { UnauthorizedError } from '../../errors.js';
 import { listSealedFiles } from '../../ingest/landing-files.js';
 import { listQuarantine } from '../../quarantine/quarantine.js';
 import type { DataDir } from '../../store/data-dir.js';
 import type { Store } from '../../store/database.js';
-import {
-  prometheusContentType,
-  prometheusRegistry,
-  prometheusText,
-} from '../../telemetry/prometheus.js';
+import { prometheusSeries, prometheusText } from '../../telemetry/prometheus.js';
 import { isOperatorToken } from '../../tenancy/operator.js';
 
 /** What a scrape reads: the data dir always; the store where this process holds it (not `cds collect`). */
@@ -25,44 +20,16 @@ interface StoredGauges {
   erasures_awaiting_purge: number;
 }
 
-const landingBacklogFiles = new Gauge({
-  name: 'cds_landing_backlog_files',
-  help: 'Sealed landing files waiting to be ingested',
-  registers: [prometheusRegistry],
-});
-const landingBacklogBytes = new Gauge({
-  name: 'cds_landing_backlog_bytes',
-  help: 'Bytes of the sealed landing files waiting to be ingested',
-  registers: [prometheusRegistry],
-});
-const landingBacklogOldest = new Gauge({
-  name: 'cds_landing_backlog_oldest_age_seconds',
-  help: 'Age of the oldest sealed landing file waiting to be ingested (0 with no backlog)',
-  registers: [prometheusRegistry],
-});
-const quarantinedFiles = new Gauge({
-  name: 'cds_quarantine_files',
-  help: 'Quarantined parts of landing files, listed by cds ingest quarantine list',
-  registers: [prometheusRegistry],
-});
-const quarantinedLines = new Gauge({
-  name: 'cds_quarantine_lines',
-  help: 'Lines held in quarantined parts',
-  registers: [prometheusRegistry],
-});
-const webhookOutbox = new Gauge({
-  name: 'cds_webhook_outbox',
-  help: 'Webhooks in the outbox by status: pending (to send or retry) or failed (given up)',
-  labelNames: ['status'] as const,
-  registers: [prometheusRegistry],
-});
-const erasuresAwaitingPurge = new Gauge({
-  name: 'cds_erasures_awaiting_purge',
-  help: 'Erasures committed whose rows the database file still holds until the purge rewrites it',
-  registers: [prometheusRegistry],
-});
-
 async function readGauges(source: ScrapeSource): Promise<void> {
+  const {
+    landingBacklogFiles,
+    landingBacklogBytes,
+    landingBacklogOldest,
+    quarantinedFiles,
+    quarantinedLines,
+    webhookOutbox,
+    erasuresAwaitingPurge,
+  } = prometheusSeries();
   const backlog = await listSealedFiles(source.dataDir.landingDir);
   // Against the files' modification times, which are the system clock's.
   const now = systemClock.now().getTime();
@@ -101,7 +68,8 @@ export function prometheusRoute(app: FastifyInstance, source: ScrapeSource): voi
   app.get('/metrics', async (request, reply) => {
     requireOperator(source.dataDir, request);
     await readGauges(source);
-    reply.header('content-type', prometheusContentType);
-    return prometheusText();
+    const { text, contentType } = await prometheusText();
+    reply.header('content-type', contentType);
+    return text;
   });
 }
