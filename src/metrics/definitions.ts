@@ -5,22 +5,25 @@ import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { decodeCursor, type Page, type PageQuery, toPage } from '../store/cursor.js';
 import { requireRoom } from '../tenancy/quotas.js';
 import { findWorkspace } from '../tenancy/workspaces.js';
-import type { MetricDefinitionInput } from './definition-schema.js';
+import { AGGREGATIONS, type MetricDefinitionInput, VALUE_KINDS } from './definition-schema.js';
 import { freezeDefinition, metricTime } from './materialize.js';
 
-export interface MetricDefinition {
-  workspace_id: string;
-  metric_name: string;
-  event_name: string;
-  value_kind: MetricDefinitionInput['value_kind'];
-  value_path: string | null;
-  display_name: string | null;
-  description: string | null;
-  window_days: number | null;
-  aggregation: 'latest' | 'recent' | null;
-  keep: number | null;
-  created_at: string;
-}
+/** A stored definition as the API lists it; unset optional fields are null (interface.md). */
+export const metricDefinitionSchema = z.object({
+  workspace_id: z.string(),
+  metric_name: z.string(),
+  event_name: z.string(),
+  value_kind: z.enum(VALUE_KINDS),
+  value_path: z.string().nullable(),
+  display_name: z.string().nullable(),
+  description: z.string().nullable(),
+  window_days: z.number().nullable(),
+  aggregation: z.enum(AGGREGATIONS).nullable(),
+  keep: z.number().nullable(),
+  created_at: z.string(),
+});
+
+export type MetricDefinition = z.infer<typeof metricDefinitionSchema>;
 
 /**
  * Creates a definition. Rules that need the store are checked here: the event type exists, the

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { type Context, nowIso } from '../context.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
 import { metricShapes } from '../metrics/shapes.js';
@@ -10,11 +11,13 @@ import { parsePredicate } from './predicate.js';
 export const SEGMENT_STATUSES = ['draft', 'active', 'paused', 'archived'] as const;
 export type SegmentStatus = (typeof SEGMENT_STATUSES)[number];
 
-export interface Automations {
-  on_enter: boolean;
-  on_exit: boolean;
-  on_backfill: boolean;
-}
+export const automationsSchema = z.object({
+  on_enter: z.boolean(),
+  on_exit: z.boolean(),
+  on_backfill: z.boolean(),
+});
+
+export type Automations = z.infer<typeof automationsSchema>;
 
 export const DEFAULT_AUTOMATIONS: Automations = {
   on_enter: true,
@@ -22,23 +25,25 @@ export const DEFAULT_AUTOMATIONS: Automations = {
   on_backfill: false,
 };
 
-export interface Segment {
-  segment_id: string;
-  workspace_id: string;
-  display_name: string;
-  predicate: unknown;
-  status: SegmentStatus;
-  automations: Automations;
-  created_at: string;
-  updated_at: string;
+export const segmentSchema = z.object({
+  segment_id: z.string(),
+  workspace_id: z.string(),
+  display_name: z.string(),
+  predicate: z.unknown(),
+  status: z.enum(SEGMENT_STATUSES),
+  automations: automationsSchema,
+  created_at: z.string(),
+  updated_at: z.string(),
   /** Why evaluation skips the segment (null when it is evaluated), until its status is set again. */
-  evaluation_error: string | null;
-  evaluation_failed_at: string | null;
-}
+  evaluation_error: z.string().nullable(),
+  evaluation_failed_at: z.string().nullable(),
+});
 
-export interface SegmentListItem extends Segment {
-  member_count: number;
-}
+export type Segment = z.infer<typeof segmentSchema>;
+
+export const segmentListItemSchema = segmentSchema.extend({ member_count: z.number() });
+
+export type SegmentListItem = z.infer<typeof segmentListItemSchema>;
 
 interface SegmentRow extends Automations {
   segment_id: string;

@@ -2,25 +2,29 @@ import { z } from 'zod';
 import type { Context } from '../context.js';
 import { decodeCursor, type Page, type PageQuery, toPage } from '../store/cursor.js';
 
-export type WebhookStatus = 'pending' | 'delivered' | 'failed';
+export const WEBHOOK_STATUSES = ['pending', 'delivered', 'failed'] as const;
+export type WebhookStatus = (typeof WEBHOOK_STATUSES)[number];
 
-export interface OutboxEntry {
-  webhook_id: string;
-  tenant_id: string;
-  workspace_id: string;
-  segment_id: string;
-  profile_id: string;
-  type: 'segment.entered' | 'segment.exited';
-  backfill: boolean;
-  status: WebhookStatus;
-  attempts: number;
-  created_at: string;
-  first_attempt_at: string | null;
-  last_attempt_at: string | null;
-  next_attempt_at: string | null;
-  delivered_at: string | null;
-  last_error: string | null;
-}
+/** A webhook in the outbox, as the operator lists it. */
+export const outboxEntrySchema = z.object({
+  webhook_id: z.string(),
+  tenant_id: z.string(),
+  workspace_id: z.string(),
+  segment_id: z.string(),
+  profile_id: z.string(),
+  type: z.enum(['segment.entered', 'segment.exited']),
+  backfill: z.boolean(),
+  status: z.enum(WEBHOOK_STATUSES),
+  attempts: z.number(),
+  created_at: z.string(),
+  first_attempt_at: z.string().nullable(),
+  last_attempt_at: z.string().nullable(),
+  next_attempt_at: z.string().nullable(),
+  delivered_at: z.string().nullable(),
+  last_error: z.string().nullable(),
+});
+
+export type OutboxEntry = z.infer<typeof outboxEntrySchema>;
 
 const webhookCursor = z.strictObject({ c: z.iso.datetime(), h: z.string() });
 

@@ -12,9 +12,10 @@ import {
   createMetricDefinition,
   deleteMetricDefinition,
   listMetricDefinitions,
+  metricDefinitionSchema,
 } from '../../metrics/definitions.js';
 import { requestedWorkspace } from '../auth.js';
-import { metricDefinitionResponse, noContent, pagingQuery, tenantParams } from '../schemas.js';
+import { noContent, pagingQuery, tenantParams } from '../schemas.js';
 
 export function metricDefinitionRoutes(app: FastifyInstance, context: Context): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
@@ -48,7 +49,7 @@ export function metricDefinitionRoutes(app: FastifyInstance, context: Context): 
         querystring: pagingQuery.extend({ workspace_id: idSchema.optional() }),
         response: {
           200: z.object({
-            metric_definitions: z.array(metricDefinitionResponse),
+            metric_definitions: z.array(metricDefinitionSchema),
             next_cursor: z.string().nullable(),
           }),
         },

@@ -14,8 +14,8 @@ import { EXPORT_FORMATS, writeParquetExport } from '../../store/parquet-export.j
 import { writeSnapshot } from '../../store/snapshot.js';
 import { createTenant, issueTenantToken, listTenants } from '../../tenancy/tenants.js';
 import { issuedTokenSchema } from '../../tenancy/tokens.js';
-import { listWebhooks, retryFailedWebhooks } from '../../webhooks/outbox.js';
-import { optionalBody, pagingQuery, tenantParams, webhookResponse } from '../schemas.js';
+import { listWebhooks, outboxEntrySchema, retryFailedWebhooks } from '../../webhooks/outbox.js';
+import { optionalBody, pagingQuery, tenantParams } from '../schemas.js';
 
 /**
  * Operator-only routes behind the CLI's `cds tenants`, `cds tokens issue-tenant`, `cds webhooks`,
@@ -97,7 +97,7 @@ export function operatorRoutes(app: FastifyInstance, context: Context): void {
         }),
         response: {
           200: z.object({
-            webhooks: z.array(webhookResponse),
+            webhooks: z.array(outboxEntrySchema),
             next_cursor: z.string().nullable(),
           }),
         },

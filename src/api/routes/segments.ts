@@ -12,19 +12,14 @@ import {
   getSegment,
   listSegments,
   SEGMENT_STATUSES,
+  segmentListItemSchema,
+  segmentSchema,
   setSegmentStatus,
 } from '../../segments/definitions.js';
 import { segmentMembers } from '../../segments/members.js';
 import { previewResultSchema, previewSegment } from '../../segments/preview.js';
 import { requestedWorkspace } from '../auth.js';
-import {
-  noContent,
-  pagingQuery,
-  segmentListItemResponse,
-  segmentParams,
-  segmentResponse,
-  tenantParams,
-} from '../schemas.js';
+import { noContent, pagingQuery, segmentParams, tenantParams } from '../schemas.js';
 
 const predicateSchema = z.record(z.string(), z.unknown(), { error: 'must be an object' });
 
@@ -75,7 +70,7 @@ export function segmentRoutes(app: FastifyInstance, context: Context): void {
     '/v1/tenants/:tenant/segments/:segment_id',
     {
       config: { access: 'tenant-token' },
-      schema: { params: segmentParams, body: createBody, response: { 201: segmentResponse } },
+      schema: { params: segmentParams, body: createBody, response: { 201: segmentSchema } },
     },
     async (request, reply) => {
       const { workspace_id, ...input } = request.body;
@@ -96,7 +91,7 @@ export function segmentRoutes(app: FastifyInstance, context: Context): void {
         querystring: pagingQuery.extend(workspaceQuery.shape),
         response: {
           200: z.object({
-            segments: z.array(segmentListItemResponse),
+            segments: z.array(segmentListItemSchema),
             next_cursor: z.string().nullable(),
           }),
         },
@@ -118,7 +113,7 @@ export function segmentRoutes(app: FastifyInstance, context: Context): void {
       schema: {
         params: segmentParams,
         querystring: workspaceQuery,
-        response: { 200: segmentResponse },
+        response: { 200: segmentSchema },
       },
     },
     async (request) =>
@@ -163,7 +158,7 @@ export function segmentRoutes(app: FastifyInstance, context: Context): void {
       schema: {
         params: segmentParams,
         body: z.object({ workspace_id: idSchema, status: z.enum(SEGMENT_STATUSES) }),
-        response: { 200: segmentResponse },
+        response: { 200: segmentSchema },
       },
     },
     async (request) =>
