@@ -1,21 +1,17 @@
-import { createRequire } from 'node:module';
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { type AppError, ShuttingDownError, ValidationError } from '../errors.js';
 import { BODY_LIMIT_BYTES } from '../http/body-limit.js';
+import { requirePackage } from '../require-package.js';
 import { componentLog } from '../telemetry/log.js';
 import { recordRequestDuration } from '../telemetry/prometheus.js';
 import { handleError, handleNotFound } from './error-handler.js';
 import { answerServerEdges, checkRequestLine, httpEdgeOptions } from './http-edges.js';
 import { recordRoutes } from './openapi.js';
 
-// Required, not imported: from ESM, Node would scan Fastify's CommonJS for its export names on
-// every start (store/duckdb.ts says the same of DuckDB).
-const { fastify: Fastify, LogController } = createRequire(import.meta.url)(
-  'fastify',
-) as typeof import('fastify');
+const { fastify: Fastify, LogController } = requirePackage<typeof import('fastify')>('fastify');
 
 /**
  * A logged request shows its path, never its query: a profile lookup carries the email or phone

@@ -1,5 +1,5 @@
-import { createRequire } from 'node:module';
 import type { parsePhoneNumberFromString as ParsePhoneNumber } from 'libphonenumber-js/max';
+import { requirePackage } from '../require-package.js';
 
 let parsePhone: typeof ParsePhoneNumber | undefined;
 
@@ -8,10 +8,8 @@ let parsePhone: typeof ParsePhoneNumber | undefined;
  * not by every process that imports identity code (a CLI command listing tokens).
  */
 function phoneParser(): typeof ParsePhoneNumber {
-  parsePhone ??= (
-    createRequire(import.meta.url)('libphonenumber-js/max') as {
-      parsePhoneNumberFromString: typeof ParsePhoneNumber;
-    }
+  parsePhone ??= requirePackage<{ parsePhoneNumberFromString: typeof ParsePhoneNumber }>(
+    'libphonenumber-js/max',
   ).parsePhoneNumberFromString;
   return parsePhone;
 }

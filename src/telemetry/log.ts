@@ -1,21 +1,14 @@
 import type { Logger, LoggerOptions, pino as Pino } from 'pino';
 import type { PrettyOptions, PrettyStream } from 'pino-pretty';
 import { ConfigError } from '../errors.js';
-
-/**
- * pino and pino-pretty load with the first record. `node:module` too: importing it loads Node's
- * source-map support, ~10 ms that `cds --version` and `--help`, which log nothing, need not pay.
- */
-function require(name: string): unknown {
-  return process.getBuiltinModule('node:module').createRequire(import.meta.url)(name);
-}
+import { requirePackage } from '../require-package.js';
 
 /**
  * pino-pretty is loaded only for a terminal: every service and every CLI run with its output
  * piped or logged would pay its load time for nothing.
  */
 function prettyStream(options: PrettyOptions): PrettyStream {
-  const pretty = require('pino-pretty') as (options: PrettyOptions) => PrettyStream;
+  const pretty = requirePackage<(options: PrettyOptions) => PrettyStream>('pino-pretty');
   return pretty(options);
 }
 
@@ -52,7 +45,8 @@ function levelOf(setting: string | undefined): Level {
 }
 
 function createRoot(): Logger {
-  const pino = require('pino') as typeof Pino;
+  // pino loads with the first record: `cds --version` and `--help` log nothing.
+  const pino = requirePackage<typeof Pino>('pino');
   const options: LoggerOptions = {
     level: levelOf(process.env.CDS_LOG_LEVEL),
     base: { pid: process.pid },

@@ -1,4 +1,5 @@
 import type * as PromClient from 'prom-client';
+import { requirePackage } from '../require-package.js';
 import { DURATION_BUCKETS, RequestDurations } from './request-durations.js';
 
 /**
@@ -176,11 +177,7 @@ let series: ReturnType<typeof createSeries> | undefined;
  * own series (GC, event-loop lag) count from then on.
  */
 export function prometheusSeries(): ReturnType<typeof createSeries> {
-  series ??= createSeries(
-    process.getBuiltinModule('node:module').createRequire(import.meta.url)(
-      'prom-client',
-    ) as typeof PromClient,
-  );
+  series ??= createSeries(requirePackage<typeof PromClient>('prom-client'));
   return series;
 }
 
