@@ -10,7 +10,8 @@
  *   landing-file names, tenant keys, …). They know nothing of the store or any service.
  * - telemetry (logs, Prometheus series) and http (what every Fastify app shares below the api:
  *   the body limit, the error code a refused reply carried): used by the store and the collector.
- * - store: the DuckDB file and its sessions.
+ * - store: the DuckDB file and its sessions; bus: the NATS JetStream connection of cluster mode
+ *   (subjects, the stream and buckets, the server configuration), which knows nothing of the store.
  * - context: src/context.ts alone, the services every domain function takes (it names the Store
  *   type, so it sits above the store although it lives beside the base files).
  * - tenancy: tenants, workspaces, tokens, quotas.
@@ -22,6 +23,8 @@
  * - ingest: turns landing files into profiles, metrics and segment changes, and retries purges.
  * - collector: the HTTP intake that writes landing files; below the api, which mounts it.
  * - backup: copies the store, the landing files and the quarantine.
+ * - shards: cluster mode's owners: consuming a shard's tenants from the bus into the store, the
+ *   shard map, moves and forwarding to the owner of a tenant.
  * - api and demo: the HTTP service over everything above; the demo's event generator.
  * - cli: the commands, at the top.
  *
@@ -32,7 +35,7 @@
 const LAYERS = [
   ['base'],
   ['telemetry', 'http'],
-  ['store'],
+  ['store', 'bus'],
   ['context'],
   ['tenancy'],
   ['identity', 'catalog'],
@@ -41,6 +44,7 @@ const LAYERS = [
   ['ingest'],
   ['collector'],
   ['backup'],
+  ['shards'],
   ['api', 'demo'],
   ['cli'],
 ];

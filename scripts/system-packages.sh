@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests need and this machine lacks (run by `npm test` and
-# .ci/run): chromium for the browser tests, systemd for the systemd-analyze that checks
+# .ci/run): chromium for the browser tests, nats-server for the cluster tests, systemd for the systemd-analyze that checks
 # deploy/cds.service. As root it installs them; otherwise it stops with the exact command to run.
 set -euo pipefail
 
@@ -8,6 +8,7 @@ set -euo pipefail
 REQUIRED=(
   "chromium /usr/bin/chromium"
   "systemd /usr/bin/systemd-analyze"
+  "nats-server /usr/sbin/nats-server"
 )
 
 missing=()

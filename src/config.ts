@@ -69,6 +69,25 @@ const configSchema = z.object({
   quota_tokens: z.coerce.number().int().positive().default(1000),
   master_key: z.string().optional(),
   /**
+   * Cluster mode (issue 30): the NATS servers of the bus, `nats://host:port` each. Unset, cds runs
+   * embedded: landing files and one DuckDB file.
+   */
+  bus: commaList
+    .pipe(z.array(z.string().regex(/^(nats|tls):\/\/[^\s,]+$/, 'must be nats://host:port')).min(1))
+    .optional(),
+  /** The file of this process's bus credentials: `{"user","password"}` JSON or an nkey seed. */
+  bus_creds: z.string().min(1).optional(),
+  /** Cluster mode: the shard this `cds serve` owns (docs/scaling.md). */
+  shard: z
+    .string()
+    .regex(
+      /^[a-z0-9][a-z0-9_-]{0,63}$/,
+      'must be 1-64 of a-z, 0-9, _ and -, starting with a letter or digit',
+    )
+    .optional(),
+  /** Cluster mode: the URL other owners forward this shard's requests to; unset, the address listened on. */
+  advertise_url: z.url().optional(),
+  /**
    * DuckDB's buffer pool limit (`384MB`, `2GB`); unset, DuckDB takes 80% of RAM. The database never
    * spills to disk, so an operation needing more fails and rolls back.
    */

@@ -194,6 +194,39 @@ export class LandingWriteError extends AppError {
   }
 }
 
+/**
+ * The bus (cluster mode) did not acknowledge a request's events within the retry budget, which
+ * rides out a leader election: some may be in the stream. A retry is safe, as the stream and
+ * ingest both store an event that arrives twice once.
+ */
+export class BusUnavailableError extends AppError {
+  constructor(
+    cause: string,
+    readonly retryAfterSeconds: number,
+  ) {
+    super(
+      503,
+      'bus_unavailable',
+      `the event stream did not acknowledge the events (${cause}); send them again: an event that arrives twice is stored once`,
+    );
+  }
+}
+
+/**
+ * In cluster mode, the request was for a tenant of another shard and that shard's owner could not
+ * be reached, or no owner has announced itself for it.
+ */
+export class OwnerUnavailableError extends AppError {
+  constructor(shard: string, cause: string) {
+    super(
+      503,
+      'owner_unavailable',
+      `the owner of shard ${shard}, which holds this tenant, could not be reached (${cause}); retry later`,
+      { shard },
+    );
+  }
+}
+
 /** The server is draining (design §6: 503 shutting down); the request was not taken. */
 export class ShuttingDownError extends AppError {
   constructor() {

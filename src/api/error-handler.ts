@@ -3,6 +3,7 @@ import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import {
   AppError,
   BadRequestError,
+  BusUnavailableError,
   errorBody,
   NotFoundError,
   PayloadTooLargeError,
@@ -62,7 +63,8 @@ export function handleError(
     // where it starts; each request it refuses is a line without a stack.
     if (known.status >= 500)
       request.log.warn({ code: known.code, status: known.status }, known.message);
-    if (known instanceof RateLimitedError) reply.header('retry-after', known.retryAfterSeconds);
+    if (known instanceof RateLimitedError || known instanceof BusUnavailableError)
+      reply.header('retry-after', known.retryAfterSeconds);
     recordErrorCode(reply, known.code);
     return reply.code(known.status).send(errorBody(known));
   }

@@ -4,6 +4,7 @@ import { PRIVATE_UMASK } from '../store/file-modes.js';
 import { checkLogLevel, componentLog } from '../telemetry/log.js';
 import { packageVersion } from '../version.js';
 import { backupCommand } from './commands/backup.js';
+import { busCommand } from './commands/bus.js';
 import { collectCommand } from './commands/collect.js';
 import { demoCommand } from './commands/demo.js';
 import { eraseCommand } from './commands/erase.js';
@@ -58,6 +59,7 @@ export function createCLI(): Command {
     .addCommand(exportCommand())
     .addCommand(backupCommand())
     .addCommand(restoreCommand())
+    .addCommand(busCommand())
     .addCommand(demoCommand())
     .addCommand(generateEventsCommand());
 }

@@ -1,0 +1,167 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, open, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { BusRole } from './connect.js';
+import { type ClusterUsers, type NodeConfig, renderNodeConfig } from './server-config.js';
+
+/** Debian's package puts the server in /usr/sbin, outside an ordinary user's PATH. */
+const NATS_SERVER_PATHS = [
+  '/usr/sbin/nats-server',
+  '/usr/bin/nats-server',
+  '/usr/local/bin/nats-server',
+];
+
+export function natsServerPath(): string {
+  const found = NATS_SERVER_PATHS.find((path) => existsSync(path));
+  if (!found)
+    throw new Error(
+      `nats-server is not installed (looked in ${NATS_SERVER_PATHS.join(', ')}); run scripts/system-packages.sh, or apt-get install nats-server`,
+    );
+  return found;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * A fresh cluster answers healthy before its nodes have elected the JetStream metadata leader,
+ * and until then every stream request times out.
+ */
+async function metaLeaderElected(nodes: readonly NodeConfig[], deadline: number): Promise<void> {
+  while (Date.now() < deadline) {
+    const leaders = await Promise.all(
+      nodes.map((node) =>
+        fetch(`http://${node.host}:${node.monitorPort}/jsz`)
+          .then((response) => response.json() as Promise<{ meta_cluster?: { leader?: string } }>)
+          .then(
+            (jsz) => jsz.meta_cluster?.leader ?? '',
+            () => '',
+          ),
+      ),
+    );
+    if (leaders.every((leader) => leader !== '')) return;
+    await sleep(100);
+  }
+  throw new Error('the nats-server nodes elected no JetStream metadata leader in time');
+}
+
+export interface LocalCluster {
+  /** `nats://127.0.0.1:port` of every node, for `--bus`. */
+  servers: string[];
+  nodes: NodeConfig[];
+  /** The credentials file of each role, for `--bus-creds`. */
+  creds: Record<BusRole, string>;
+  /** Stops node `index` with SIGKILL: no goodbye to its peers. */
+  kill(index: number): Promise<void>;
+  /** Starts node `index` again on its store, and waits until its JetStream is up. */
+  start(index: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Three (or `size`) `nats-server` processes clustered on loopback ports chosen free, with
+ * JetStream on and the users of a closed bus: for `npm run cluster` and the cluster tests.
+ * Each node logs to `<dir>/<name>.log`.
+ */
+export async function startLocalCluster(dir: string, size = 3): Promise<LocalCluster> {
+  const binary = natsServerPath();
+  await mkdir(dir, { recursive: true });
+  const nodes: NodeConfig[] = [];
+  for (let index = 1; index <= size; index += 1) {
+    nodes.push({
+      name: `n${index}`,
+      host: '127.0.0.1',
+      clientPort: await freePort(),
+      clusterPort: await freePort(),
+      monitorPort: await freePort(),
+      storeDir: join(dir, `n${index}`),
+    });
+  }
+  const secret = () => randomBytes(18).toString('base64url');
+  const users: ClusterUsers = {
+    route: { user: 'route', password: secret() },
+    users: {
+      collector: { user: 'collector', password: secret() },
+      owner: { user: 'owner', password: secret() },
+      admin: { user: 'admin', password: secret() },
+    },
+  };
+  const creds = {} as Record<BusRole, string>;
+  for (const role of ['collector', 'owner', 'admin'] as const) {
+    creds[role] = join(dir, `${role}.creds.json`);
+    await writeFile(creds[role], JSON.stringify(users.users[role]), { mode: 0o600 });
+  }
+  const configs = nodes.map((node) => join(dir, `${node.name}.conf`));
+  await Promise.all(
+    nodes.map((node, index) =>
+      writeFile(configs[index] as string, renderNodeConfig(node, nodes, users), { mode: 0o600 }),
+    ),
+  );
+  const processes: (ChildProcess | null)[] = nodes.map(() => null);
+
+  const launch = async (index: number) => {
+    const node = nodes[index] as NodeConfig;
+    const log = await open(join(dir, `${node.name}.log`), 'a');
+    const child = spawn(binary, ['-c', configs[index] as string], {
+      stdio: ['ignore', log.fd, log.fd],
+    });
+    child.once('exit', () => log.close().catch(() => undefined));
+    processes[index] = child;
+  };
+  const healthy = async (index: number, deadline: number) => {
+    const node = nodes[index] as NodeConfig;
+    const url = `http://${node.host}:${node.monitorPort}/healthz?js-enabled-only=true`;
+    while (Date.now() < deadline) {
+      const ok = await fetch(url).then(
+        (response) => response.ok,
+        () => false,
+      );
+      if (ok) return;
+      if (processes[index]?.exitCode != null)
+        throw new Error(`nats-server ${node.name} exited; see ${join(dir, `${node.name}.log`)}`);
+      await sleep(100);
+    }
+    throw new Error(
+      `nats-server ${node.name} did not become healthy; see ${join(dir, `${node.name}.log`)}`,
+    );
+  };
+  const killed = (index: number) =>
+    new Promise<void>((resolve) => {
+      const child = processes[index];
+      processes[index] = null;
+      if (!child || child.exitCode !== null || child.signalCode !== null) return resolve();
+      child.once('exit', () => resolve());
+      child.kill('SIGKILL');
+    });
+
+  await Promise.all(nodes.map((_, index) => launch(index)));
+  const deadline = Date.now() + 30_000;
+  await Promise.all(nodes.map((_, index) => healthy(index, deadline)));
+  await metaLeaderElected(nodes, deadline);
+  return {
+    servers: nodes.map((node) => `nats://${node.host}:${node.clientPort}`),
+    nodes,
+    creds,
+    kill: killed,
+    async start(index) {
+      await launch(index);
+      await healthy(index, Date.now() + 30_000);
+    },
+    async stop() {
+      await Promise.all(nodes.map((_, index) => killed(index)));
+    },
+  };
+}

@@ -1,0 +1,81 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectBus } from '../../src/bus/connect.js';
+import { BUCKETS } from '../../src/bus/setup.js';
+import { eventMessageId, eventSubject } from '../../src/bus/subjects.js';
+import { startTestCluster, type TestCluster } from '../helpers/nats-cluster.js';
+
+let cluster: TestCluster;
+
+beforeAll(async () => {
+  cluster = await startTestCluster();
+}, 60_000);
+
+afterAll(async () => {
+  await cluster?.close();
+});
+
+const runId = `${process.pid}-${Date.now()}`;
+
+describe('a closed bus (issue 30, item 7)', () => {
+  it('refuses a client without credentials at connect', async () => {
+    await expect(connectBus({ servers: cluster.servers }, 'collector')).rejects.toThrow(
+      /Authorization Violation/,
+    );
+  });
+
+  it('refuses a client with a wrong password', async () => {
+    const { writeFile } = await import('node:fs/promises');
+    const path = `${cluster.creds.collector}.wrong`;
+    await writeFile(path, JSON.stringify({ user: 'collector', password: 'not-it' }));
+    await expect(
+      connectBus({ servers: cluster.servers, credsPath: path }, 'collector'),
+    ).rejects.toThrow(/Authorization Violation/);
+  });
+
+  it('lets a collector publish events and nothing else that writes', async () => {
+    const collector = await cluster.connect('collector');
+    const ack = await collector.js.publish(eventSubject('acme', 'web'), '{}', {
+      msgID: eventMessageId('acme', 'web', `e-${runId}`),
+    });
+    expect(ack.seq).toBeGreaterThan(0);
+    await expect(collector.js.publish('other.subject', '{}')).rejects.toThrow(
+      /Permissions Violation/,
+    );
+    await expect(collector.js.publish(`$KV.${BUCKETS.registry}.tenant.acme`, '{}')).rejects.toThrow(
+      /Permissions Violation/,
+    );
+    const registry = await collector.kvm.open(BUCKETS.registry);
+    await expect(registry.put('tenant.acme', '{}')).rejects.toThrow(/Permissions Violation/);
+  });
+
+  it('lets no collector read the events stream', async () => {
+    const collector = await cluster.connect('collector');
+    const manager = await collector.manager();
+    await expect(
+      manager.consumers.add('CDS_EVENTS', {
+        durable_name: 'thief',
+        filter_subject: 'cds.events.>',
+      }),
+    ).rejects.toThrow(/Permissions Violation/);
+  });
+
+  it('de-duplicates a republished copy of an event, per tenant and workspace', async () => {
+    const collector = await cluster.connect('collector');
+    const id = `same-${runId}`;
+    const first = await collector.js.publish(eventSubject('acme', 'web'), '{}', {
+      msgID: eventMessageId('acme', 'web', id),
+    });
+    const again = await collector.js.publish(eventSubject('acme', 'web'), '{}', {
+      msgID: eventMessageId('acme', 'web', id),
+    });
+    const otherTenant = await collector.js.publish(eventSubject('globex', 'web'), '{}', {
+      msgID: eventMessageId('globex', 'web', id),
+    });
+    expect(again).toMatchObject({ duplicate: true, seq: first.seq });
+    expect(otherTenant.duplicate).toBe(false);
+    const crlf = await collector.js.publish(eventSubject('acme', 'web'), '{}', {
+      msgID: eventMessageId('acme', 'web', `a\r\nb-${runId}`),
+    });
+    expect(crlf.duplicate).toBe(false);
+  });
+});
