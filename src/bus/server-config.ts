@@ -28,6 +28,9 @@ export interface ClusterUsers {
 const bucketReads = (bucket: string) => [
   `$JS.API.STREAM.INFO.KV_${bucket}`,
   `$JS.API.CONSUMER.CREATE.KV_${bucket}.>`,
+  // A watch checks its ordered consumer, and deletes it when stopped.
+  `$JS.API.CONSUMER.INFO.KV_${bucket}.>`,
+  `$JS.API.CONSUMER.DELETE.KV_${bucket}.>`,
   `$JS.API.STREAM.MSG.GET.KV_${bucket}`,
   `$JS.API.DIRECT.GET.KV_${bucket}.>`,
 ];
