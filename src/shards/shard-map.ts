@@ -42,7 +42,7 @@ export class ShardMap {
 
   async get(tenantId: string): Promise<ShardEntry | null> {
     const entry = await this.kv.get(tenantKey(tenantId));
-    if (!entry || entry.operation !== 'PUT') return null;
+    if (entry?.operation !== 'PUT') return null;
     return {
       tenantId,
       assignment: shardAssignmentSchema.parse(entry.json()),
