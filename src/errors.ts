@@ -227,6 +227,23 @@ export class OwnerUnavailableError extends AppError {
   }
 }
 
+/**
+ * In cluster mode, a write for a tenant that `cds shards move` is moving: its rows are being copied
+ * to another shard, and a write taken now could miss the copy. Nothing was done; the same request
+ * succeeds once the move is over (reads go on meanwhile, from the shard it is leaving).
+ */
+export class TenantMovingError extends AppError {
+  readonly retryAfterSeconds = 5;
+  constructor(tenantId: string, from: string, to: string | undefined) {
+    super(
+      503,
+      'tenant_moving',
+      `tenant ${tenantId} is moving from shard ${from} to shard ${to ?? '(unknown)'}; its writes wait until the move is done, retry later`,
+      { from, to: to ?? null },
+    );
+  }
+}
+
 /** The server is draining (design §6: 503 shutting down); the request was not taken. */
 export class ShuttingDownError extends AppError {
   constructor() {
