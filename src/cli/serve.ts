@@ -5,6 +5,7 @@ import { listenOn } from '../api/base-app.js';
 import { type CollectorRuntime, openOwnedCollector } from '../collector/runtime.js';
 import type { Context } from '../context.js';
 import { IngestLoop } from '../ingest/loop.js';
+import type { ClusterView } from '../shards/cluster-view.js';
 import { DATA_DIR_SNAPSHOT, snapshotEvery } from '../store/snapshot.js';
 import { componentLog } from '../telemetry/log.js';
 import { configuredSender } from '../webhooks/sender.js';
@@ -34,7 +35,31 @@ export interface ServeOptions {
   snapshot?: { path: string; everyMs: number };
 }
 
+/**
+ * Cluster mode (`--bus` with `--shard`): the shard map and owners the API routes each tenant's
+ * requests by, on a connection of its own as an owner.
+ */
+async function openServeCluster(context: Context): Promise<ClusterView | null> {
+  const { bus, shard, bus_creds, default_shard } = context.config;
+  if (!bus || !shard) return null;
+  const { connectBus } = await import('../bus/connect.js');
+  const { openClusterView } = await import('../shards/cluster-view.js');
+  const connection = await connectBus({ servers: bus, credsPath: bus_creds }, 'owner');
+  const view = await cleaningUpOnFailure(
+    openClusterView(connection, { shard, defaultShard: default_shard }),
+    () => connection.close(),
+  );
+  return {
+    ...view,
+    stop() {
+      view.stop();
+      connection.close().catch(() => undefined);
+    },
+  };
+}
+
 export async function startServer(context: Context, options: ServeOptions): Promise<RunningServer> {
+  const cluster = await openServeCluster(context);
   const sender = configuredSender(context);
   const collector = await openOwnedCollector(context);
   const loop = options.ingest
@@ -46,12 +71,16 @@ export async function startServer(context: Context, options: ServeOptions): Prom
     : null;
   const app = buildApp(context, {
     collector,
+    ...(cluster ? { cluster } : {}),
     ingestFailure: () => loop?.failure ?? null,
     logRequests: options.logRequests,
   });
   const address = await cleaningUpOnFailure(
     listenOn(app, context.config.port, context.config.host),
-    () => collector.close(),
+    async () => {
+      cluster?.stop();
+      await collector.close();
+    },
   );
   loop?.start({ watch: false });
   if (loop) collector.writer.onSealed = () => loop.tick();
@@ -75,6 +104,7 @@ export async function startServer(context: Context, options: ServeOptions): Prom
     close() {
       closing ??= (async () => {
         await app.close();
+        cluster?.stop();
         await collector.close();
         await loop?.stop();
         await sender?.stop();

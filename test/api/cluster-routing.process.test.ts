@@ -6,7 +6,8 @@ import { type ClusterView, openClusterView } from '../../src/shards/cluster-view
 import { operatorToken } from '../../src/tenancy/operator.js';
 import { createTenant, listTenants } from '../../src/tenancy/tenants.js';
 import { generateToken } from '../../src/tenancy/token-format.js';
-import { openTestEnv, type TestEnv } from '../helpers/context.js';
+import { startCli } from '../helpers/cli.js';
+import { openTestEnv, type TestEnv, tempDir } from '../helpers/context.js';
 import { startTestCluster, type TestCluster } from '../helpers/nats-cluster.js';
 import { seedTenants, type Tokens } from '../helpers/tenant.js';
 
@@ -361,6 +362,53 @@ describe('tenant placement (cluster mode)', () => {
       await c.app.close();
       c.view.stop();
       await c.env.close();
+    }
+  });
+});
+
+describe('cds serve in cluster mode', () => {
+  it('routes by the shard map as the owners in this process do', async () => {
+    const child = await startCli(['serve', '--quiet'], /cds listening on (\S+) /, 30_000, {
+      CDS_DATA_DIR: tempDir(),
+      CDS_PORT: '0',
+      CDS_BUS: cluster.servers.join(','),
+      CDS_BUS_CREDS: cluster.creds.owner,
+      CDS_SHARD: 's',
+      CDS_MASTER_KEY: masterKey,
+    });
+    try {
+      // Announcing is the owner's part of `cds serve`; done here for the process.
+      await a.view.owners.announce('s', {
+        url: child.url,
+        pid: child.child.pid ?? 0,
+        started_at: new Date().toISOString(),
+      });
+      await a.view.map.assign('cyberdyne', 's');
+      await vi.waitFor(() => expect(b.view.owners.of('s')?.url).toBe(child.url));
+      const created = await send(a, operator, 'POST', '/v1/operator/tenants', {
+        body: { tenant_id: 'cyberdyne', workspaces: ['lab'] },
+      });
+      expect(created.status).toBe(201);
+      const token = (created.body as { tenant_token: { token: string } }).tenant_token.token;
+      const throughB = await send(b, token, 'GET', '/v1/tenants/cyberdyne/workspaces');
+      expect(throughB).toMatchObject({
+        status: 200,
+        body: { workspaces: [{ workspace_id: 'lab' }] },
+      });
+      const server = { shard: 's', url: child.url } as TestOwner;
+      const acmeThroughServe = await send(
+        server,
+        acme.tenant,
+        'GET',
+        '/v1/tenants/acme/workspaces',
+      );
+      expect(acmeThroughServe.status).toBe(200);
+      expect((await send(server, acme.workspace, 'GET', '/v1/whoami')).body).toMatchObject({
+        tenant_id: 'acme',
+        workspace_id: 'eu',
+      });
+    } finally {
+      expect(await child.stop()).toBe(0);
     }
   });
 });
