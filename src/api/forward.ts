@@ -2,6 +2,7 @@ import type {} from '@fastify/reply-from';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { OwnerUnavailableError } from '../errors.js';
 import type { ClusterView } from '../shards/cluster-view.js';
+import { prometheusSeries } from '../telemetry/prometheus.js';
 
 /**
  * Set on a request one owner forwards to another, naming the shard it came from. The owner it
@@ -62,7 +63,12 @@ export function forwardToShard(
         [FORWARDED_FROM]: cluster.shard,
       }),
       retryDelay: () => null,
+      onResponse: (_request, answered, response) => {
+        prometheusSeries().forwardedRequests.inc({ shard, outcome: 'answered' });
+        answered.send(response.stream);
+      },
       onError: (failed, { error }) => {
+        prometheusSeries().forwardedRequests.inc({ shard, outcome: 'unreachable' });
         failed.send(new OwnerUnavailableError(shard, error.message));
       },
     });

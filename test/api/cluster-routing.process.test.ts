@@ -255,6 +255,13 @@ describe('one API on any owner (cluster mode)', () => {
     const none = await send(b, acme.tenant, 'GET', '/v1/tenants/umbrella/workspaces');
     expect(none.status).toBe(503);
     expect(JSON.stringify(none.body)).toContain('no owner has announced itself');
+    const metrics = await (
+      await fetch(`${b.url}/metrics`, { headers: { authorization: `Bearer ${operator}` } })
+    ).text();
+    expect(metrics).toMatch(
+      /cds_forwarded_requests_total\{shard="gone",outcome="unreachable"\} [1-9]/,
+    );
+    expect(metrics).toMatch(/cds_forwarded_requests_total\{shard="a",outcome="answered"\} [1-9]/);
   });
 
   it('forwards a forwarded request no further: the loop guard answers 503', async () => {
