@@ -210,6 +210,13 @@ describe('one API on any owner (cluster mode)', () => {
     expect(revoked.status).toBe(204);
     const tokens = await send(a, acme.tenant, 'GET', '/v1/tenants/acme/tokens');
     expect(JSON.stringify(tokens.body)).toContain(tokenId);
+    // An operator route of the tenant goes to its owner too.
+    const issued = await send(b, operator, 'POST', '/v1/operator/tenants/acme/tenant-tokens', {
+      body: { name: 'through b' },
+    });
+    expect(issued.status).toBe(201);
+    const fresh = (issued.body as { token: string }).token;
+    expect((await send(a, fresh, 'GET', '/v1/whoami')).body).toMatchObject({ tenant_id: 'acme' });
   });
 
   it('gives the owner’s error answers back unchanged', async () => {
@@ -265,6 +272,10 @@ describe('one API on any owner (cluster mode)', () => {
     const none = await send(b, acme.tenant, 'GET', '/v1/tenants/umbrella/workspaces');
     expect(none.status).toBe(503);
     expect(JSON.stringify(none.body)).toContain('no owner has announced itself');
+    // A list of every tenant without those of shard `gone` would read as the whole list.
+    const list = await send(b, operator, 'GET', '/v1/operator/tenants');
+    expect(list.status).toBe(503);
+    expect(list.body).toMatchObject({ error: { code: 'owner_unavailable' } });
     const metrics = await (
       await fetch(`${b.url}/metrics`, { headers: { authorization: `Bearer ${operator}` } })
     ).text();
