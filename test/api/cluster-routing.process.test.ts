@@ -12,6 +12,7 @@ import { operatorToken } from '../../src/tenancy/operator.js';
 import { createTenant, listTenants } from '../../src/tenancy/tenants.js';
 import { generateToken } from '../../src/tenancy/token-format.js';
 import { startCli } from '../helpers/cli.js';
+import { cdsInProcess } from '../helpers/cli-in-process.js';
 import { openTestEnv, type TestEnv, tempDir } from '../helpers/context.js';
 import { startTestCluster, type TestCluster } from '../helpers/nats-cluster.js';
 import { seedTenants, type Tokens } from '../helpers/tenant.js';
@@ -438,6 +439,25 @@ describe('tenant placement (cluster mode)', () => {
     });
     expect(again).toMatchObject({ status: direct.status, body: direct.body });
     expect(direct.status).toBe(409);
+  });
+
+  it('places a tenant made by cds tenants create --server through any owner', async () => {
+    await a.view.map.assign('pied', 'a');
+    const created = await cdsInProcess([
+      '--server',
+      b.url,
+      '--token',
+      operator,
+      'tenants',
+      'create',
+      'pied',
+      '--workspace',
+      'piper',
+    ]);
+    expect(created.code, created.stderr).toBe(0);
+    expect(created.stdout).toContain('Created tenant pied; workspaces: piper');
+    const onA = await listTenants(a.env.context, { limit: 100, cursor: null });
+    expect(onA.items.map((t) => t.tenant_id)).toContain('pied');
   });
 
   it('uses the configured default shard of the owner asked', async () => {
