@@ -40,7 +40,7 @@ export function registerClusterRouting(
   cluster: ClusterView,
 ): void {
   const replyFrom = requirePackage<typeof import('@fastify/reply-from')>('@fastify/reply-from');
-  // Each forwarded request is logged once here, with its shard (forward.ts), not twice more.
+  // A forwarded request is logged as every request is, its line naming the shard (base-app.ts).
   app.register(replyFrom.default, { disableRequestLogging: true });
   app.decorateRequest('forwardedTo', null);
 

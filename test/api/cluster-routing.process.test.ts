@@ -14,6 +14,7 @@ import { generateToken } from '../../src/tenancy/token-format.js';
 import { startCli } from '../helpers/cli.js';
 import { cdsInProcess } from '../helpers/cli-in-process.js';
 import { openTestEnv, type TestEnv, tempDir } from '../helpers/context.js';
+import { logRecords } from '../helpers/log.js';
 import { startTestCluster, type TestCluster } from '../helpers/nats-cluster.js';
 import { seedTenants, type Tokens } from '../helpers/tenant.js';
 
@@ -481,7 +482,7 @@ describe('tenant placement (cluster mode)', () => {
 
 describe('cds serve in cluster mode', () => {
   it('routes by the shard map as the owners in this process do', async () => {
-    const child = await startCli(['serve', '--quiet'], /cds listening on (\S+) /, 30_000, {
+    const child = await startCli(['serve'], /cds listening on (\S+) /, 30_000, {
       CDS_DATA_DIR: tempDir(),
       CDS_PORT: '0',
       CDS_BUS: cluster.servers.join(','),
@@ -520,6 +521,15 @@ describe('cds serve in cluster mode', () => {
         tenant_id: 'acme',
         workspace_id: 'eu',
       });
+      // Each node logs a forwarded request once, as any request, naming the shard it went to or
+      // came from.
+      const lines = logRecords(child.errors());
+      const sent = lines.filter((line) => line.msg === 'request completed' && line.res);
+      expect(sent.map((line) => line.res)).toContainEqual({ statusCode: 200, forwarded_to: 'a' });
+      const received = lines.filter((line) => line.msg === 'incoming request');
+      expect(received.map((line) => line.req)).toContainEqual(
+        expect.objectContaining({ url: '/v1/tenants/cyberdyne/workspaces', forwarded_from: 'b' }),
+      );
     } finally {
       expect(await child.stop()).toBe(0);
     }
