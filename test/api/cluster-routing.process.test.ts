@@ -442,6 +442,22 @@ describe('tenant placement (cluster mode)', () => {
     expect(direct.status).toBe(409);
   });
 
+  it('creates a tenant two owners are asked for at once on one shard only', async () => {
+    const body = { body: { tenant_id: 'racer' } };
+    const answers = await Promise.all([
+      send(a, operator, 'POST', '/v1/operator/tenants', body),
+      send(b, operator, 'POST', '/v1/operator/tenants', body),
+    ]);
+    expect(answers.map((answer) => answer.status).sort()).toEqual([201, 409]);
+    const shard = (await a.view.map.get('racer'))?.assignment.shard;
+    const holders = [];
+    for (const owner of [a, b]) {
+      const local = await listTenants(owner.env.context, { limit: 500, cursor: null });
+      if (local.items.some((t) => t.tenant_id === 'racer')) holders.push(owner.shard);
+    }
+    expect(holders).toEqual([shard]);
+  });
+
   it('places a tenant made by cds tenants create --server through any owner', async () => {
     await a.view.map.assign('pied', 'a');
     const created = await cdsInProcess([
