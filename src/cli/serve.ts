@@ -35,11 +35,17 @@ export interface ServeOptions {
   snapshot?: { path: string; everyMs: number };
 }
 
+/** Cluster mode: what the API routes each tenant's requests by, and how to let it go. */
+interface ServeCluster {
+  view: ClusterView;
+  close(): Promise<void>;
+}
+
 /**
  * Cluster mode (`--bus` with `--shard`): the shard map and owners the API routes each tenant's
  * requests by, on a connection of its own as an owner.
  */
-async function openServeCluster(context: Context): Promise<ClusterView | null> {
+async function openServeCluster(context: Context): Promise<ServeCluster | null> {
   const { bus, shard, bus_creds, default_shard } = context.config;
   if (!bus || !shard) return null;
   const { connectBus } = await import('../bus/connect.js');
@@ -50,10 +56,10 @@ async function openServeCluster(context: Context): Promise<ClusterView | null> {
     () => connection.close(),
   );
   return {
-    ...view,
-    stop() {
+    view,
+    async close() {
       view.stop();
-      connection.close().catch(() => undefined);
+      await connection.close();
     },
   };
 }
@@ -71,15 +77,15 @@ export async function startServer(context: Context, options: ServeOptions): Prom
     : null;
   const app = buildApp(context, {
     collector,
-    ...(cluster ? { cluster } : {}),
+    ...(cluster ? { cluster: cluster.view } : {}),
     ingestFailure: () => loop?.failure ?? null,
     logRequests: options.logRequests,
   });
   const address = await cleaningUpOnFailure(
     listenOn(app, context.config.port, context.config.host),
     async () => {
-      cluster?.stop();
       await collector.close();
+      await cluster?.close();
     },
   );
   loop?.start({ watch: false });
@@ -104,7 +110,7 @@ export async function startServer(context: Context, options: ServeOptions): Prom
     close() {
       closing ??= (async () => {
         await app.close();
-        cluster?.stop();
+        await cluster?.close();
         await collector.close();
         await loop?.stop();
         await sender?.stop();
