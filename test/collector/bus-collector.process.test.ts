@@ -10,8 +10,10 @@ import {
   eventSubject,
   tenantFilter,
 } from '../../src/bus/subjects.js';
+import { startServer } from '../../src/cli/serve.js';
 import { BusSink } from '../../src/collector/bus-sink.js';
 import { publishPolicyOf, publishRegistryToBus } from '../../src/collector/runtime.js';
+import { createTenant } from '../../src/tenancy/tenants.js';
 import { issueToken } from '../../src/tenancy/tokens.js';
 import { type ChildServer, startCli } from '../helpers/cli.js';
 import { openTestEnv, type TestEnv, tempDir } from '../helpers/context.js';
@@ -69,7 +71,10 @@ async function readStream(filter: string) {
   const consumer = await admin.js.consumers.get(EVENTS_STREAM, info.name);
   const messages: { subject: string; msgID: string; body: string }[] = [];
   while (messages.length < info.num_pending) {
-    const batch = await consumer.fetch({ max_messages: 1000, expires: 2000 });
+    const batch = await consumer.fetch({
+      max_messages: Math.min(1000, info.num_pending - messages.length),
+      expires: 2000,
+    });
     for await (const message of batch)
       messages.push({
         subject: message.subject,
@@ -326,6 +331,61 @@ describe('cds collect --bus (issue 30, items 1 and 3)', () => {
     );
     expect(performance.now() - killedAt).toBeLessThan(10_000);
   }, 30_000);
+
+  it('cds serve --bus: puts its tenants in the bucket, publishes the events its own collector takes, and refuses a revoked token at once', async () => {
+    const env = await openTestEnv({
+      config: { bus: cluster.servers.join(','), bus_creds: cluster.creds.owner, port: 0 },
+    });
+    const { token: tenantToken } = await createTenant(env.context, 'serveco', ['main']);
+    const server = await startServer(env.context, { logRequests: false, ingest: false });
+    try {
+      expect(server.bus?.role).toBe('owner');
+      const api = (method: string, path: string, body?: unknown) =>
+        fetch(`${server.url}${path}`, {
+          method,
+          headers: {
+            ...bearer(tenantToken),
+            ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+          },
+          ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        });
+      expect((await api('PUT', '/v1/tenants/serveco/event-types/page_viewed', {})).status).toBe(
+        201,
+      );
+      const minted = await api('POST', '/v1/tenants/serveco/tokens', {
+        kind: 'collector',
+        name: 'backend',
+      });
+      const { token, token_id } = (await minted.json()) as { token: string; token_id: string };
+      const runId = randomUUID();
+      const serveEvent = () =>
+        event({ tenant: 'serveco', workspace: 'main', properties: { run: runId } });
+      const [other] = collectors as [ChildServer];
+      for (const url of [server.url, other.url]) {
+        const response = await post(url, '/v1/server/events', serveEvent(), bearer(token));
+        expect(response.status).toBe(202);
+      }
+      const stored = (await readStream(tenantFilter('serveco'))).filter((message) =>
+        message.body.includes(runId),
+      );
+      expect(stored.map((message) => message.subject)).toEqual([
+        eventSubject('serveco', 'main'),
+        eventSubject('serveco', 'main'),
+      ]);
+      expect((await api('DELETE', `/v1/tenants/serveco/tokens/${token_id}`)).status).toBe(204);
+      const ownRefusal = await post(server.url, '/v1/server/events', serveEvent(), bearer(token));
+      expect(ownRefusal.status).toBe(401);
+      await waitUntil(
+        async () =>
+          (await post(other.url, '/v1/server/events', serveEvent(), bearer(token))).status === 401,
+        'cds collect refusing the revoked token',
+        1_000,
+      );
+    } finally {
+      await server.close();
+      await env.app.close();
+    }
+  }, 60_000);
 
   it('answers 503 bus_unavailable with retry-after once its budget is spent with the bus down; the batch sent again is stored once', async () => {
     const short = await collect({ CDS_BUS_PUBLISH_BUDGET_MS: '2000' });
