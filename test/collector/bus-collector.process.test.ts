@@ -9,9 +9,11 @@ import {
   eventMessageId,
   eventSubject,
   tenantFilter,
+  tenantKey,
 } from '../../src/bus/subjects.js';
 import { startServer } from '../../src/cli/serve.js';
 import { BusSink } from '../../src/collector/bus-sink.js';
+import { RegistryBucketWriter } from '../../src/collector/registry-bus.js';
 import { publishPolicyOf, publishRegistryToBus } from '../../src/collector/runtime.js';
 import { createTenant } from '../../src/tenancy/tenants.js';
 import { issueToken } from '../../src/tenancy/tokens.js';
@@ -291,6 +293,49 @@ describe('cds collect --bus (issue 30, items 1 and 3)', () => {
       expect(response.status).toBe(202);
       expect(response.headers.get('access-control-allow-origin')).toBe(origin);
     }
+  });
+
+  it('an owner deletes only the keys it put, and a bad entry is skipped while the watch goes on', async () => {
+    const entryOf = (tenantId: string) => ({
+      tenant_id: tenantId,
+      workspaces: ['main'],
+      allowed_origins: [],
+      event_types: ['page_viewed'],
+      collector_tokens: [],
+    });
+    const status = (url: string, tenantId: string) =>
+      post(url, '/v1/events', event({ tenant: tenantId, workspace: 'main' }), {
+        'x-tenant-id': tenantId,
+        'x-workspace-id': 'main',
+      }).then((response) => response.status);
+    const everywhere = async (tenantId: string, expected: number) => {
+      for (const collector of collectors)
+        await waitUntil(
+          async () => (await status(collector.url, tenantId)) === expected,
+          `${tenantId} answered ${expected}`,
+          1_000,
+        );
+    };
+    const policy = publishPolicyOf(owner.context.config);
+    const shardA = await RegistryBucketWriter.open(ownerBus, policy);
+    const shardB = await RegistryBucketWriter.open(ownerBus, policy);
+    await shardA.publish({
+      version: 1,
+      generated_at: '',
+      tenants: [entryOf('leftco'), entryOf('movedco')],
+    });
+    await everywhere('leftco', 202);
+    await everywhere('movedco', 202);
+    // movedco moves to shard B, which puts it, then leaves shard A's database.
+    await shardB.publish({ version: 1, generated_at: '', tenants: [entryOf('movedco')] });
+    await shardA.publish({ version: 2, generated_at: '', tenants: [entryOf('leftco')] });
+    // A bad entry among them: skipped, and the changes after it still arrive.
+    const registry = await ownerBus.kvm.open('cds_registry');
+    await registry.put(tenantKey('badco'), 'not an entry');
+    await shardA.publish({ version: 3, generated_at: '', tenants: [] });
+    await everywhere('leftco', 404);
+    await everywhere('movedco', 202);
+    expect(await registry.get(tenantKey('movedco'))).toMatchObject({ operation: 'PUT' });
   });
 
   it('shares the rate limit among live collectors, and takes the whole of it back within about 6 s of one stopping', async () => {
