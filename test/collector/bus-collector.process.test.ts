@@ -455,6 +455,8 @@ describe('cds collect --bus (issue 30, items 1 and 3)', () => {
       message.body.includes(runId),
     );
     expect(stored).toHaveLength(events.length);
+    // Stopped by a signal, it closes its sink, its heartbeat and its connection, and exits 0.
+    expect(await short.stop()).toBe(0);
   }, 120_000);
 });
 
