@@ -2,7 +2,14 @@ import { join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../api/app.js';
 import { listenOn } from '../api/base-app.js';
-import { type CollectorRuntime, openOwnedCollector } from '../collector/runtime.js';
+import { type BusConnection, connectBus } from '../bus/connect.js';
+import {
+  type CollectorRuntime,
+  type LandingCollectorRuntime,
+  openBusCollector,
+  openOwnedCollector,
+  publishRegistryToBus,
+} from '../collector/runtime.js';
 import type { Context } from '../context.js';
 import { IngestLoop } from '../ingest/loop.js';
 import type { ClusterView } from '../shards/cluster-view.js';
@@ -10,6 +17,7 @@ import { DATA_DIR_SNAPSHOT, snapshotEvery } from '../store/snapshot.js';
 import { componentLog } from '../telemetry/log.js';
 import { configuredSender } from '../webhooks/sender.js';
 import type { GlobalOptions } from './admin-request.js';
+import { type BusFlags, busConfigInput, busSettingsOf } from './bus-flags.js';
 import { cleaningUpOnFailure } from './on-failure.js';
 import { openContext } from './open-context.js';
 
@@ -17,6 +25,8 @@ export interface RunningServer {
   app: FastifyInstance;
   url: string;
   collector: CollectorRuntime;
+  /** Cluster mode: the owner's one connection to the bus, closed last. */
+  bus: BusConnection | null;
   /** Seals the landing files and ingests them now (the demo waits for its events this way). */
   ingestNow(): Promise<void>;
   /**
@@ -35,39 +45,60 @@ export interface ServeOptions {
   snapshot?: { path: string; everyMs: number };
 }
 
-/** Cluster mode: what the API routes each tenant's requests by, and how to let it go. */
-interface ServeCluster {
-  view: ClusterView;
-  close(): Promise<void>;
+interface OpenedCollector {
+  collector: CollectorRuntime;
+  /** The embedded default's collector, whose landing files the ingest loop reads. */
+  landing: LandingCollectorRuntime | null;
+  bus: BusConnection | null;
 }
 
 /**
- * Cluster mode (`--bus` with `--shard`): the shard map and owners the API routes each tenant's
- * requests by, on a connection of its own as an owner.
+ * The embedded default's collector, or in cluster mode (`bus` set) the owner's connection to the
+ * bus, every tenant of the database put in the registry bucket, and a collector on the bus like
+ * `cds collect --bus`, ready once it has read the registry back.
  */
-async function openServeCluster(context: Context): Promise<ServeCluster | null> {
-  const { bus, shard, bus_creds, default_shard } = context.config;
-  if (!bus || !shard) return null;
-  const { connectBus } = await import('../bus/connect.js');
-  const { openClusterView } = await import('../shards/cluster-view.js');
-  const connection = await connectBus({ servers: bus, credsPath: bus_creds }, 'owner');
-  const view = await cleaningUpOnFailure(
-    openClusterView(connection, { shard, defaultShard: default_shard }),
-    () => connection.close(),
+async function openCollector(context: Context): Promise<OpenedCollector> {
+  const settings = busSettingsOf(context.config);
+  if (!settings) {
+    const landing = await openOwnedCollector(context);
+    return { collector: landing, landing, bus: null };
+  }
+  const bus = await connectBus(settings, 'owner');
+  return cleaningUpOnFailure(
+    (async () => {
+      await publishRegistryToBus(context, bus);
+      const collector = await openBusCollector(bus, context.config, {
+        clock: context.clock,
+        owner: context,
+      });
+      await cleaningUpOnFailure(collector.registryLoaded, () => collector.close());
+      return { collector, landing: null, bus };
+    })(),
+    () => bus.close(),
   );
-  return {
-    view,
-    async close() {
-      view.stop();
-      await connection.close();
-    },
-  };
+}
+
+/**
+ * Cluster mode with a shard (`--bus --shard`): the shard map and owners the API routes each
+ * tenant's requests by (api/cluster-routing.ts), watched on the owner's connection.
+ */
+async function openClusterRouting(
+  context: Context,
+  bus: BusConnection | null,
+): Promise<ClusterView | null> {
+  const { shard, default_shard } = context.config;
+  if (!bus || !shard) return null;
+  const { openClusterView } = await import('../shards/cluster-view.js');
+  return openClusterView(bus, { shard, defaultShard: default_shard });
 }
 
 export async function startServer(context: Context, options: ServeOptions): Promise<RunningServer> {
-  const cluster = await openServeCluster(context);
   const sender = configuredSender(context);
-  const collector = await openOwnedCollector(context);
+  const { collector, landing, bus } = await openCollector(context);
+  const cluster = await cleaningUpOnFailure(openClusterRouting(context, bus), async () => {
+    await collector.close();
+    await bus?.close();
+  });
   const loop = options.ingest
     ? new IngestLoop(context, {
         maxBatchEvents: context.config.max_batch_events,
@@ -77,19 +108,20 @@ export async function startServer(context: Context, options: ServeOptions): Prom
     : null;
   const app = buildApp(context, {
     collector,
-    ...(cluster ? { cluster: cluster.view } : {}),
+    ...(cluster ? { cluster } : {}),
     ingestFailure: () => loop?.failure ?? null,
     logRequests: options.logRequests,
   });
   const address = await cleaningUpOnFailure(
     listenOn(app, context.config.port, context.config.host),
     async () => {
+      cluster?.stop();
       await collector.close();
-      await cluster?.close();
+      await bus?.close();
     },
   );
   loop?.start({ watch: false });
-  if (loop) collector.writer.onSealed = () => loop.tick();
+  if (loop && landing) landing.writer.onSealed = () => loop.tick();
   sender?.start();
   const snapshots = options.snapshot
     ? snapshotEvery(context.store, options.snapshot.path, options.snapshot.everyMs)
@@ -103,19 +135,21 @@ export async function startServer(context: Context, options: ServeOptions): Prom
     app,
     url: address,
     collector,
+    bus,
     async ingestNow() {
-      await collector.writer.sealAll();
+      await landing?.writer.sealAll();
       await loop?.catchUp();
     },
     close() {
       closing ??= (async () => {
         await app.close();
-        await cluster?.close();
+        cluster?.stop();
         await collector.close();
         await loop?.stop();
         await sender?.stop();
         await snapshots?.stop();
         await context.store.close();
+        await bus?.close();
       })();
       return closing;
     },
@@ -146,7 +180,7 @@ export function closeOnSignals(server: Pick<RunningServer, 'close'>): Promise<vo
 }
 
 /** The flags of `cds serve`. */
-export interface ServeFlags {
+export interface ServeFlags extends BusFlags {
   port?: string;
   host?: string;
   quiet?: boolean;
@@ -161,6 +195,7 @@ export async function runServe(globals: GlobalOptions, flags: ServeFlags): Promi
     data_dir: globals.dataDir,
     port: flags.port,
     host: flags.host,
+    ...busConfigInput(flags),
   });
   const server = await cleaningUpOnFailure(
     startServer(context, {
