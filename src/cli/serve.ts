@@ -2,13 +2,17 @@ import { join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../api/app.js';
 import { listenOn } from '../api/base-app.js';
+import { type BusConnection, connectBus } from '../bus/connect.js';
 import { type CollectorRuntime, openOwnedCollector } from '../collector/runtime.js';
 import type { Context } from '../context.js';
+import { ConfigError } from '../errors.js';
 import { IngestLoop } from '../ingest/loop.js';
+import { type RunningOwner, startOwner } from '../shards/owner.js';
 import { DATA_DIR_SNAPSHOT, snapshotEvery } from '../store/snapshot.js';
 import { componentLog } from '../telemetry/log.js';
 import { configuredSender } from '../webhooks/sender.js';
 import type { GlobalOptions } from './admin-request.js';
+import { type BusFlags, busConfigInput, busSettingsOf } from './bus-flags.js';
 import { cleaningUpOnFailure } from './on-failure.js';
 import { openContext } from './open-context.js';
 
@@ -16,6 +20,8 @@ export interface RunningServer {
   app: FastifyInstance;
   url: string;
   collector: CollectorRuntime;
+  /** Cluster mode (`--bus --shard`): the owner of this process's shard; null embedded. */
+  owner: RunningOwner | null;
   /** Seals the landing files and ingests them now (the demo waits for its events this way). */
   ingestNow(): Promise<void>;
   /**
@@ -34,25 +40,59 @@ export interface ServeOptions {
   snapshot?: { path: string; everyMs: number };
 }
 
+/**
+ * Cluster mode: the connection of an owner (`--bus` with `--shard`). In bus mode the owner loop
+ * takes the place of the landing-file ingest loop, so a shard is required.
+ */
+async function ownerBus(context: Context): Promise<BusConnection | null> {
+  const settings = busSettingsOf(context.config);
+  if (settings === null) return null;
+  if (context.config.shard === undefined)
+    throw new ConfigError(
+      '--bus',
+      'cds serve on the bus owns a shard: give --shard NAME (or CDS_SHARD)',
+    );
+  return connectBus(settings, 'owner');
+}
+
 export async function startServer(context: Context, options: ServeOptions): Promise<RunningServer> {
+  const bus = await ownerBus(context);
   const sender = configuredSender(context);
   const collector = await openOwnedCollector(context);
-  const loop = options.ingest
-    ? new IngestLoop(context, {
-        maxBatchEvents: context.config.max_batch_events,
-        intervalMs: context.config.ingest_interval_ms,
-        onBatch: () => sender?.tick(),
-      })
-    : null;
+  let owner: RunningOwner | null = null;
+  const loop =
+    options.ingest && bus === null
+      ? new IngestLoop(context, {
+          maxBatchEvents: context.config.max_batch_events,
+          intervalMs: context.config.ingest_interval_ms,
+          onBatch: () => sender?.tick(),
+        })
+      : null;
   const app = buildApp(context, {
     collector,
-    ingestFailure: () => loop?.failure ?? null,
+    ingestFailure: () => loop?.failure ?? owner?.failure() ?? null,
     logRequests: options.logRequests,
   });
   const address = await cleaningUpOnFailure(
     listenOn(app, context.config.port, context.config.host),
-    () => collector.close(),
+    async () => {
+      await collector.close();
+      await bus?.close();
+    },
   );
+  if (bus !== null && options.ingest)
+    owner = await cleaningUpOnFailure(
+      startOwner(context, bus, {
+        shard: context.config.shard as string,
+        url: context.config.advertise_url ?? address,
+        onBatch: () => sender?.tick(),
+      }),
+      async () => {
+        await app.close();
+        await collector.close();
+        await bus.close();
+      },
+    );
   loop?.start({ watch: false });
   if (loop) collector.writer.onSealed = () => loop.tick();
   sender?.start();
@@ -68,15 +108,19 @@ export async function startServer(context: Context, options: ServeOptions): Prom
     app,
     url: address,
     collector,
+    owner,
     async ingestNow() {
       await collector.writer.sealAll();
       await loop?.catchUp();
+      await owner?.ingestNow();
     },
     close() {
       closing ??= (async () => {
         await app.close();
         await collector.close();
         await loop?.stop();
+        await owner?.close();
+        await bus?.close();
         await sender?.stop();
         await snapshots?.stop();
         await context.store.close();
@@ -110,8 +154,10 @@ export function closeOnSignals(server: Pick<RunningServer, 'close'>): Promise<vo
 }
 
 /** The flags of `cds serve`. */
-export interface ServeFlags {
+export interface ServeFlags extends BusFlags {
   port?: string;
+  shard?: string;
+  advertiseUrl?: string;
   host?: string;
   quiet?: boolean;
   ingest: boolean;
@@ -125,6 +171,9 @@ export async function runServe(globals: GlobalOptions, flags: ServeFlags): Promi
     data_dir: globals.dataDir,
     port: flags.port,
     host: flags.host,
+    ...busConfigInput(flags),
+    shard: flags.shard,
+    advertise_url: flags.advertiseUrl,
   });
   const server = await cleaningUpOnFailure(
     startServer(context, {

@@ -1,5 +1,6 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { GlobalOptions } from '../admin-request.js';
+import { addBusOptions } from '../bus-flags.js';
 import type { ServeFlags } from '../serve.js';
 
 function positiveNumber(value: string): number {
@@ -10,7 +11,7 @@ function positiveNumber(value: string): number {
 }
 
 export function serveCommand(): Command {
-  return new Command('serve')
+  const command = new Command('serve')
     .description('run the API, the collector and the ingest loop on one port; owns the database')
     .addOption(new Option('--port <port>', 'port (0 picks a free one)').env('CDS_PORT'))
     .addOption(new Option('--host <host>', 'address to listen on').env('CDS_HOST'))
@@ -25,9 +26,18 @@ export function serveCommand(): Command {
       '--snapshot-path <file>',
       'where --snapshot-every writes (default <data-dir>/snapshot.duckdb)',
     )
-    .action(async (options: ServeFlags, command: Command) => {
-      const globals = command.optsWithGlobals<GlobalOptions>();
-      const { runServe } = await import('../serve.js');
-      await runServe(globals, options);
-    });
+    .addOption(
+      new Option('--shard <name>', 'cluster mode: the shard this process owns').env('CDS_SHARD'),
+    )
+    .addOption(
+      new Option(
+        '--advertise-url <url>',
+        'cluster mode: the URL other owners reach this one at (default: the address listened on)',
+      ).env('CDS_ADVERTISE_URL'),
+    );
+  return addBusOptions(command).action(async (options: ServeFlags, command: Command) => {
+    const globals = command.optsWithGlobals<GlobalOptions>();
+    const { runServe } = await import('../serve.js');
+    await runServe(globals, options);
+  });
 }
