@@ -40,7 +40,8 @@ function workspaceOfSubject(subject: string): string {
   return fromSubjectToken(subject.split('.')[3] ?? '');
 }
 
-function busEventOf(message: JsMsg): BusEvent {
+/** A fetched message as the batch takes it: tenant and workspace from its subject. */
+export function busEventOf(message: JsMsg): BusEvent {
   return {
     tenantId: tenantOfSubject(message.subject),
     workspaceId: workspaceOfSubject(message.subject),
