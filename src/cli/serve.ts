@@ -2,6 +2,7 @@ import { join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../api/app.js';
 import { listenOn } from '../api/base-app.js';
+import { tenantRowsRoutes } from '../api/routes/tenant-rows.js';
 import { type BusConnection, connectBus } from '../bus/connect.js';
 import { type CollectorRuntime, openOwnedCollector } from '../collector/runtime.js';
 import type { Context } from '../context.js';
@@ -73,6 +74,7 @@ export async function startServer(context: Context, options: ServeOptions): Prom
     ingestFailure: () => loop?.failure ?? owner?.failure() ?? null,
     logRequests: options.logRequests,
   });
+  if (bus !== null) tenantRowsRoutes(app, () => owner);
   const address = await cleaningUpOnFailure(
     listenOn(app, context.config.port, context.config.host),
     async () => {

@@ -24,11 +24,17 @@ export interface RunningOwner {
   ingestNow(): Promise<void>;
   /** The failing batches since the last commit, for `/readyz`. */
   failure(): IngestFailure | null;
+  /**
+   * One table of a tenant's rows as a Parquet file, for the shard it moves to (the caller deletes
+   * the file); 409 unless the tenant is `copied` from this shard.
+   */
+  exportTable(tenantId: string, table: string): Promise<string>;
   /** Stops consuming; the batch under way commits and is acked. */
   close(): Promise<void>;
 }
 
 const log = () => componentLog('owner');
+const RETRY_CHANGE_MS = 2000;
 
 /** Puts the database's tenants the shard map does not know yet on this shard. */
 async function assignUnknownTenants(
@@ -71,20 +77,25 @@ export async function startOwner(
     maxBatchEvents: context.config.max_batch_events,
     ...(options.onBatch ? { onBatch: options.onBatch } : {}),
   });
-  const moves = new TenantMoves(loop, shard);
+  const moves = new TenantMoves(context, map, loop, owners, shard);
   const latest = new Map<string, ShardEntry | null>();
   let initial = true;
-  // One change at a time, in the order seen: each step reads the map entry it acts on again.
+  let closed = false;
+  // One change at a time, in the order seen; each acts on the tenant's latest entry.
   let changes: Promise<void> = Promise.resolve();
   const follow = (tenantId: string) => {
     changes = changes
       .then(() => moves.follow(tenantId, latest.get(tenantId) ?? null))
-      .catch((error: unknown) =>
+      .catch((error: unknown) => {
         log().error(
           { err: error, tenant_id: tenantId },
-          'a shard map change failed; retried on the next change or restart',
-        ),
-      );
+          'a shard map change could not be applied; it is tried again',
+        );
+        // A compare-and-set lost, or the other owner unreachable: the entry decides again.
+        setTimeout(() => {
+          if (!closed) follow(tenantId);
+        }, RETRY_CHANGE_MS).unref();
+      });
   };
   let watch: BucketWatch | null = null;
   try {
@@ -125,7 +136,9 @@ export async function startOwner(
     shard,
     ingestNow: () => loop.ingestNow(),
     failure: () => loop.failure,
+    exportTable: (tenantId, table) => moves.exportTable(tenantId, table),
     async close() {
+      closed = true;
       watch?.stop();
       owners.stop();
       await changes;

@@ -1,0 +1,102 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BusConnection } from '../../src/bus/connect.js';
+import { type ShardAssignment, ShardMap } from '../../src/shards/shard-map.js';
+import {
+  exactlyOnce,
+  publishMany,
+  seedShardDir,
+  shardRows,
+  startOwnerProcess,
+  waitDrained,
+} from '../helpers/bus-owners.js';
+import type { ChildServer } from '../helpers/cli.js';
+import { tempDir } from '../helpers/context.js';
+import { startTestCluster, type TestCluster } from '../helpers/nats-cluster.js';
+
+let cluster: TestCluster;
+let admin: BusConnection;
+let collector: BusConnection;
+const running: ChildServer[] = [];
+
+beforeAll(async () => {
+  cluster = await startTestCluster();
+  admin = await cluster.connect('admin');
+  collector = await cluster.connect('collector');
+}, 60_000);
+
+afterAll(async () => {
+  await Promise.all(running.map((child) => child.stop()));
+  await cluster?.close();
+});
+
+describe('moving a tenant between shards under load', () => {
+  it('copies its rows to the new shard and goes on from the sequence it copied: nothing lost, doubled or left behind', async () => {
+    const dirA = tempDir();
+    const dirB = tempDir();
+    await seedShardDir(dirA, ['tau', 'ursa']);
+    await seedShardDir(dirB, ['vega']);
+    const a = await startOwnerProcess(cluster, 'a', dirA);
+    running.push(a);
+    const b = await startOwnerProcess(cluster, 'b', dirB);
+    running.push(b);
+    const map = await ShardMap.open(admin);
+    const seen: ShardAssignment[] = [];
+    const watch = await map.watch((tenantId, entry) => {
+      if (tenantId === 'tau' && entry) seen.push(entry.assignment);
+    });
+
+    // Events of tau keep flowing through the whole move.
+    const published: string[] = [];
+    let flowing = true;
+    let round = 0;
+    const load = (async () => {
+      while (flowing) {
+        published.push(...(await publishMany(collector, 'tau', 100, `load${round++}`)));
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    })();
+    const ursa = await publishMany(collector, 'ursa', 200);
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+
+    // What `cds shards move tau b` does; the owners do the rest.
+    const before = await map.get('tau');
+    expect(before?.assignment).toMatchObject({ shard: 'a', state: 'active' });
+    await map.change(before as NonNullable<typeof before>, {
+      shard: 'a',
+      state: 'moving',
+      to: 'b',
+    });
+    await expect
+      .poll(async () => (await map.get('tau'))?.assignment.shard, {
+        timeout: 60_000,
+        interval: 200,
+      })
+      .toBe('b');
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    flowing = false;
+    await load;
+    await waitDrained(admin, ['tau', 'ursa']);
+    // A deletes its copy once it sees tau active on b.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    await a.stop();
+    await b.stop();
+    watch.stop();
+
+    expect(seen.map((entry) => entry.state)).toEqual(['active', 'moving', 'copied', 'active']);
+    const copiedAt = seen[2]?.seq ?? 0;
+    expect(copiedAt).toBeGreaterThan(0);
+    const rowsA = await shardRows(dirA);
+    const rowsB = await shardRows(dirB);
+    const clean = { missing: [], doubled: [], extra: 0 };
+    expect(exactlyOnce(rowsB, 'tau', published)).toEqual(clean);
+    expect(rowsA.events.has('tau')).toBe(false);
+    expect(rowsA.offsets.has('tau')).toBe(false);
+    expect(rowsA.profiles.has('tau')).toBe(false);
+    // Its other rows came along: one profile per shopper, A's and B's alike.
+    expect(rowsB.profiles.get('tau')).toBe(published.length);
+    // B's sequence of tau continues the one A handed over.
+    expect(rowsB.offsets.get('tau')).toBeGreaterThan(copiedAt);
+    // The tenant that stayed is untouched.
+    expect(exactlyOnce(rowsA, 'ursa', ursa)).toEqual(clean);
+  }, 180_000);
+});
