@@ -47,7 +47,11 @@ export interface ServeOptions {
  */
 async function ownerBus(context: Context): Promise<BusConnection | null> {
   const settings = busSettingsOf(context.config);
-  if (settings === null) return null;
+  if (settings === null) {
+    if (context.config.shard !== undefined)
+      throw new ConfigError('--shard', 'a shard is owned on the bus: give --bus too (or CDS_BUS)');
+    return null;
+  }
   if (context.config.shard === undefined)
     throw new ConfigError(
       '--bus',

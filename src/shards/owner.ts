@@ -35,6 +35,12 @@ export interface RunningOwner {
 
 const log = () => componentLog('owner');
 const RETRY_CHANGE_MS = 2000;
+/** How soon a tenant created on this owner is assigned to its shard, and so consumed. */
+const ASSIGN_NEW_TENANTS_MS = 2000;
+
+function assignedTenants(latest: ReadonlyMap<string, ShardEntry | null>): Set<string> {
+  return new Set([...latest].filter(([, entry]) => entry !== null).map(([tenantId]) => tenantId));
+}
 
 /** Puts the database's tenants the shard map does not know yet on this shard. */
 async function assignUnknownTenants(
@@ -81,6 +87,7 @@ export async function startOwner(
   const latest = new Map<string, ShardEntry | null>();
   let initial = true;
   let closed = false;
+  let assigning: NodeJS.Timeout | undefined;
   // One change at a time, in the order seen; each acts on the tenant's latest entry.
   let changes: Promise<void> = Promise.resolve();
   const follow = (tenantId: string) => {
@@ -104,7 +111,7 @@ export async function startOwner(
       if (!initial) follow(tenantId);
     });
     await watch.loaded;
-    await assignUnknownTenants(context, map, shard, new Set(latest.keys()));
+    await assignUnknownTenants(context, map, shard, assignedTenants(latest));
     for (const entry of await map.list()) latest.set(entry.tenantId, entry);
     const active = [...latest.values()].filter(
       (entry): entry is ShardEntry =>
@@ -113,19 +120,25 @@ export async function startOwner(
     await loop.take(active.map((entry) => entry.tenantId));
     loop.start();
     initial = false;
-    // What is not plain `active` here (a move under way, a tenant to drop) resumes from the map.
-    for (const [tenantId, entry] of latest)
-      if (
-        entry !== null &&
-        !(entry.assignment.shard === shard && entry.assignment.state === 'active')
-      )
-        follow(tenantId);
+    // A move under way or a tenant to drop resumes from the map, and a change seen while the
+    // tenants were being taken is applied (following an entry already applied does nothing).
+    for (const tenantId of latest.keys()) follow(tenantId);
+    // A tenant created here later (the control plane of this owner) is put on this shard too.
+    assigning = setInterval(() => {
+      changes = changes
+        .then(() => assignUnknownTenants(context, map, shard, assignedTenants(latest)))
+        .catch((error: unknown) =>
+          log().error({ err: error }, 'new tenants could not be assigned; tried again'),
+        );
+    }, ASSIGN_NEW_TENANTS_MS);
+    assigning.unref();
     await owners.announce(shard, {
       url: options.url,
       pid: process.pid,
       started_at: context.clock.now().toISOString(),
     });
   } catch (error) {
+    clearInterval(assigning);
     watch?.stop();
     owners.stop();
     await loop.stop();
@@ -139,6 +152,7 @@ export async function startOwner(
     exportTable: (tenantId, table) => moves.exportTable(tenantId, table),
     async close() {
       closed = true;
+      clearInterval(assigning);
       watch?.stop();
       owners.stop();
       await changes;
