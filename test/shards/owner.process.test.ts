@@ -307,3 +307,24 @@ describe('an owner restored from a backup on a fresh data dir', () => {
     });
   }, 120_000);
 });
+
+describe('an owner while the stream leader’s NATS node is killed', () => {
+  it('goes on after the fail-over and stores every event once', async () => {
+    const dir = tempDir();
+    await seedShardDir(dir, ['phi']);
+    const ids = await publishMany(collector, 'phi', 3000);
+    const f = await owner('f', dir);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const leader = await cluster.streamLeader();
+    await cluster.kill(leader);
+    // The consumer's replicas elect a leader of their own; the owner rides it out.
+    await waitDrained(admin, ['phi'], 90_000);
+    await cluster.start(leader);
+    await f.stop();
+    expect(exactlyOnce(await shardRows(dir), 'phi', ids)).toEqual({
+      missing: [],
+      doubled: [],
+      extra: 0,
+    });
+  }, 180_000);
+});
