@@ -78,7 +78,7 @@ export async function startServer(context: Context, options: ServeOptions): Prom
     ingestFailure: () => loop?.failure ?? owner?.failure() ?? null,
     logRequests: options.logRequests,
   });
-  if (bus !== null) tenantRowsRoutes(app, () => owner);
+  if (bus !== null) tenantRowsRoutes(app, context.config.shard as string, () => owner);
   const address = await cleaningUpOnFailure(
     listenOn(app, context.config.port, context.config.host),
     async () => {

@@ -1,9 +1,11 @@
+import { rm } from 'node:fs/promises';
 import type { BucketWatch } from '../bus/bucket-watch.js';
 import type { BusConnection } from '../bus/connect.js';
 import type { Context } from '../context.js';
 import { ConflictError } from '../errors.js';
 import type { IngestFailure } from '../ingest/loop.js';
 import { componentLog } from '../telemetry/log.js';
+import { busStagingDir } from './bus-batch.js';
 import { OwnerLoop } from './owner-loop.js';
 import { Owners } from './owners.js';
 import { type ShardEntry, ShardMap } from './shard-map.js';
@@ -76,6 +78,8 @@ export async function startOwner(
   options: OwnerOptions,
 ): Promise<RunningOwner> {
   const { shard } = options;
+  // What a batch or a move left there when the process died.
+  await rm(busStagingDir(context), { recursive: true, force: true });
   const map = await ShardMap.open(bus);
   const owners = await Owners.open(bus);
   const loop = new OwnerLoop(context, bus, {

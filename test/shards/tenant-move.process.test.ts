@@ -99,4 +99,41 @@ describe('moving a tenant between shards under load', () => {
     // The tenant that stayed is untouched.
     expect(exactlyOnce(rowsA, 'ursa', ursa)).toEqual(clean);
   }, 180_000);
+
+  it('resumes from the shard map when the new owner was down during the hand-over', async () => {
+    const dirA = tempDir();
+    const dirB = tempDir();
+    await seedShardDir(dirA, ['omega']);
+    await seedShardDir(dirB, []);
+    const a = await startOwnerProcess(cluster, 'c', dirA);
+    running.push(a);
+    const first = await publishMany(collector, 'omega', 300);
+    await waitDrained(admin, ['omega']);
+    const map = await ShardMap.open(admin);
+    const entry = await map.get('omega');
+    await map.change(entry as NonNullable<typeof entry>, { shard: 'c', state: 'moving', to: 'd' });
+    // c hands over; d is not running yet, so omega waits, copied, with its events in the stream.
+    await expect
+      .poll(async () => (await map.get('omega'))?.assignment.state, { timeout: 30_000 })
+      .toBe('copied');
+    const meanwhile = await publishMany(collector, 'omega', 200);
+    const d = await startOwnerProcess(cluster, 'd', dirB);
+    running.push(d);
+    await expect
+      .poll(async () => (await map.get('omega'))?.assignment, { timeout: 60_000, interval: 200 })
+      .toMatchObject({ shard: 'd', state: 'active' });
+    const after = await publishMany(collector, 'omega', 100);
+    await waitDrained(admin, ['omega']);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    await a.stop();
+    await d.stop();
+    const rowsA = await shardRows(dirA);
+    const rowsB = await shardRows(dirB);
+    expect(exactlyOnce(rowsB, 'omega', [...first, ...meanwhile, ...after])).toEqual({
+      missing: [],
+      doubled: [],
+      extra: 0,
+    });
+    expect(rowsA.events.has('omega')).toBe(false);
+  }, 180_000);
 });

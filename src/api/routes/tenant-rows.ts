@@ -12,7 +12,11 @@ import type { RunningOwner } from '../../shards/owner.js';
  * Parquet (src/shards/tenant-moves.ts). Operator only: every owner of a cluster shares the master
  * key, so the one it calls with is its own. Not part of the embedded server's API.
  */
-export function tenantRowsRoutes(app: FastifyInstance, owner: () => RunningOwner | null): void {
+export function tenantRowsRoutes(
+  app: FastifyInstance,
+  shard: string,
+  owner: () => RunningOwner | null,
+): void {
   app.withTypeProvider<ZodTypeProvider>().get(
     '/v1/operator/shards/tenants/:tenant_id/rows/:table',
     {
@@ -23,7 +27,7 @@ export function tenantRowsRoutes(app: FastifyInstance, owner: () => RunningOwner
     },
     async (request, reply) => {
       const running = owner();
-      if (running === null) throw new OwnerUnavailableError('(this one)', 'it is starting');
+      if (running === null) throw new OwnerUnavailableError(shard, 'it is still starting');
       const path = await running.exportTable(request.params.tenant_id, request.params.table);
       const file = createReadStream(path);
       file.once('close', () => {
