@@ -61,9 +61,11 @@ async function ownerBus(context: Context): Promise<BusConnection | null> {
 }
 
 export async function startServer(context: Context, options: ServeOptions): Promise<RunningServer> {
-  const bus = await ownerBus(context);
   const sender = configuredSender(context);
-  const collector = await openOwnedCollector(context);
+  const bus = await ownerBus(context);
+  const collector = await cleaningUpOnFailure(openOwnedCollector(context), async () => {
+    await bus?.close();
+  });
   let owner: RunningOwner | null = null;
   const loop =
     options.ingest && bus === null
