@@ -252,7 +252,7 @@ describe('the owner loop across crashes (in process, on the cluster)', () => {
     }
   }, 120_000);
 
-  it('re-creates a consumer whose max_ack_pending is not the fetch size', async () => {
+  it('re-creates a consumer with another max_ack_pending, or acked past the database', async () => {
     const { jetstream } = natsPackages();
     const jsm = await admin.manager();
     await jsm.consumers.add(EVENTS_STREAM, {
@@ -269,6 +269,20 @@ describe('the owner loop across crashes (in process, on the cluster)', () => {
     // Found right, it is kept.
     expect((await ensureConsumers(owner, new Map([['wide', null]]), FETCH_SIZE)).get('wide')).toBe(
       'kept',
+    );
+    // Acked past what the database holds (a restored backup): started again after the database.
+    await publishMany(collector, 'wide', 5);
+    const acked = await fetchNow(owner, 'wide');
+    for (const message of acked) await message.ackAck();
+    const lastSeq = Math.max(...acked.map((message) => message.seq));
+    expect(
+      (await ensureConsumers(owner, new Map([['wide', lastSeq]]), FETCH_SIZE)).get('wide'),
+    ).toBe('kept');
+    expect(
+      (await ensureConsumers(owner, new Map([['wide', lastSeq - 2]]), FETCH_SIZE)).get('wide'),
+    ).toBe('ahead_of_database');
+    expect((await fetchNow(owner, 'wide')).map((message) => message.seq)).toEqual(
+      acked.slice(-2).map((message) => message.seq),
     );
   });
 });
