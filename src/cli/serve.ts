@@ -2,6 +2,7 @@ import { join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../api/app.js';
 import { listenOn } from '../api/base-app.js';
+import { tenantRowsRoutes } from '../api/routes/tenant-rows.js';
 import { type BusConnection, connectBus } from '../bus/connect.js';
 import {
   type CollectorRuntime,
@@ -11,8 +12,10 @@ import {
   publishRegistryToBus,
 } from '../collector/runtime.js';
 import type { Context } from '../context.js';
+import { ConfigError } from '../errors.js';
 import { IngestLoop } from '../ingest/loop.js';
 import type { ClusterView } from '../shards/cluster-view.js';
+import { type RunningOwner, startOwner } from '../shards/owner.js';
 import { DATA_DIR_SNAPSHOT, snapshotEvery } from '../store/snapshot.js';
 import { componentLog } from '../telemetry/log.js';
 import { configuredSender } from '../webhooks/sender.js';
@@ -27,6 +30,8 @@ export interface RunningServer {
   collector: CollectorRuntime;
   /** Cluster mode: the owner's one connection to the bus, closed last. */
   bus: BusConnection | null;
+  /** Cluster mode (`--bus --shard`): the owner of this process's shard; null embedded. */
+  owner: RunningOwner | null;
   /** Seals the landing files and ingests them now (the demo waits for its events this way). */
   ingestNow(): Promise<void>;
   /**
@@ -53,17 +58,35 @@ interface OpenedCollector {
 }
 
 /**
- * The embedded default's collector, or in cluster mode (`bus` set) the owner's connection to the
- * bus, every tenant of the database put in the registry bucket, and a collector on the bus like
+ * Cluster mode: the connection of an owner (`--bus` with `--shard`). In bus mode the owner loop
+ * takes the place of the landing-file ingest loop, so a shard is required.
+ */
+async function ownerBus(context: Context): Promise<BusConnection | null> {
+  const settings = busSettingsOf(context.config);
+  if (settings === null) {
+    if (context.config.shard !== undefined)
+      throw new ConfigError('--shard', 'a shard is owned on the bus: give --bus too (or CDS_BUS)');
+    return null;
+  }
+  if (context.config.shard === undefined)
+    throw new ConfigError(
+      '--bus',
+      'cds serve on the bus owns a shard: give --shard NAME (or CDS_SHARD)',
+    );
+  return connectBus(settings, 'owner');
+}
+
+/**
+ * The embedded default's collector, or in cluster mode the owner's connection to the bus, every
+ * tenant of the database put in the registry bucket, and a collector on the bus like
  * `cds collect --bus`, ready once it has read the registry back.
  */
 async function openCollector(context: Context): Promise<OpenedCollector> {
-  const settings = busSettingsOf(context.config);
-  if (!settings) {
+  const bus = await ownerBus(context);
+  if (!bus) {
     const landing = await openOwnedCollector(context);
     return { collector: landing, landing, bus: null };
   }
-  const bus = await connectBus(settings, 'owner');
   return cleaningUpOnFailure(
     (async () => {
       await publishRegistryToBus(context, bus);
@@ -79,8 +102,8 @@ async function openCollector(context: Context): Promise<OpenedCollector> {
 }
 
 /**
- * Cluster mode with a shard (`--bus --shard`): the shard map and owners the API routes each
- * tenant's requests by (api/cluster-routing.ts), watched on the owner's connection.
+ * Cluster mode: the shard map and owners the API routes each tenant's requests by
+ * (api/cluster-routing.ts), watched on the owner's connection.
  */
 async function openClusterRouting(
   context: Context,
@@ -99,19 +122,22 @@ export async function startServer(context: Context, options: ServeOptions): Prom
     await collector.close();
     await bus?.close();
   });
-  const loop = options.ingest
-    ? new IngestLoop(context, {
-        maxBatchEvents: context.config.max_batch_events,
-        intervalMs: context.config.ingest_interval_ms,
-        onBatch: () => sender?.tick(),
-      })
-    : null;
+  let owner: RunningOwner | null = null;
+  const loop =
+    options.ingest && bus === null
+      ? new IngestLoop(context, {
+          maxBatchEvents: context.config.max_batch_events,
+          intervalMs: context.config.ingest_interval_ms,
+          onBatch: () => sender?.tick(),
+        })
+      : null;
   const app = buildApp(context, {
     collector,
     ...(cluster ? { cluster } : {}),
-    ingestFailure: () => loop?.failure ?? null,
+    ingestFailure: () => loop?.failure ?? owner?.failure() ?? null,
     logRequests: options.logRequests,
   });
+  if (bus !== null) tenantRowsRoutes(app, context.config.shard as string, () => owner);
   const address = await cleaningUpOnFailure(
     listenOn(app, context.config.port, context.config.host),
     async () => {
@@ -120,6 +146,20 @@ export async function startServer(context: Context, options: ServeOptions): Prom
       await bus?.close();
     },
   );
+  if (bus !== null && options.ingest)
+    owner = await cleaningUpOnFailure(
+      startOwner(context, bus, {
+        shard: context.config.shard as string,
+        url: context.config.advertise_url ?? address,
+        onBatch: () => sender?.tick(),
+      }),
+      async () => {
+        await app.close();
+        cluster?.stop();
+        await collector.close();
+        await bus.close();
+      },
+    );
   loop?.start({ watch: false });
   if (loop && landing) landing.writer.onSealed = () => loop.tick();
   sender?.start();
@@ -136,9 +176,11 @@ export async function startServer(context: Context, options: ServeOptions): Prom
     url: address,
     collector,
     bus,
+    owner,
     async ingestNow() {
       await landing?.writer.sealAll();
       await loop?.catchUp();
+      await owner?.ingestNow();
     },
     close() {
       closing ??= (async () => {
@@ -146,6 +188,7 @@ export async function startServer(context: Context, options: ServeOptions): Prom
         cluster?.stop();
         await collector.close();
         await loop?.stop();
+        await owner?.close();
         await sender?.stop();
         await snapshots?.stop();
         await context.store.close();
@@ -182,6 +225,8 @@ export function closeOnSignals(server: Pick<RunningServer, 'close'>): Promise<vo
 /** The flags of `cds serve`. */
 export interface ServeFlags extends BusFlags {
   port?: string;
+  shard?: string;
+  advertiseUrl?: string;
   host?: string;
   quiet?: boolean;
   ingest: boolean;
@@ -196,6 +241,8 @@ export async function runServe(globals: GlobalOptions, flags: ServeFlags): Promi
     port: flags.port,
     host: flags.host,
     ...busConfigInput(flags),
+    shard: flags.shard,
+    advertise_url: flags.advertiseUrl,
   });
   const server = await cleaningUpOnFailure(
     startServer(context, {
