@@ -379,7 +379,12 @@ describe('cds collect --bus (issue 30, items 1 and 3)', () => {
 
   it('cds serve --bus: puts its tenants in the bucket, publishes the events its own collector takes, and refuses a revoked token at once', async () => {
     const env = await openTestEnv({
-      config: { bus: cluster.servers.join(','), bus_creds: cluster.creds.owner, port: 0 },
+      config: {
+        bus: cluster.servers.join(','),
+        bus_creds: cluster.creds.owner,
+        port: 0,
+        shard: 'serve-shard',
+      },
     });
     const { token: tenantToken } = await createTenant(env.context, 'serveco', ['main']);
     const server = await startServer(env.context, { logRequests: false, ingest: false });
