@@ -1,4 +1,5 @@
 import { unlink, writeFile } from 'node:fs/promises';
+import { publishRegistry } from '../collector/runtime.js';
 import type { Context } from '../context.js';
 import { ConflictError, OwnerUnavailableError } from '../errors.js';
 import { componentLog } from '../telemetry/log.js';
@@ -82,6 +83,8 @@ export class TenantMoves {
       return;
     }
     await deleteTenantRows(this.context, tenantId);
+    // Forgets the key it put: B has put it since, so the delete is refused and the key stays.
+    await publishRegistry(this.context);
     log().info(
       { tenant_id: tenantId, shard: owner },
       'tenant rows deleted: another shard owns it now',
@@ -135,6 +138,9 @@ export class TenantMoves {
     } finally {
       await Promise.all([...files.values()].map((path) => unlink(path).catch(() => undefined)));
     }
+    // The registry key becomes this shard's before A can drop its copy: A deletes only the
+    // revision it put, so collectors never lose the tenant between the two.
+    await publishRegistry(this.context);
     await this.map.change(entry, { shard: this.shard, state: 'active' });
     log().info(
       { tenant_id: tenantId, from: entry.assignment.shard, seq: entry.assignment.seq ?? null },

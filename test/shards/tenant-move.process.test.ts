@@ -98,6 +98,9 @@ describe('moving a tenant between shards under load', () => {
     expect(rowsB.offsets.get('tau')).toBeGreaterThan(copiedAt);
     // The tenant that stayed is untouched.
     expect(exactlyOnce(rowsA, 'ursa', ursa)).toEqual(clean);
+    // Collectors still know tau: A dropping its copy did not delete the key B put.
+    const registry = await admin.kvm.open('cds_registry');
+    expect((await registry.get('tenant.tau'))?.operation).toBe('PUT');
   }, 180_000);
 
   it('resumes from the shard map when the new owner was down during the hand-over', async () => {
