@@ -123,14 +123,15 @@ export async function startServer(context: Context, options: ServeOptions): Prom
     await bus?.close();
   });
   let owner: RunningOwner | null = null;
-  const loop =
-    options.ingest && bus === null
-      ? new IngestLoop(context, {
-          maxBatchEvents: context.config.max_batch_events,
-          intervalMs: context.config.ingest_interval_ms,
-          onBatch: () => sender?.tick(),
-        })
-      : null;
+  // On the bus the owner loop ingests the stream, and this one what comes back to the landing
+  // folder: a quarantined event put back by `cds ingest quarantine retry`.
+  const loop = options.ingest
+    ? new IngestLoop(context, {
+        maxBatchEvents: context.config.max_batch_events,
+        intervalMs: context.config.ingest_interval_ms,
+        onBatch: () => sender?.tick(),
+      })
+    : null;
   const app = buildApp(context, {
     collector,
     ...(cluster ? { cluster } : {}),

@@ -1,10 +1,12 @@
-import { rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { JsMsg } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BusConnection } from '../../src/bus/connect.js';
 import { natsPackages } from '../../src/bus/connect.js';
 import { durableName, EVENTS_STREAM, tenantFilter } from '../../src/bus/subjects.js';
+import { landingLineText } from '../../src/collector/envelope.js';
 import type { Context } from '../../src/context.js';
 import { ingestBusBatch } from '../../src/shards/bus-batch.js';
 import { ensureConsumers } from '../../src/shards/consumers.js';
@@ -24,6 +26,7 @@ import {
 import type { ChildServer } from '../helpers/cli.js';
 import { runCli } from '../helpers/cli.js';
 import { openTestEnvIn, tempDir } from '../helpers/context.js';
+import { envelope } from '../helpers/events.js';
 import { startTestCluster, type TestCluster } from '../helpers/nats-cluster.js';
 
 let cluster: TestCluster;
@@ -199,8 +202,32 @@ describe('a tenant created on a running owner', () => {
       })
       .toBe('n');
     await waitDrained(admin, ['nova']);
+    // A quarantined event put back by `cds ingest quarantine retry` returns as a landing file,
+    // which the owner ingests beside the stream.
+    const retried = envelope({
+      id: 'nova-retried',
+      tenant: 'nova',
+      workspace: 'w1',
+      identifiers: { email: 'retried@shop.test' },
+    });
+    const partition = join(
+      dir,
+      'landing',
+      'tenant=nova',
+      'workspace=w1',
+      'date=2026-03-01',
+      'hour=10',
+    );
+    await mkdir(partition, { recursive: true });
+    await writeFile(
+      join(partition, 'retried.ndjson'),
+      `${landingLineText(new Date().toISOString(), 'server', 'test-collector', retried as never)}\n`,
+    );
+    await expect
+      .poll(() => existsSync(join(partition, 'retried.ndjson')), { timeout: 20_000 })
+      .toBe(false);
     await n.stop();
-    expect(exactlyOnce(await shardRows(dir), 'nova', ids)).toEqual({
+    expect(exactlyOnce(await shardRows(dir), 'nova', [...ids, 'nova-retried'])).toEqual({
       missing: [],
       doubled: [],
       extra: 0,
