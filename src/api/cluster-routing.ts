@@ -22,6 +22,9 @@ function tenantOfRoute(request: FastifyRequest): string | null {
   return (request.params as Record<string, string | undefined>).tenant ?? null;
 }
 
+/** How long a forwarded request waits for the owner's answer to start, and between its chunks. */
+const FORWARD_TIMEOUT_MS = 60_000;
+
 /**
  * Cluster mode (issue 30, "One API, any node"): every owner answers every control-plane route.
  * - A route of a tenant on another shard is forwarded to that shard's owner before this process
@@ -41,7 +44,12 @@ export function registerClusterRouting(
 ): void {
   const replyFrom = requirePackage<typeof import('@fastify/reply-from')>('@fastify/reply-from');
   // A forwarded request is logged as every request is, its line naming the shard (base-app.ts).
-  app.register(replyFrom.default, { disableRequestLogging: true });
+  app.register(replyFrom.default, {
+    disableRequestLogging: true,
+    // An owner that hangs answers 503 owner_unavailable after this, not after undici's 5 minutes;
+    // the slowest control-plane answer (an erasure, a preview over a million profiles) takes seconds.
+    undici: { headersTimeout: FORWARD_TIMEOUT_MS, bodyTimeout: FORWARD_TIMEOUT_MS },
+  });
   app.decorateRequest('forwardedTo', null);
 
   const masterKey = context.dataDir.masterKey;

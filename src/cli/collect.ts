@@ -4,6 +4,7 @@ import { createBaseApp, listenOn } from '../api/base-app.js';
 import { serveApiDocument } from '../api/openapi.js';
 import { prometheusRoute } from '../api/routes/prometheus.js';
 import { connectBus } from '../bus/connect.js';
+import { startingThroughFailOver } from '../bus/start-retry.js';
 import { busReadinessRoute } from '../collector/readiness.js';
 import { collectorRoutes } from '../collector/routes.js';
 import {
@@ -59,7 +60,7 @@ async function openOnBus(config: Config): Promise<OpenedCollector> {
   if (!settings) throw new Error('openOnBus without a bus');
   const bus = await connectBus(settings, 'collector');
   const collector: BusCollectorRuntime = await cleaningUpOnFailure(
-    openBusCollector(bus, config),
+    startingThroughFailOver('the collector', () => openBusCollector(bus, config)),
     () => bus.close(),
   );
   return {

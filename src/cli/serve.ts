@@ -4,6 +4,7 @@ import { buildApp } from '../api/app.js';
 import { listenOn } from '../api/base-app.js';
 import { tenantRowsRoutes } from '../api/routes/tenant-rows.js';
 import { type BusConnection, connectBus } from '../bus/connect.js';
+import { startingThroughFailOver } from '../bus/start-retry.js';
 import {
   type CollectorRuntime,
   type LandingCollectorRuntime,
@@ -88,7 +89,7 @@ async function openCollector(context: Context): Promise<OpenedCollector> {
     return { collector: landing, landing, bus: null };
   }
   return cleaningUpOnFailure(
-    (async () => {
+    startingThroughFailOver('the collector', async () => {
       await publishRegistryToBus(context, bus);
       const collector = await openBusCollector(bus, context.config, {
         clock: context.clock,
@@ -96,7 +97,7 @@ async function openCollector(context: Context): Promise<OpenedCollector> {
       });
       await cleaningUpOnFailure(collector.registryLoaded, () => collector.close());
       return { collector, landing: null, bus };
-    })(),
+    }),
     () => bus.close(),
   );
 }
@@ -118,10 +119,13 @@ async function openClusterRouting(
 export async function startServer(context: Context, options: ServeOptions): Promise<RunningServer> {
   const sender = configuredSender(context);
   const { collector, landing, bus } = await openCollector(context);
-  const cluster = await cleaningUpOnFailure(openClusterRouting(context, bus), async () => {
-    await collector.close();
-    await bus?.close();
-  });
+  const cluster = await cleaningUpOnFailure(
+    startingThroughFailOver('the cluster routing', () => openClusterRouting(context, bus)),
+    async () => {
+      await collector.close();
+      await bus?.close();
+    },
+  );
   let owner: RunningOwner | null = null;
   // On the bus the owner loop ingests the stream, and this one what comes back to the landing
   // folder: a quarantined event put back by `cds ingest quarantine retry`.
@@ -149,11 +153,13 @@ export async function startServer(context: Context, options: ServeOptions): Prom
   );
   if (bus !== null && options.ingest)
     owner = await cleaningUpOnFailure(
-      startOwner(context, bus, {
-        shard: context.config.shard as string,
-        url: context.config.advertise_url ?? address,
-        onBatch: () => sender?.tick(),
-      }),
+      startingThroughFailOver('the owner', () =>
+        startOwner(context, bus, {
+          shard: context.config.shard as string,
+          url: context.config.advertise_url ?? address,
+          onBatch: () => sender?.tick(),
+        }),
+      ),
       async () => {
         await app.close();
         cluster?.stop();
