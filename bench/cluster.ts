@@ -1,0 +1,347 @@
+import { type ChildProcess, execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import autocannon from 'autocannon';
+import { connectBus } from '../src/bus/connect.js';
+import { type LocalCluster, startLocalCluster } from '../src/bus/local-cluster.js';
+import { durableName, EVENTS_STREAM } from '../src/bus/subjects.js';
+import { systemClock } from '../src/clock.js';
+import { publishRegistry } from '../src/collector/runtime.js';
+import { loadConfig } from '../src/config.js';
+import { generateEvents } from '../src/demo/generator.js';
+import { openDataDir } from '../src/store/data-dir.js';
+import { Store } from '../src/store/database.js';
+import { KeyRing } from '../src/tenant-keys.js';
+import { cpuSeconds } from './collector.js';
+import {
+  CDS_BIN,
+  makeBenchDir,
+  prepareDataDir,
+  rate,
+  startChild,
+  stopChild,
+  TENANT,
+  WORKSPACES,
+} from './setup.js';
+
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
+const CONNECTIONS = 4;
+const BATCH = 1_000;
+/** Events in the stream for each ingest run, split evenly over its tenants. */
+const INGEST_EVENTS = Number(process.env.BENCH_CLUSTER_EVENTS ?? 40_000);
+const INGEST_TENANTS = 4;
+const EVENT_TYPES = ['page_viewed', 'product_viewed', 'signed_up', 'order_completed'];
+/** The collectors' and owners' per-pair request limit would otherwise be what is measured. */
+const UNLIMITED = { CDS_COLLECTOR_RATE_LIMIT: '1000000000', CDS_LOG_LEVEL: 'warn' };
+const LISTENING = /listening on (http:\/\/[^\s"]+)/;
+/** Stands in a batch body for the request's number, so that every event id is new. */
+const REQUEST_MARK = '@@request@@';
+
+interface Running {
+  child: ChildProcess;
+  url: string;
+}
+
+/** Browser events of one tenant, ids made unique per request by `REQUEST_MARK`. */
+function batchTemplate(tenantId: string, seed: number): string {
+  const events = [
+    ...generateEvents({
+      seed,
+      tenantId,
+      workspaceIds: [WORKSPACES[0]],
+      events: BATCH * 3,
+      visitors: 1000,
+      start: new Date('2026-03-01T00:00:00Z'),
+    }),
+  ]
+    .filter((item) => item.source === 'browser')
+    .slice(0, BATCH)
+    .map((item, index) => ({ ...item.event, id: `${REQUEST_MARK}-${index}` }));
+  if (events.length < BATCH) throw new Error(`only ${events.length} browser events generated`);
+  return JSON.stringify({ events });
+}
+
+function cds(args: string[], env: NodeJS.ProcessEnv): Promise<string> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      process.execPath,
+      [CDS_BIN, ...args],
+      { env: { ...process.env, ...env } },
+      (error, stdout, stderr) => {
+        if (error) reject(new Error(`cds ${args.join(' ')} failed: ${stderr}`));
+        else resolve(stdout.trim());
+      },
+    );
+  });
+}
+
+/** The nats-server processes of a local cluster, found by their config files. */
+function natsPids(cluster: LocalCluster, dir: string): number[] {
+  const configs = cluster.nodes.map((node) => join(dir, `${node.name}.conf`));
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .filter((pid) => {
+      try {
+        const command = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+        return configs.some((config) => command.includes(config));
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+const cpuOf = (pids: number[]) => pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
+const cores = (cpu: number, seconds: number) => `${(cpu / seconds).toFixed(2)} cores`;
+
+/** A landing-file data dir with the bench tenant and its registry.json, as `cds collect` reads it. */
+async function landingCollectorDir(): Promise<string> {
+  const { dir } = await prepareDataDir();
+  const config = loadConfig({ data_dir: dir }, {});
+  const dataDir = openDataDir(config.data_dir);
+  const store = await Store.open(dataDir.databasePath);
+  await publishRegistry({
+    store,
+    config,
+    dataDir,
+    clock: systemClock,
+    keyRing: new KeyRing(dataDir.masterKey),
+  });
+  await store.close();
+  return dir;
+}
+
+/** Acknowledged events/s of one collector under autocannon, and the CPU each process spent. */
+async function collectorRun(
+  collector: Running,
+  others: number[],
+  body: string,
+): Promise<{ events: number; collectorCpu: number; othersCpu: number }> {
+  const collectorBefore = cpuSeconds(collector.child.pid as number);
+  const othersBefore = cpuOf(others);
+  let request = 0;
+  const result = await autocannon({
+    url: `${collector.url}/v1/events/batch`,
+    method: 'POST',
+    connections: CONNECTIONS,
+    duration: SECONDS,
+    headers: {
+      'content-type': 'application/json',
+      'x-tenant-id': TENANT,
+      'x-workspace-id': WORKSPACES[0],
+    },
+    requests: [
+      {
+        setupRequest: (req) => {
+          request += 1;
+          return { ...req, body: body.replaceAll(REQUEST_MARK, `r${request}-${Date.now()}`) };
+        },
+      },
+    ],
+  });
+  if (result.non2xx > 0) console.log(`  (${result.non2xx} answers not 2xx)`);
+  return {
+    events: result['2xx'] * BATCH,
+    collectorCpu: cpuSeconds(collector.child.pid as number) - collectorBefore,
+    othersCpu: cpuOf(others) - othersBefore,
+  };
+}
+
+/** Sends `events` of `tenantId` through a collector, four batches in flight. */
+async function fill(collectorUrl: string, tenantId: string, events: number): Promise<void> {
+  const body = batchTemplate(tenantId, 11);
+  let next = 0;
+  const batches = Math.ceil(events / BATCH);
+  const sender = async () => {
+    for (let batch = next++; batch < batches; batch = next++) {
+      const response = await fetch(`${collectorUrl}/v1/events/batch`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'x-tenant-id': tenantId,
+          'x-workspace-id': WORKSPACES[0],
+        },
+        body: body.replaceAll(REQUEST_MARK, `fill${batch}`),
+      });
+      if (!response.ok)
+        throw new Error(`filling ${tenantId}: ${response.status} ${await response.text()}`);
+    }
+  };
+  await Promise.all([sender(), sender(), sender(), sender()]);
+}
+
+export async function benchCluster(): Promise<void> {
+  console.log(
+    `\n## cluster: 3 nats-server nodes on this machine, ${CONNECTIONS} connections, batches of ${BATCH}, ${SECONDS} s per run`,
+  );
+  const root = makeBenchDir('cds-bench-cluster-');
+  const natsDir = join(root, 'nats');
+  const nats = await startLocalCluster(natsDir);
+  const masterKey = randomBytes(32).toString('hex');
+  const env = { ...UNLIMITED, CDS_MASTER_KEY: masterKey };
+  const bus = (role: 'collector' | 'owner' | 'admin') => [
+    '--bus',
+    nats.servers.join(','),
+    '--bus-creds',
+    nats.creds[role],
+  ];
+  const running: Running[] = [];
+  const start = async (args: string[]) => {
+    const started = await startChild([process.execPath, CDS_BIN, ...args], LISTENING, env);
+    running.push(started);
+    return started;
+  };
+  const stop = async (process: Running) => {
+    running.splice(running.indexOf(process), 1);
+    await stopChild(process.child);
+  };
+  const startOwner = (shard: string) =>
+    start([
+      'serve',
+      '-d',
+      join(root, `owner-${shard}`),
+      ...bus('owner'),
+      '--shard',
+      shard,
+      '--port',
+      '0',
+      '--quiet',
+    ]);
+  try {
+    await cds(['bus', 'init', ...bus('admin')], env);
+    const owners = new Map<string, Running>();
+    for (const shard of ['sink', 'solo', 'a', 'b']) owners.set(shard, await startOwner(shard));
+    const operator = await cds(['tokens', 'operator', '-d', join(root, 'owner-sink')], env);
+    const oneOwner = Array.from({ length: INGEST_TENANTS }, (_, i) => `one-${i + 1}`);
+    const twoOwners = Array.from({ length: INGEST_TENANTS }, (_, i) => `two-${i + 1}`);
+    const placement: [string, string][] = [
+      [TENANT, 'sink'],
+      ...oneOwner.map((tenant): [string, string] => [tenant, 'solo']),
+      ...twoOwners.map((tenant, i): [string, string] => [tenant, i % 2 === 0 ? 'a' : 'b']),
+    ];
+    for (const [tenant, shard] of placement) {
+      await cds(['shards', 'assign', tenant, shard, ...bus('admin')], env);
+      const owner = owners.get(shard) as Running;
+      const created = JSON.parse(
+        await cds(
+          [
+            '--server',
+            owner.url,
+            '--token',
+            operator,
+            '--json',
+            'tenants',
+            'create',
+            tenant,
+            ...WORKSPACES.flatMap((workspace) => ['-w', workspace]),
+          ],
+          env,
+        ),
+      ) as { token: string };
+      for (const name of EVENT_TYPES) {
+        const response = await fetch(`${owner.url}/v1/tenants/${tenant}/event-types/${name}`, {
+          method: 'PUT',
+          headers: { authorization: `Bearer ${created.token}`, 'content-type': 'application/json' },
+          body: JSON.stringify(
+            name === 'order_completed'
+              ? { dedup_entity: 'order', dedup_key_paths: ['properties.order_id'] }
+              : {},
+          ),
+        });
+        if (!response.ok) throw new Error(`event type ${name} of ${tenant}: ${response.status}`);
+      }
+    }
+    // The owners go: (a) measures collectors alone, and (b) ingests a backlog left in the stream.
+    for (const owner of owners.values()) await stop(owner);
+
+    const natsProcesses = natsPids(nats, natsDir);
+    const busCollector = await start([
+      'collect',
+      '-d',
+      join(root, 'collector'),
+      ...bus('collector'),
+      '--port',
+      '0',
+    ]);
+    const landingCollector = await start([
+      'collect',
+      '-d',
+      await landingCollectorDir(),
+      '--port',
+      '0',
+    ]);
+    // The bus collector learns the bench tenant from the registry bucket.
+    await fill(busCollector.url, TENANT, BATCH);
+    const body = batchTemplate(TENANT, 3);
+    // In the order landing, bus, bus, landing, so that drift in the machine's load falls on both.
+    const landingFirst = await collectorRun(landingCollector, [], body);
+    const busFirst = await collectorRun(busCollector, natsProcesses, body);
+    const busSecond = await collectorRun(busCollector, natsProcesses, body);
+    const landingSecond = await collectorRun(landingCollector, [], body);
+    const wall = 2 * SECONDS;
+    const landingEvents = landingFirst.events + landingSecond.events;
+    const busEvents = busFirst.events + busSecond.events;
+    console.log(
+      `(a) cds collect, landing files: ${rate(landingEvents, wall)} acknowledged; collector ${cores(landingFirst.collectorCpu + landingSecond.collectorCpu, wall)}`,
+    );
+    console.log(
+      `(a) cds collect --bus (3 replicas): ${rate(busEvents, wall)} acknowledged; collector ${cores(busFirst.collectorCpu + busSecond.collectorCpu, wall)}, the 3 nats-server nodes ${cores(busFirst.othersCpu + busSecond.othersCpu, wall)} together (2 cores on this machine)`,
+    );
+    console.log(`(a) ratio bus / landing: ${(busEvents / landingEvents).toFixed(2)}`);
+    await stop(landingCollector);
+
+    const perTenant = Math.ceil(INGEST_EVENTS / INGEST_TENANTS / BATCH) * BATCH;
+    await Promise.all(
+      [...oneOwner, ...twoOwners].map((tenant) => fill(busCollector.url, tenant, perTenant)),
+    );
+    await stop(busCollector);
+    const admin = await connectBus({ servers: nats.servers, credsPath: nats.creds.admin }, 'admin');
+    const manager = await admin.manager();
+    /** Time from the owners' start until their tenants' consumers have nothing pending. */
+    const ingestRun = async (shards: string[], tenants: string[]) => {
+      const started = performance.now();
+      const shardOwners = await Promise.all(shards.map((shard) => startOwner(shard)));
+      const listening = (performance.now() - started) / 1000;
+      const natsBefore = cpuOf(natsProcesses);
+      for (;;) {
+        const infos = await Promise.all(
+          tenants.map((tenant) =>
+            manager.consumers.info(EVENTS_STREAM, durableName(tenant)).catch(() => null),
+          ),
+        );
+        const done = infos.every(
+          (info) =>
+            info !== null &&
+            info.num_pending === 0 &&
+            info.num_ack_pending === 0 &&
+            info.delivered.stream_seq > 0,
+        );
+        if (done) break;
+        await sleep(100);
+      }
+      const seconds = (performance.now() - started) / 1000;
+      const ownerCpu = shardOwners.map((owner) => cpuSeconds(owner.child.pid as number));
+      const natsCpu = cpuOf(natsProcesses) - natsBefore;
+      for (const owner of shardOwners) await stop(owner);
+      return { seconds, listening, ownerCpu, natsCpu };
+    };
+    const events = perTenant * INGEST_TENANTS;
+    const one = await ingestRun(['solo'], oneOwner);
+    const two = await ingestRun(['a', 'b'], twoOwners);
+    for (const [label, run] of [
+      ['one owner', one],
+      ['two owners', two],
+    ] as const) {
+      console.log(
+        `(b) ingest from the stream, ${label}: ${events.toLocaleString('en')} events in ${run.seconds.toFixed(2)} s from start (listening after ${run.listening.toFixed(2)} s), ${rate(events, run.seconds)}; owner CPU ${run.ownerCpu.map((cpu) => cores(cpu, run.seconds)).join(' + ')}, nats-server nodes ${cores(run.natsCpu, run.seconds)}`,
+      );
+    }
+    console.log(`(b) ratio two owners / one: ${(one.seconds / two.seconds).toFixed(2)}`);
+    await admin.close();
+  } finally {
+    for (const process of running.splice(0)) await stopChild(process.child);
+    await nats.stop();
+  }
+}
