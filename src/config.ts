@@ -77,6 +77,12 @@ const configSchema = z.object({
     .optional(),
   /** The file of this process's bus credentials: `{"user","password"}` JSON or an nkey seed. */
   bus_creds: z.string().min(1).optional(),
+  /**
+   * Cluster mode: how long a collector retries an event the stream did not acknowledge before it
+   * answers 503 `bus_unavailable` (and an owner a registry put). 20 s rides out a leader election
+   * (docs/cluster-design.md §3); a test or an operator who prefers failing fast may shorten it.
+   */
+  bus_publish_budget_ms: z.coerce.number().int().positive().default(20_000),
   /** Cluster mode: the shard this `cds serve` owns (docs/scaling.md). */
   shard: z
     .string()

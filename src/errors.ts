@@ -213,6 +213,25 @@ export class BusUnavailableError extends AppError {
 }
 
 /**
+ * Cluster mode: a control-plane write committed, but the registry bucket did not take the change
+ * within the retry budget, so collectors may still judge events by the entry before it. The next
+ * write puts it; repeating this one is safe.
+ */
+export class RegistryNotPublishedError extends BusUnavailableError {
+  constructor(cause: string, retryAfterSeconds: number) {
+    super(cause, retryAfterSeconds);
+    this.message = `the change is saved, but the collectors could not be told of it (${cause}); send it again once the bus is back`;
+  }
+}
+
+/** Cluster mode: a collector whose registry is still loading from the bus (its `/readyz`). */
+export class RegistryLoadingError extends AppError {
+  constructor() {
+    super(503, 'registry_loading', 'the collector is still loading the registry from the bus');
+  }
+}
+
+/**
  * In cluster mode, the request was for a tenant of another shard and that shard's owner could not
  * be reached, or no owner has announced itself for it.
  */
@@ -223,6 +242,23 @@ export class OwnerUnavailableError extends AppError {
       'owner_unavailable',
       `the owner of shard ${shard}, which holds this tenant, could not be reached (${cause}); retry later`,
       { shard },
+    );
+  }
+}
+
+/**
+ * In cluster mode, a write for a tenant that `cds shards move` is moving: its rows are being copied
+ * to another shard, and a write taken now could miss the copy. Nothing was done; the same request
+ * succeeds once the move is over (reads go on meanwhile, from the shard it is leaving).
+ */
+export class TenantMovingError extends AppError {
+  readonly retryAfterSeconds = 5;
+  constructor(tenantId: string, from: string, to: string | undefined) {
+    super(
+      503,
+      'tenant_moving',
+      `tenant ${tenantId} is moving from shard ${from} to shard ${to ?? '(unknown)'}; its writes wait until the move is done, retry later`,
+      { from, to: to ?? null },
     );
   }
 }

@@ -18,13 +18,15 @@ interface Window {
 /**
  * Counts requests per key in fixed windows (a second unless told) and refuses those past `limit`.
  * Keys are `Map` keys, so a key spelled `__proto__` or `constructor` is a key like any other.
+ * A limit given as a function is read at each request: in cluster mode a collector's share of the
+ * limit changes as collectors come and go.
  */
 export class RateLimiter {
   private readonly windows = new Map<string, Window>();
   private lastSweepAt = Number.NEGATIVE_INFINITY;
 
   constructor(
-    private readonly limit: number,
+    private readonly limit: number | (() => number),
     private readonly clock: Clock,
     private readonly windowMs = SECOND_MS,
   ) {}
@@ -34,7 +36,7 @@ export class RateLimiter {
     const now = this.clock.now().getTime();
     const window = this.windowOf(key, now);
     window.count += 1;
-    if (window.count > this.limit) {
+    if (window.count > this.currentLimit()) {
       throw new RateLimitedError(this.retryAfterSeconds(window, now));
     }
   }
@@ -43,9 +45,13 @@ export class RateLimiter {
   check(key: string): void {
     const now = this.clock.now().getTime();
     const window = this.windows.get(key);
-    if (window && !this.ended(window, now) && window.count >= this.limit) {
+    if (window && !this.ended(window, now) && window.count >= this.currentLimit()) {
       throw new RateLimitedError(this.retryAfterSeconds(window, now));
     }
+  }
+
+  private currentLimit(): number {
+    return typeof this.limit === 'number' ? this.limit : this.limit();
   }
 
   private windowOf(key: string, now: number): Window {

@@ -3,9 +3,11 @@ import type { CollectorRuntime } from '../collector/runtime.js';
 import type { Context } from '../context.js';
 import { ValidationError } from '../errors.js';
 import type { IngestFailure } from '../ingest/loop.js';
+import type { ClusterView } from '../shards/cluster-view.js';
 import { loneSurrogatePath } from '../well-formed.js';
 import { registerAuth } from './auth.js';
 import { createBaseApp } from './base-app.js';
+import { registerClusterRouting } from './cluster-routing.js';
 import { serveApiDocument } from './openapi.js';
 import { erasureRoutes } from './routes/erasures.js';
 import { eventTypeRoutes } from './routes/event-types.js';
@@ -33,6 +35,11 @@ export interface AppOptions {
    * out: no command asks for them, and building the document is much of the app's start.
    */
   apiDocument?: boolean;
+  /**
+   * Cluster mode: the shard this owner holds, the shard map and the owners; a tenant's request is
+   * then answered by the owner of its shard, whichever owner it reached (cluster-routing.ts).
+   */
+  cluster?: ClusterView;
 }
 
 const CONTROL_PLANE_WRITE = /^\/v1\/(tenants|operator)\//;
@@ -40,6 +47,8 @@ const CONTROL_PLANE_WRITE = /^\/v1\/(tenants|operator)\//;
 /** The whole HTTP surface over one store; `cds serve`, the CLI and the tests all build it here. */
 export function buildApp(context: Context, options: AppOptions = {}): FastifyInstance {
   const app = createBaseApp(options.logRequests, () => context.store.unavailable());
+  // Before authentication: a request for a tenant of another shard is the owner's to check.
+  if (options.cluster) registerClusterRouting(app, context, options.cluster);
   registerAuth(app, context);
   // The control plane keeps strings it is given (placeholders, predicates, names) and hands some
   // to DuckDB as JSON text, which refuses a lone surrogate: refused here, naming the field.
@@ -81,9 +90,11 @@ export function buildApp(context: Context, options: AppOptions = {}): FastifyIns
   // here and in every `cds collect` process (which re-reads the file within a second). Admin
   // commands run without a server take this path too.
   app.addHook('onSend', (request, reply, _payload, done) => {
+    // A forwarded write was published by the owner that made it.
     if (
       request.method === 'GET' ||
       reply.statusCode >= 300 ||
+      request.forwardedTo ||
       !CONTROL_PLANE_WRITE.test(request.url)
     ) {
       done();

@@ -23,7 +23,7 @@ const OPERATOR: Principal = {
   workspaceId: null,
 };
 
-function bearerToken(request: FastifyRequest): string | null {
+export function bearerToken(request: FastifyRequest): string | null {
   const header = request.headers.authorization;
   const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
   return match?.[1] ?? null;
@@ -38,7 +38,7 @@ export function isOperatorRequest(context: Context, request: FastifyRequest): bo
   return token !== null && isOperatorToken(context.dataDir.masterKey, token);
 }
 
-async function authenticate(context: Context, request: FastifyRequest): Promise<Principal> {
+export async function authenticate(context: Context, request: FastifyRequest): Promise<Principal> {
   const token = bearerToken(request);
   if (!token) throw new UnauthorizedError('missing bearer token (Authorization: Bearer <token>)');
   if (isOperatorToken(context.dataDir.masterKey, token)) return OPERATOR;

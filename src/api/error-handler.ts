@@ -8,6 +8,7 @@ import {
   NotFoundError,
   PayloadTooLargeError,
   RateLimitedError,
+  TenantMovingError,
   UnsupportedMediaTypeError,
   UriTooLongError,
   ValidationError,
@@ -63,7 +64,11 @@ export function handleError(
     // where it starts; each request it refuses is a line without a stack.
     if (known.status >= 500)
       request.log.warn({ code: known.code, status: known.status }, known.message);
-    if (known instanceof RateLimitedError || known instanceof BusUnavailableError)
+    if (
+      known instanceof RateLimitedError ||
+      known instanceof BusUnavailableError ||
+      known instanceof TenantMovingError
+    )
       reply.header('retry-after', known.retryAfterSeconds);
     recordErrorCode(reply, known.code);
     return reply.code(known.status).send(errorBody(known));

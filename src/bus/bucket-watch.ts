@@ -1,9 +1,9 @@
-import type { KV, KvEntry } from '@nats-io/kv';
+import type { KV, KvWatchEntry } from '@nats-io/kv';
 import { componentLog } from '../telemetry/log.js';
 
 /** What a watcher is told of one key: its new value, or that it is gone. */
 export type BucketChange =
-  | { key: string; revision: number; deleted: false; entry: KvEntry }
+  | { key: string; revision: number; deleted: false; entry: KvWatchEntry }
   | { key: string; revision: number; deleted: true };
 
 export interface BucketWatch {

@@ -2,13 +2,21 @@ import { join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../api/app.js';
 import { listenOn } from '../api/base-app.js';
-import { type CollectorRuntime, openOwnedCollector } from '../collector/runtime.js';
+import { type BusConnection, connectBus } from '../bus/connect.js';
+import {
+  type CollectorRuntime,
+  type LandingCollectorRuntime,
+  openBusCollector,
+  openOwnedCollector,
+  publishRegistryToBus,
+} from '../collector/runtime.js';
 import type { Context } from '../context.js';
 import { IngestLoop } from '../ingest/loop.js';
 import { DATA_DIR_SNAPSHOT, snapshotEvery } from '../store/snapshot.js';
 import { componentLog } from '../telemetry/log.js';
 import { configuredSender } from '../webhooks/sender.js';
 import type { GlobalOptions } from './admin-request.js';
+import { type BusFlags, busConfigInput, busSettingsOf } from './bus-flags.js';
 import { cleaningUpOnFailure } from './on-failure.js';
 import { openContext } from './open-context.js';
 
@@ -16,6 +24,8 @@ export interface RunningServer {
   app: FastifyInstance;
   url: string;
   collector: CollectorRuntime;
+  /** Cluster mode: the owner's one connection to the bus, closed last. */
+  bus: BusConnection | null;
   /** Seals the landing files and ingests them now (the demo waits for its events this way). */
   ingestNow(): Promise<void>;
   /**
@@ -34,9 +44,42 @@ export interface ServeOptions {
   snapshot?: { path: string; everyMs: number };
 }
 
+interface OpenedCollector {
+  collector: CollectorRuntime;
+  /** The embedded default's collector, whose landing files the ingest loop reads. */
+  landing: LandingCollectorRuntime | null;
+  bus: BusConnection | null;
+}
+
+/**
+ * The embedded default's collector, or in cluster mode (`bus` set) the owner's connection to the
+ * bus, every tenant of the database put in the registry bucket, and a collector on the bus like
+ * `cds collect --bus`, ready once it has read the registry back.
+ */
+async function openCollector(context: Context): Promise<OpenedCollector> {
+  const settings = busSettingsOf(context.config);
+  if (!settings) {
+    const landing = await openOwnedCollector(context);
+    return { collector: landing, landing, bus: null };
+  }
+  const bus = await connectBus(settings, 'owner');
+  return cleaningUpOnFailure(
+    (async () => {
+      await publishRegistryToBus(context, bus);
+      const collector = await openBusCollector(bus, context.config, {
+        clock: context.clock,
+        owner: context,
+      });
+      await cleaningUpOnFailure(collector.registryLoaded, () => collector.close());
+      return { collector, landing: null, bus };
+    })(),
+    () => bus.close(),
+  );
+}
+
 export async function startServer(context: Context, options: ServeOptions): Promise<RunningServer> {
   const sender = configuredSender(context);
-  const collector = await openOwnedCollector(context);
+  const { collector, landing, bus } = await openCollector(context);
   const loop = options.ingest
     ? new IngestLoop(context, {
         maxBatchEvents: context.config.max_batch_events,
@@ -51,10 +94,13 @@ export async function startServer(context: Context, options: ServeOptions): Prom
   });
   const address = await cleaningUpOnFailure(
     listenOn(app, context.config.port, context.config.host),
-    () => collector.close(),
+    async () => {
+      await collector.close();
+      await bus?.close();
+    },
   );
   loop?.start({ watch: false });
-  if (loop) collector.writer.onSealed = () => loop.tick();
+  if (loop && landing) landing.writer.onSealed = () => loop.tick();
   sender?.start();
   const snapshots = options.snapshot
     ? snapshotEvery(context.store, options.snapshot.path, options.snapshot.everyMs)
@@ -68,8 +114,9 @@ export async function startServer(context: Context, options: ServeOptions): Prom
     app,
     url: address,
     collector,
+    bus,
     async ingestNow() {
-      await collector.writer.sealAll();
+      await landing?.writer.sealAll();
       await loop?.catchUp();
     },
     close() {
@@ -80,6 +127,7 @@ export async function startServer(context: Context, options: ServeOptions): Prom
         await sender?.stop();
         await snapshots?.stop();
         await context.store.close();
+        await bus?.close();
       })();
       return closing;
     },
@@ -110,7 +158,7 @@ export function closeOnSignals(server: Pick<RunningServer, 'close'>): Promise<vo
 }
 
 /** The flags of `cds serve`. */
-export interface ServeFlags {
+export interface ServeFlags extends BusFlags {
   port?: string;
   host?: string;
   quiet?: boolean;
@@ -125,6 +173,7 @@ export async function runServe(globals: GlobalOptions, flags: ServeFlags): Promi
     data_dir: globals.dataDir,
     port: flags.port,
     host: flags.host,
+    ...busConfigInput(flags),
   });
   const server = await cleaningUpOnFailure(
     startServer(context, {

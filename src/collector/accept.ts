@@ -110,7 +110,13 @@ function checkEnvelope(
       reason: `is larger than ${MAX_EVENT_BYTES} bytes`,
     };
   }
-  return { tenantId: event.tenant_id, workspaceId: event.workspace_id, receivedAt, text };
+  return {
+    tenantId: event.tenant_id,
+    workspaceId: event.workspace_id,
+    receivedAt,
+    eventId: event.id,
+    text,
+  };
 }
 
 /** Validates events against the envelope rules and the registry; keeps the good, lists the bad. */

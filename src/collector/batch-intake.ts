@@ -9,7 +9,7 @@ import {
   type Rejection,
 } from './accept.js';
 import { MAX_BATCH_EVENTS } from './envelope.js';
-import { encodeLines, type LandingChunk } from './landing-writer.js';
+import { type AcceptedLines, acceptedAs, type SinkForm } from './event-sink.js';
 
 const batchBody = z.object({
   events: z.array(z.unknown(), { error: 'must be an array of events' }),
@@ -21,13 +21,15 @@ export interface BatchRequest {
   scope: IntakeScope;
   receivedAt: string;
   collectorId: string;
+  /** How the collector's sink takes the accepted lines. */
+  form: SinkForm;
 }
 
-/** The accepted events, encoded for the landing files, and the refused ones by index. */
+/** The accepted events, in the form the sink takes, and the refused ones by index. */
 export interface BatchOutcome {
   accepted: number;
   rejected: Rejection[];
-  chunks: LandingChunk[];
+  events: AcceptedLines;
 }
 
 /** A body read as text, parsed as JSON is everywhere in the API: prototype keys are refused. */
@@ -65,5 +67,9 @@ export function checkBatch(request: BatchRequest, catalog: EventCatalog): BatchO
     request.receivedAt,
     request.collectorId,
   );
-  return { accepted: lines.length, rejected: faults.map(asRejection), chunks: encodeLines(lines) };
+  return {
+    accepted: lines.length,
+    rejected: faults.map(asRejection),
+    events: acceptedAs(request.form, lines),
+  };
 }

@@ -21,6 +21,8 @@ export interface LandingLine {
   tenantId: string;
   workspaceId: string;
   receivedAt: string;
+  /** The envelope's id: with the tenant and workspace, its msgID on the bus. */
+  eventId: string;
   text: string;
 }
 
@@ -87,8 +89,8 @@ function utf8Concat(texts: string[]): Uint8Array {
 }
 
 /** One chunk per tenant, workspace and receipt time, in the order the lines came. */
-export function encodeLines(lines: LandingLine[]): LandingChunk[] {
-  const byPartition = new Map<string, { first: LandingLine; texts: string[] }>();
+export function encodeLines(lines: readonly Omit<LandingLine, 'eventId'>[]): LandingChunk[] {
+  const byPartition = new Map<string, { first: Omit<LandingLine, 'eventId'>; texts: string[] }>();
   for (const line of lines) {
     const key = `${line.tenantId}/${line.workspaceId}/${line.receivedAt}`;
     const group = byPartition.get(key);

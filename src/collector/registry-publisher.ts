@@ -9,6 +9,11 @@ import {
   writeRegistryFile,
 } from './registry.js';
 
+/** Where else a snapshot goes: in cluster mode, the registry bucket (registry-bus.ts). */
+export interface RegistryOutlet {
+  publish(snapshot: RegistrySnapshot): Promise<void>;
+}
+
 /**
  * Versions one owning process may publish before it takes a new epoch. A version is
  * `epoch * VERSIONS_PER_EPOCH + sequence`: exact in a JSON number for 9 × 10⁹ epochs.
@@ -26,12 +31,18 @@ export const VERSIONS_PER_EPOCH = 1_000_000;
  * owner takes an epoch above every earlier one (kept in the database) before its first publish.
  */
 export class RegistryPublisher {
+  private bucket: RegistryOutlet | null = null;
   private epoch = 0;
   private sequence = VERSIONS_PER_EPOCH;
   private tail: Promise<unknown> = Promise.resolve();
   private waiting: Promise<RegistrySnapshot> | null = null;
 
   constructor(private readonly context: Context) {}
+
+  /** Cluster mode: every snapshot published from now on is put in the registry bucket too. */
+  attachBucket(bucket: RegistryOutlet): void {
+    this.bucket = bucket;
+  }
 
   publish(): Promise<RegistrySnapshot> {
     if (this.waiting) return this.waiting;
@@ -57,6 +68,9 @@ export class RegistryPublisher {
         'registry.json could not be written; collectors run by cds collect keep the one before until the next change is written',
       );
     });
+    // Unlike the file, a bucket that did not take the change fails the publish: the write is
+    // answered 503 rather than 204 while collectors still accept what it revoked.
+    await this.bucket?.publish(snapshot);
     return snapshot;
   }
 

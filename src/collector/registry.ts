@@ -33,7 +33,13 @@ const registrySnapshot = z.object({
 });
 
 type CollectorTokenEntry = z.infer<typeof collectorTokenEntry>;
-type TenantEntry = z.infer<typeof tenantEntry>;
+/** One tenant's part of the registry: in cluster mode, the value of its key in the bucket. */
+export type TenantEntry = z.infer<typeof tenantEntry>;
+
+/** A tenant entry as JSON text from the bus; anything else throws, naming what is wrong. */
+export function parseTenantEntry(text: string): TenantEntry {
+  return tenantEntry.parse(JSON.parse(text));
+}
 
 /**
  * What a collector needs to accept or refuse an event without the database (design §1, §8).
@@ -104,34 +110,57 @@ export class Registry {
    */
   replace(snapshot: RegistrySnapshot): boolean {
     if (snapshot.version <= this.currentVersion) return false;
-    const tenants = new Map<string, TenantEntry>();
-    const workspaces = new Map<string, Set<string>>();
-    const eventTypes = new Map<string, Set<string>>();
-    const origins = new Map<string, Map<string, readonly string[]>>();
-    const tokens = new Map<string, (CollectorTokenEntry & { tenant_id: string })[]>();
-    for (const tenant of snapshot.tenants) {
-      tenants.set(tenant.tenant_id, tenant);
-      workspaces.set(tenant.tenant_id, new Set(tenant.workspaces));
-      eventTypes.set(tenant.tenant_id, new Set(tenant.event_types));
-      origins.set(
-        tenant.tenant_id,
-        new Map(tenant.allowed_origins.map((entry) => [entry.workspace_id, entry.origins])),
-      );
-      for (const token of tenant.collector_tokens) {
-        tokens.set(token.token_lookup, [
-          ...(tokens.get(token.token_lookup) ?? []),
-          { ...token, tenant_id: tenant.tenant_id },
-        ]);
-      }
-    }
-    this.tenants = tenants;
-    this.workspaces = workspaces;
-    this.eventTypes = eventTypes;
-    this.origins = origins;
-    this.tokensByLookup = tokens;
+    this.tenants = new Map();
+    this.workspaces = new Map();
+    this.eventTypes = new Map();
+    this.origins = new Map();
+    this.tokensByLookup = new Map();
+    for (const tenant of snapshot.tenants) this.applyTenant(tenant);
     this.generatedAt = snapshot.generated_at;
     this.currentVersion = snapshot.version;
     return true;
+  }
+
+  /**
+   * Takes one tenant's entry in place of the one in force (cluster mode: the bucket's key of
+   * that tenant changed). The bucket orders a key's changes, so no version is compared here.
+   */
+  applyTenant(tenant: TenantEntry): void {
+    this.removeTenant(tenant.tenant_id);
+    this.tenants.set(tenant.tenant_id, tenant);
+    this.workspaces.set(tenant.tenant_id, new Set(tenant.workspaces));
+    this.eventTypes.set(tenant.tenant_id, new Set(tenant.event_types));
+    this.origins.set(
+      tenant.tenant_id,
+      new Map(tenant.allowed_origins.map((entry) => [entry.workspace_id, entry.origins])),
+    );
+    for (const token of tenant.collector_tokens) {
+      const entry = { ...token, tenant_id: tenant.tenant_id };
+      const sharing = this.tokensByLookup.get(token.token_lookup);
+      if (sharing) sharing.push(entry);
+      else this.tokensByLookup.set(token.token_lookup, [entry]);
+    }
+  }
+
+  /** Forgets a tenant: its events and tokens are refused from now on. */
+  removeTenant(tenantId: string): void {
+    const known = this.tenants.get(tenantId);
+    if (!known) return;
+    for (const token of known.collector_tokens) {
+      const sharing = this.tokensByLookup.get(token.token_lookup);
+      const left = sharing?.filter((entry) => entry.tenant_id !== tenantId) ?? [];
+      if (left.length > 0) this.tokensByLookup.set(token.token_lookup, left);
+      else this.tokensByLookup.delete(token.token_lookup);
+    }
+    this.tenants.delete(tenantId);
+    this.workspaces.delete(tenantId);
+    this.eventTypes.delete(tenantId);
+    this.origins.delete(tenantId);
+  }
+
+  /** The entries in force, one per tenant. */
+  tenantEntries(): Iterable<TenantEntry> {
+    return this.tenants.values();
   }
 
   /** The workspaces and event types of one tenant, without its tokens: what checking events takes. */

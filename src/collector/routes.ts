@@ -18,7 +18,7 @@ import { countIntake, countRefusedRequest } from '../telemetry/prometheus.js';
 import { faultError, type IntakeScope, intake } from './accept.js';
 import { inflatedBody } from './compressed-body.js';
 import { addCorsHeaders, preflightOptions } from './cors.js';
-import { encodeLines } from './landing-writer.js';
+import { acceptedAs } from './event-sink.js';
 import { originAllowed } from './origins.js';
 import type { CollectorPrincipal } from './registry.js';
 import type { CollectorRuntime } from './runtime.js';
@@ -170,7 +170,8 @@ function admission(
 
 /**
  * The collector's four endpoints (interface "Event collection", design §7–§8). A request is
- * answered only once its accepted lines are durably in a landing file.
+ * answered only once its accepted lines are durable in its sink: a landing file, or the events
+ * stream in cluster mode.
  */
 export async function collectorRoutes(
   app: FastifyInstance,
@@ -230,12 +231,12 @@ export async function collectorRoutes(
       [event],
       scope,
       runtime.clock.now().toISOString(),
-      runtime.writer.collectorId,
+      runtime.sink.collectorId,
     );
     const [fault] = faults;
     countIntake(lines.length, faults);
     if (fault) throw faultError(fault, scope.source);
-    await runtime.writer.append(encodeLines(lines));
+    await runtime.sink.append(acceptedAs(runtime.sink.form, lines));
     return { accepted: lines.length };
   };
 
@@ -244,10 +245,11 @@ export async function collectorRoutes(
       body,
       scope,
       receivedAt: runtime.clock.now().toISOString(),
-      collectorId: runtime.writer.collectorId,
+      collectorId: runtime.sink.collectorId,
+      form: runtime.sink.form,
     };
     const outcome = await runtime.intakePool.check(request, runtime.registry);
-    await runtime.writer.append(outcome.chunks);
+    await runtime.sink.append(outcome.events);
     countIntake(outcome.accepted, outcome.rejected);
     return { accepted: outcome.accepted, rejected: outcome.rejected };
   };

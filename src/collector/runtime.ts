@@ -1,12 +1,18 @@
 import { unwatchFile, watchFile } from 'node:fs';
+import type { BusConnection } from '../bus/connect.js';
+import { DEFAULT_PUBLISH_POLICY, type PublishPolicy } from '../bus/publisher.js';
 import { type Clock, systemClock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Context } from '../context.js';
 import type { DataDir } from '../store/data-dir.js';
 import { componentLog } from '../telemetry/log.js';
+import { BusSink } from './bus-sink.js';
+import { type EventSink, landingSink } from './event-sink.js';
 import { IntakePool } from './intake-pool.js';
 import { LandingWriter, sealOrphans } from './landing-writer.js';
+import { CollectorLiveness, DEFAULT_LIVENESS, type LivenessTiming } from './liveness.js';
 import { Registry, type RegistrySnapshot, readRegistryFile } from './registry.js';
+import { RegistryBucketWriter, watchRegistry } from './registry-bus.js';
 import { RegistryPublisher } from './registry-publisher.js';
 
 /** Design §2: seal at 64 MiB, or after `landing_max_age_ms` (2 s). */
@@ -29,16 +35,19 @@ export function landingWriter(
  */
 const REGISTRY_POLL_MS = 250;
 
-/** What the collector routes run on: the registry they check against and the writer they append with. */
+/** What the collector routes run on: the registry they check against and the sink they append to. */
 export interface CollectorRuntime {
   registry: Registry;
-  writer: LandingWriter;
+  sink: EventSink;
   /** Checks batches, the large ones off the request thread. */
   intakePool: IntakePool;
   /** Allowed browser origins by tenant id. */
   corsOrigins: ReadonlyMap<string, readonly string[]>;
-  /** Requests per second of each browser (tenant, workspace) pair and of each collector token. */
-  rateLimitPerSecond: number;
+  /**
+   * Requests per second of each browser (tenant, workspace) pair and of each collector token; on
+   * the bus, this collector's share of the limit, read at each request.
+   */
+  rateLimitPerSecond: number | (() => number);
   /** Requests per second one address may have refused (unknown tenant, workspace or token). */
   refusedRateLimitPerSecond: number;
   /** Stamps `received_at` on every line. */
@@ -48,8 +57,29 @@ export interface CollectorRuntime {
   close(): Promise<void>;
 }
 
+/** A collector of the embedded default, whose sink is the data dir's landing files. */
+export interface LandingCollectorRuntime extends CollectorRuntime {
+  writer: LandingWriter;
+}
+
+/** A collector on the bus (cluster mode). */
+export interface BusCollectorRuntime extends CollectorRuntime {
+  /** Resolves once the registry's entries held at the start are applied: until then, not ready. */
+  registryLoaded: Promise<void>;
+  isReady(): boolean;
+}
+
 /** One publisher per open database: its owner is the only process that writes registry.json. */
 const publishers = new WeakMap<Context['store'], RegistryPublisher>();
+
+function publisherOf(context: Context): RegistryPublisher {
+  let publisher = publishers.get(context.store);
+  if (!publisher) {
+    publisher = new RegistryPublisher(context);
+    publishers.set(context.store, publisher);
+  }
+  return publisher;
+}
 
 /**
  * Reads what collectors check events against from the database and writes it to `registry.json`
@@ -58,12 +88,23 @@ const publishers = new WeakMap<Context['store'], RegistryPublisher>();
  * was read after that write committed.
  */
 export function publishRegistry(context: Context): Promise<RegistrySnapshot> {
-  let publisher = publishers.get(context.store);
-  if (!publisher) {
-    publisher = new RegistryPublisher(context);
-    publishers.set(context.store, publisher);
-  }
-  return publisher.publish();
+  return publisherOf(context).publish();
+}
+
+/** The retry budget of every publish and registry put; `bus_publish_budget_ms` shortens it. */
+export function publishPolicyOf(config: Pick<Config, 'bus_publish_budget_ms'>): PublishPolicy {
+  return { ...DEFAULT_PUBLISH_POLICY, budgetMs: config.bus_publish_budget_ms };
+}
+
+/**
+ * Cluster mode, on the owner: from now on every publish of the registry also puts each changed
+ * tenant entry in the bus's registry bucket, and resolves only once the bucket took it. Puts every
+ * tenant of the database now.
+ */
+export async function publishRegistryToBus(context: Context, bus: BusConnection): Promise<void> {
+  const publisher = publisherOf(context);
+  publisher.attachBucket(await RegistryBucketWriter.open(bus, publishPolicyOf(context.config)));
+  await publisher.publish();
 }
 
 /** `cors_origins` of the configuration, by tenant id: tenant ids are never keys of a plain object. */
@@ -72,7 +113,7 @@ function corsOriginsOf(config: Pick<Config, 'cors_origins'>): Map<string, readon
 }
 
 /** The collector inside the process that owns the database: the registry comes from it. */
-export async function openOwnedCollector(context: Context): Promise<CollectorRuntime> {
+export async function openOwnedCollector(context: Context): Promise<LandingCollectorRuntime> {
   const registry = new Registry(await publishRegistry(context));
   await sealOrphans(context.dataDir.landingDir);
   const writer = landingWriter(context.dataDir.landingDir, context.config);
@@ -81,6 +122,7 @@ export async function openOwnedCollector(context: Context): Promise<CollectorRun
   return {
     registry,
     writer,
+    sink: landingSink(writer),
     intakePool,
     corsOrigins: corsOriginsOf(context.config),
     rateLimitPerSecond: context.config.collector_rate_limit,
@@ -103,7 +145,7 @@ export async function openOwnedCollector(context: Context): Promise<CollectorRun
 export async function openFileCollector(
   dataDir: DataDir,
   config: Config,
-): Promise<CollectorRuntime> {
+): Promise<LandingCollectorRuntime> {
   const registry = new Registry(await readRegistryFile(dataDir.registryPath));
   await sealOrphans(dataDir.landingDir);
   const writer = landingWriter(dataDir.landingDir, config);
@@ -135,6 +177,7 @@ export async function openFileCollector(
   return {
     registry,
     writer,
+    sink: landingSink(writer),
     intakePool,
     corsOrigins: corsOriginsOf(config),
     rateLimitPerSecond: config.collector_rate_limit,
@@ -144,6 +187,66 @@ export async function openFileCollector(
     async close() {
       unwatchFile(dataDir.registryPath, reload);
       await writer.close();
+      await intakePool.close();
+    },
+  };
+}
+
+export interface BusCollectorOptions {
+  /** The process's clock (`received_at`); the system's for `cds collect`. */
+  clock?: Clock;
+  /**
+   * The owner's database, for `cds serve --bus`: a control-plane write is put in the bucket and
+   * applied here before it is answered.
+   */
+  owner?: Context;
+  liveness?: LivenessTiming;
+}
+
+/**
+ * A collector on the bus (cluster mode, docs/cluster-design.md §3, §6): the registry comes from
+ * the bus's registry bucket, watched; accepted events go to the events stream; the rate limits
+ * are shared with the other live collectors. Needs no data dir. The connection stays the
+ * caller's, closed after this runtime.
+ */
+export async function openBusCollector(
+  bus: BusConnection,
+  config: Config,
+  options: BusCollectorOptions = {},
+): Promise<BusCollectorRuntime> {
+  const registry = new Registry({ version: 0, generated_at: '', tenants: [] });
+  const watch = await watchRegistry(bus, registry);
+  let ready = false;
+  const registryLoaded = watch.loaded.then(() => {
+    ready = true;
+  });
+  const sink = new BusSink(bus, publishPolicyOf(config));
+  const liveness = await CollectorLiveness.start(
+    bus,
+    sink.collectorId,
+    options.liveness ?? DEFAULT_LIVENESS,
+  );
+  const intakePool = new IntakePool();
+  const { owner } = options;
+  return {
+    registry,
+    sink,
+    intakePool,
+    corsOrigins: corsOriginsOf(config),
+    rateLimitPerSecond: () => liveness.shareOf(config.collector_rate_limit),
+    refusedRateLimitPerSecond: config.refused_rate_limit,
+    clock: options.clock ?? systemClock,
+    registryLoaded,
+    isReady: () => ready,
+    async refresh() {
+      if (!owner) return;
+      const snapshot = await publishRegistry(owner);
+      for (const tenant of snapshot.tenants) registry.applyTenant(tenant);
+    },
+    async close() {
+      await sink.close();
+      await liveness.close();
+      watch.stop();
       await intakePool.close();
     },
   };

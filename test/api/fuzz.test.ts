@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createBaseApp } from '../../src/api/base-app.js';
 import { collectorRoutes } from '../../src/collector/routes.js';
-import { type CollectorRuntime, openFileCollector } from '../../src/collector/runtime.js';
+import { type LandingCollectorRuntime, openFileCollector } from '../../src/collector/runtime.js';
 import { operatorToken } from '../../src/tenancy/operator.js';
 import { createTenant } from '../../src/tenancy/tenants.js';
 import { issueToken } from '../../src/tenancy/tokens.js';
@@ -186,7 +186,7 @@ interface FuzzTarget {
   fixture: FuzzFixture;
   /** The app of `cds collect`, built as its command builds it, over the same data dir. */
   collect: FastifyInstance;
-  fileCollector: CollectorRuntime;
+  fileCollector: LandingCollectorRuntime;
   errors: { serve: Map<string, Error>; collect: Map<string, Error> };
   /** A tenant no generated request names. */
   sentinel: { tenant: string; collector: string };
@@ -619,7 +619,7 @@ describe.each([
 ] as const)('fuzz: %s on a socket', (_name, kind) => {
   let env: TestEnv;
   let app: FastifyInstance;
-  let fileCollector: CollectorRuntime | undefined;
+  let fileCollector: LandingCollectorRuntime | undefined;
   let port: number;
 
   beforeAll(async () => {
@@ -629,7 +629,9 @@ describe.each([
     if (kind === 'collect') {
       fileCollector = await openFileCollector(env.context.dataDir, env.context.config);
       app = createBaseApp(false);
-      await app.register((scope) => collectorRoutes(scope, fileCollector as CollectorRuntime));
+      await app.register((scope) =>
+        collectorRoutes(scope, fileCollector as LandingCollectorRuntime),
+      );
     }
     await app.listen({ port: 0, host: '127.0.0.1' });
     port = (app.server.address() as { port: number }).port;

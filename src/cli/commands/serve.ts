@@ -1,5 +1,6 @@
 import { Command, InvalidArgumentError, Option } from 'commander';
 import type { GlobalOptions } from '../admin-request.js';
+import { addBusOptions } from '../bus-flags.js';
 import type { ServeFlags } from '../serve.js';
 
 function positiveNumber(value: string): number {
@@ -10,24 +11,25 @@ function positiveNumber(value: string): number {
 }
 
 export function serveCommand(): Command {
-  return new Command('serve')
-    .description('run the API, the collector and the ingest loop on one port; owns the database')
-    .addOption(new Option('--port <port>', 'port (0 picks a free one)').env('CDS_PORT'))
-    .addOption(new Option('--host <host>', 'address to listen on').env('CDS_HOST'))
-    .option('--quiet', 'no request log')
-    .option('--no-ingest', 'do not ingest landing files in this process')
-    .option(
-      '--snapshot-every <seconds>',
-      "rewrite an analysts' snapshot this often",
-      positiveNumber,
-    )
-    .option(
-      '--snapshot-path <file>',
-      'where --snapshot-every writes (default <data-dir>/snapshot.duckdb)',
-    )
-    .action(async (options: ServeFlags, command: Command) => {
-      const globals = command.optsWithGlobals<GlobalOptions>();
-      const { runServe } = await import('../serve.js');
-      await runServe(globals, options);
-    });
+  return addBusOptions(
+    new Command('serve')
+      .description('run the API, the collector and the ingest loop on one port; owns the database')
+      .addOption(new Option('--port <port>', 'port (0 picks a free one)').env('CDS_PORT'))
+      .addOption(new Option('--host <host>', 'address to listen on').env('CDS_HOST'))
+      .option('--quiet', 'no request log')
+      .option('--no-ingest', 'do not ingest landing files in this process')
+      .option(
+        '--snapshot-every <seconds>',
+        "rewrite an analysts' snapshot this often",
+        positiveNumber,
+      )
+      .option(
+        '--snapshot-path <file>',
+        'where --snapshot-every writes (default <data-dir>/snapshot.duckdb)',
+      ),
+  ).action(async (options: ServeFlags, command: Command) => {
+    const globals = command.optsWithGlobals<GlobalOptions>();
+    const { runServe } = await import('../serve.js');
+    await runServe(globals, options);
+  });
 }

@@ -10,7 +10,8 @@ import {
 } from '../accept.js';
 import { type BatchOutcome, bodyFault, parseBody } from '../batch-intake.js';
 import { MAX_BATCH_EVENTS } from '../envelope.js';
-import { encodeLines, type LandingLine } from '../landing-writer.js';
+import { acceptedAs, type SinkForm } from '../event-sink.js';
+import type { LandingLine } from '../landing-writer.js';
 import { type TrackingCall, TrackingMapper } from './spec.js';
 
 /** A Tracking API request always puts events in one workspace: its write key's. */
@@ -23,6 +24,8 @@ export interface TrackingRequest {
   scope: WorkspaceScope;
   receivedAt: string;
   collectorId: string;
+  /** How the collector's sink takes the accepted lines. */
+  form: SinkForm;
 }
 
 /**
@@ -95,7 +98,11 @@ export function checkTrackingBatchBody(
     throw new PayloadTooLargeError(`a batch holds at most ${MAX_BATCH_EVENTS} messages`);
   }
   const { lines, faults } = intakeMessages(catalog, batch, null, request, sentAt);
-  return { accepted: lines.length, rejected: faults.map(asRejection), chunks: encodeLines(lines) };
+  return {
+    accepted: lines.length,
+    rejected: faults.map(asRejection),
+    events: acceptedAs(request.form, lines),
+  };
 }
 
 export function checkTrackingBatch(

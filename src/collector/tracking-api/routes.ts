@@ -5,7 +5,7 @@ import { ForbiddenError, UnauthorizedError } from '../../errors.js';
 import type { RateLimiter } from '../../rate-limit.js';
 import { countIntake } from '../../telemetry/prometheus.js';
 import { parseBody } from '../batch-intake.js';
-import { encodeLines } from '../landing-writer.js';
+import { acceptedAs } from '../event-sink.js';
 import type { CollectorRuntime } from '../runtime.js';
 import {
   checkTrackingBatchBody,
@@ -80,7 +80,7 @@ function principalOf(
  * Segment's tracking API (docs/decisions.md "Segment-spec tracking API"): `POST /v1/batch` and
  * one endpoint per message type, so Segment's and RudderStack's server libraries send to cds
  * unchanged. Each message becomes an envelope of the write key's workspace, checked and landed
- * as a server event; a request is answered once its accepted lines are on disk.
+ * as a server event; a request is answered once its accepted lines are durable in its sink.
  */
 export async function trackingApiRoutes(
   app: FastifyInstance,
@@ -140,7 +140,8 @@ export async function trackingApiRoutes(
   const requestIn = (scope: WorkspaceScope): TrackingRequest => ({
     scope,
     receivedAt: runtime.clock.now().toISOString(),
-    collectorId: runtime.writer.collectorId,
+    collectorId: runtime.sink.collectorId,
+    form: runtime.sink.form,
   });
 
   await app.register(async (trackingApi) => {
@@ -167,7 +168,7 @@ export async function trackingApiRoutes(
                 runtime.registry,
               )
             : checkTrackingBatchBody(body, requestIn(scope), runtime.registry);
-        await runtime.writer.append(outcome.chunks);
+        await runtime.sink.append(outcome.events);
         countIntake(outcome.accepted, outcome.rejected);
         return { success: true as const, accepted: outcome.accepted, rejected: outcome.rejected };
       },
@@ -187,7 +188,7 @@ export async function trackingApiRoutes(
             requestIn(admission.scope),
             runtime.registry,
           );
-          await runtime.writer.append(encodeLines(lines));
+          await runtime.sink.append(acceptedAs(runtime.sink.form, lines));
           countIntake(lines.length, []);
           return { success: true as const };
         },

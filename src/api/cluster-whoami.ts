@@ -1,0 +1,67 @@
+import type { FastifyRequest } from 'fastify';
+import { OwnerUnavailableError } from '../errors.js';
+import type { ClusterView } from '../shards/cluster-view.js';
+import { FORWARDED_FROM } from './forward.js';
+
+export interface OwnerAnswer {
+  status: number;
+  contentType: string | null;
+  body: string;
+}
+
+/**
+ * Asks every other owner who the request's token is, for a token this owner does not know (it
+ * names no tenant, so no map says where it lives). The first answer other than 401 is the
+ * answer; null when every owner said 401. When some owner could not be asked, its tenants'
+ * tokens cannot be told from unknown ones: 503, not a 401 that would say the token is bad.
+ */
+export async function askOtherOwners(
+  cluster: ClusterView,
+  request: FastifyRequest,
+  path: string,
+): Promise<OwnerAnswer | null> {
+  const others = [...cluster.owners.all()].filter(([shard]) => shard !== cluster.shard);
+  const unreachable: string[] = [];
+  const answers = others.map(async ([shard, owner]) => {
+    const answer = await askOwner(cluster.shard, owner.url, request, path);
+    if (answer === null) unreachable.push(shard);
+    return answer;
+  });
+  const known = answers.map((answer) =>
+    answer.then((found) =>
+      found !== null && found.status !== 401 ? found : Promise.reject(new Error('no answer')),
+    ),
+  );
+  try {
+    return await Promise.any(known);
+  } catch {
+    if (unreachable.length > 0)
+      throw new OwnerUnavailableError(
+        unreachable.join(', '),
+        'it could not be asked about this token',
+      );
+    return null;
+  }
+}
+
+/** One owner's answer, or null if it gave none. */
+async function askOwner(
+  from: string,
+  ownerUrl: string,
+  request: FastifyRequest,
+  path: string,
+): Promise<OwnerAnswer | null> {
+  try {
+    const response = await fetch(new URL(path, ownerUrl), {
+      headers: { authorization: request.headers.authorization ?? '', [FORWARDED_FROM]: from },
+      signal: AbortSignal.timeout(5_000),
+    });
+    return {
+      status: response.status,
+      contentType: response.headers.get('content-type'),
+      body: await response.text(),
+    };
+  } catch {
+    return null;
+  }
+}

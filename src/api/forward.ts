@@ -1,0 +1,72 @@
+import type {} from '@fastify/reply-from';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { OwnerUnavailableError } from '../errors.js';
+import type { ClusterView } from '../shards/cluster-view.js';
+
+/**
+ * Set on a request one owner forwards to another, naming the shard it came from. The owner it
+ * reaches answers it itself or refuses it: a request is forwarded once, never in a circle
+ * between two owners whose views of the map differ for a moment.
+ */
+export const FORWARDED_FROM = 'x-cds-forwarded-from';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The shard this request was forwarded to, or null when this process answers it. */
+    forwardedTo: string | null;
+  }
+}
+
+export function wasForwarded(request: FastifyRequest): boolean {
+  return request.headers[FORWARDED_FROM] !== undefined;
+}
+
+function hasBody(request: FastifyRequest): boolean {
+  const length = request.headers['content-length'];
+  return (
+    request.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0')
+  );
+}
+
+/**
+ * Sends the request to the owner of `shard` as it came (method, path, query, headers with the
+ * Authorization, body) and the owner's answer back as it is. A request whose body this process
+ * has not read is streamed on; a parsed one is sent as the JSON it was. An owner that does not
+ * answer is 503 `owner_unavailable`, never a retry: a write may have been done.
+ */
+export function forwardToShard(
+  cluster: ClusterView,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  shard: string,
+): FastifyReply {
+  const owner = cluster.owners.of(shard);
+  if (!owner) throw new OwnerUnavailableError(shard, 'no owner has announced itself for it');
+  if (wasForwarded(request)) {
+    throw new OwnerUnavailableError(
+      shard,
+      `forwarded here by shard ${String(request.headers[FORWARDED_FROM])}, but the shard map seen here puts the tenant on shard ${shard}`,
+    );
+  }
+  if (request.body === undefined && hasBody(request)) request.body = request.raw;
+  const path = request.raw.url?.split('?')[0] ?? '/';
+  request.forwardedTo = shard;
+  request.log.info(
+    { forwarded_to: shard, owner: owner.url, method: request.method, url: path },
+    `forwarded to the owner of shard ${shard}`,
+  );
+  try {
+    return reply.from(owner.url.replace(/\/$/, '') + path, {
+      rewriteRequestHeaders: (_request, headers) => ({
+        ...headers,
+        [FORWARDED_FROM]: cluster.shard,
+      }),
+      retryDelay: () => null,
+      onError: (failed, { error }) => {
+        failed.send(new OwnerUnavailableError(shard, error.message));
+      },
+    });
+  } catch (error) {
+    throw new OwnerUnavailableError(shard, (error as Error).message);
+  }
+}

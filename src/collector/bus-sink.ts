@@ -1,0 +1,56 @@
+import type { BusConnection } from '../bus/connect.js';
+import { type BusMessage, type PublishPolicy, publishAll } from '../bus/publisher.js';
+import { eventMessageId, eventSubject } from '../bus/subjects.js';
+import { ShuttingDownError } from '../errors.js';
+import type { AcceptedLines, EventSink } from './event-sink.js';
+import type { LandingLine } from './landing-writer.js';
+import { newCollectorId } from './landing-writer.js';
+
+/**
+ * A line as a message of the events stream (docs/cluster-design.md §3): its body is the landing
+ * line's text, so ingest stages it with the same SQL; its subject and msgID carry the tenant and
+ * workspace as tokens, so no id reaches another tenant's subject or suppresses its events.
+ */
+export function busMessageOf(line: LandingLine): BusMessage {
+  return {
+    subject: eventSubject(line.tenantId, line.workspaceId),
+    msgID: eventMessageId(line.tenantId, line.workspaceId, line.eventId),
+    data: line.text,
+  };
+}
+
+/** The events stream, in cluster mode: a request is answered once the stream holds its events. */
+export class BusSink implements EventSink {
+  readonly collectorId = newCollectorId();
+  readonly form = 'lines';
+  private closed = false;
+  private readonly underWay = new Set<Promise<void>>();
+
+  constructor(
+    private readonly bus: BusConnection,
+    private readonly policy: PublishPolicy,
+  ) {}
+
+  append(accepted: AcceptedLines): Promise<void> {
+    if (this.closed) return Promise.reject(new ShuttingDownError());
+    if (accepted.form !== 'lines') throw new Error('the bus sink takes lines, not landing chunks');
+    if (accepted.lines.length === 0) return Promise.resolve();
+    const published = publishAll(this.bus.js, accepted.lines.map(busMessageOf), this.policy);
+    const settled: Promise<void> = published.then(
+      () => {
+        this.underWay.delete(settled);
+      },
+      () => {
+        this.underWay.delete(settled);
+      },
+    );
+    this.underWay.add(settled);
+    return published;
+  }
+
+  /** Takes no more events and waits for the publishes under way; the connection is the caller's. */
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all(this.underWay);
+  }
+}

@@ -1,0 +1,45 @@
+import {
+  encodeLines,
+  type LandingChunk,
+  type LandingLine,
+  type LandingWriter,
+} from './landing-writer.js';
+
+/**
+ * How a sink takes accepted lines: landing files take them encoded into one chunk per partition
+ * (done on the worker thread that checked a large batch, off the request thread); the bus takes
+ * them line by line, one message each.
+ */
+export type SinkForm = 'chunks' | 'lines';
+
+export type AcceptedLines =
+  | { form: 'chunks'; chunks: LandingChunk[] }
+  | { form: 'lines'; lines: LandingLine[] };
+
+export function acceptedAs(form: SinkForm, lines: LandingLine[]): AcceptedLines {
+  return form === 'chunks' ? { form, chunks: encodeLines(lines) } : { form, lines };
+}
+
+/**
+ * Where the collector puts the events it accepted: landing files (the embedded default) or the
+ * events stream (cluster mode). `append` resolves once they are durable there, and only then is
+ * the client answered.
+ */
+export interface EventSink {
+  /** Stamped on every line, so a line tells which collector took it. */
+  readonly collectorId: string;
+  readonly form: SinkForm;
+  append(accepted: AcceptedLines): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** The landing files of the data dir (design §2). */
+export function landingSink(writer: LandingWriter): EventSink {
+  return {
+    collectorId: writer.collectorId,
+    form: 'chunks',
+    append: (accepted) =>
+      writer.append(accepted.form === 'chunks' ? accepted.chunks : encodeLines(accepted.lines)),
+    close: () => writer.close(),
+  };
+}

@@ -1,0 +1,366 @@
+import { randomBytes } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { buildApp } from '../../src/api/app.js';
+import { type ClusterView, openClusterView } from '../../src/shards/cluster-view.js';
+import { operatorToken } from '../../src/tenancy/operator.js';
+import { createTenant, listTenants } from '../../src/tenancy/tenants.js';
+import { generateToken } from '../../src/tenancy/token-format.js';
+import { openTestEnv, type TestEnv } from '../helpers/context.js';
+import { startTestCluster, type TestCluster } from '../helpers/nats-cluster.js';
+import { seedTenants, type Tokens } from '../helpers/tenant.js';
+
+/** One owner: its own data dir and database, listening, announced under its shard. */
+interface TestOwner {
+  shard: string;
+  env: TestEnv;
+  view: ClusterView;
+  app: FastifyInstance;
+  url: string;
+}
+
+let cluster: TestCluster;
+let a: TestOwner;
+let b: TestOwner;
+let acme: Tokens;
+let initechToken: string;
+let operator: string;
+const masterKey = randomBytes(32).toString('hex');
+
+async function startOwner(shard: string, defaultShard?: string): Promise<TestOwner> {
+  const env = await openTestEnv({ config: { master_key: masterKey } });
+  const view = await openClusterView(await cluster.connect('owner'), { shard, defaultShard });
+  const app = buildApp(env.context, { cluster: view, apiDocument: false });
+  const url = await app.listen({ port: 0, host: '127.0.0.1' });
+  await view.owners.announce(shard, {
+    url,
+    pid: process.pid,
+    started_at: new Date().toISOString(),
+  });
+  return { shard, env, view, app, url };
+}
+
+interface Answer {
+  status: number;
+  body: unknown;
+  headers: Headers;
+}
+
+async function send(
+  owner: TestOwner,
+  token: string | null,
+  method: string,
+  path: string,
+  options: { body?: unknown; headers?: Record<string, string> } = {},
+): Promise<Answer> {
+  const response = await fetch(owner.url + path, {
+    method,
+    headers: {
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...(options.body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...options.headers,
+    },
+    body: options.body === undefined ? undefined : JSON.stringify(options.body),
+  });
+  const text = await response.text();
+  return {
+    status: response.status,
+    body: text ? JSON.parse(text) : null,
+    headers: response.headers,
+  };
+}
+
+/** The same request through both owners answers the same. */
+async function sameThroughBoth(token: string | null, method: string, path: string, body?: unknown) {
+  const direct = await send(a, token, method, path, { body });
+  const forwarded = await send(b, token, method, path, { body });
+  expect({ status: forwarded.status, body: forwarded.body }).toEqual({
+    status: direct.status,
+    body: direct.body,
+  });
+  return direct;
+}
+
+beforeAll(async () => {
+  cluster = await startTestCluster();
+  a = await startOwner('a');
+  b = await startOwner('b');
+  operator = operatorToken(a.env.context.dataDir.masterKey);
+  acme = await seedTenants(a.env.context);
+  initechToken = (await createTenant(b.env.context, 'initech', ['main'])).token;
+  await a.view.map.assign('acme', 'a');
+  await a.view.map.assign('globex', 'a');
+  await b.view.map.assign('initech', 'b');
+  await vi.waitFor(() => expect(b.view.placement('globex')?.shard).toBe('a'));
+  await vi.waitFor(() => expect(a.view.placement('initech')?.shard).toBe('b'));
+  await vi.waitFor(() => expect(a.view.owners.of('b')?.url).toBe(b.url));
+  await vi.waitFor(() => expect(b.view.owners.of('a')?.url).toBe(a.url));
+}, 90_000);
+
+afterAll(async () => {
+  for (const owner of [a, b]) {
+    if (!owner) continue;
+    await owner.app.close();
+    owner.view.stop();
+    await owner.env.close();
+  }
+  await cluster?.close();
+});
+
+describe('one API on any owner (cluster mode)', () => {
+  it('answers control-plane reads through either owner alike', async () => {
+    for (const path of [
+      '/v1/tenants/acme/workspaces',
+      '/v1/tenants/acme/event-types',
+      '/v1/tenants/acme/tokens',
+      '/v1/tenants/acme/segments',
+      '/v1/tenants/acme/identifier-types',
+    ]) {
+      const answer = await sameThroughBoth(acme.tenant, 'GET', path);
+      expect(answer.status, path).toBe(200);
+    }
+    const workspaces = await send(b, acme.tenant, 'GET', '/v1/tenants/acme/workspaces');
+    expect(workspaces.body).toMatchObject({
+      workspaces: [{ workspace_id: 'eu' }, { workspace_id: 'us' }],
+    });
+    // The query goes along: without it the lookup would be a 422.
+    const lookup = await sameThroughBoth(
+      acme.workspace,
+      'GET',
+      '/v1/tenants/acme/workspaces/eu/profiles/lookup?email=nobody%40example.com',
+    );
+    expect(lookup.status).toBe(404);
+    // And the other way round: initech lives on b.
+    const initech = await send(a, initechToken, 'GET', '/v1/tenants/initech/workspaces');
+    expect(initech.status).toBe(200);
+    expect(initech.body).toMatchObject({ workspaces: [{ workspace_id: 'main' }] });
+  });
+
+  it('finds a token through any owner: whoami asks the others for a token it does not know', async () => {
+    for (const token of [acme.tenant, acme.workspace]) {
+      const direct = await send(a, token, 'GET', '/v1/whoami');
+      const elsewhere = await send(b, token, 'GET', '/v1/whoami');
+      expect(direct.status).toBe(200);
+      expect(elsewhere).toMatchObject({ status: 200, body: direct.body });
+    }
+    expect((await send(b, acme.workspace, 'GET', '/v1/whoami')).body).toMatchObject({
+      kind: 'workspace',
+      tenant_id: 'acme',
+      workspace_id: 'eu',
+    });
+    expect((await send(a, initechToken, 'GET', '/v1/whoami')).body).toMatchObject({
+      tenant_id: 'initech',
+    });
+    const unknown = await send(b, generateToken('tenant'), 'GET', '/v1/whoami');
+    expect(unknown.status).toBe(401);
+    expect((await send(b, acme.revoked, 'GET', '/v1/whoami')).status).toBe(401);
+  });
+
+  it('merges the operator list of tenants across owners, paging with one cursor', async () => {
+    const all = await sameThroughBoth(operator, 'GET', '/v1/operator/tenants');
+    expect(
+      (all.body as { tenants: { tenant_id: string }[] }).tenants.map((t) => t.tenant_id),
+    ).toEqual(expect.arrayContaining(['acme', 'globex', 'initech']));
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: Answer = await send(
+        b,
+        operator,
+        'GET',
+        `/v1/operator/tenants?limit=1${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      );
+      expect(page.status).toBe(200);
+      const body = page.body as { tenants: { tenant_id: string }[]; next_cursor: string | null };
+      expect(body.tenants.length).toBeLessThanOrEqual(1);
+      seen.push(...body.tenants.map((t) => t.tenant_id));
+      cursor = body.next_cursor;
+    } while (cursor !== null);
+    expect(seen).toEqual(
+      (all.body as { tenants: { tenant_id: string }[] }).tenants.map((t) => t.tenant_id),
+    );
+  });
+
+  it('lands writes made through the other owner on the owner of the tenant', async () => {
+    const put = await send(b, acme.tenant, 'PUT', '/v1/tenants/acme/event-types/order_placed', {
+      body: {},
+    });
+    expect(put.status).toBe(201);
+    const direct = await send(a, acme.tenant, 'GET', '/v1/tenants/acme/event-types');
+    expect(JSON.stringify(direct.body)).toContain('order_placed');
+    const localOfB = await listTenants(b.env.context, { limit: 100, cursor: null });
+    expect(localOfB.items.map((t) => t.tenant_id)).toEqual(['initech']);
+    const minted = await send(b, acme.tenant, 'POST', '/v1/tenants/acme/tokens', {
+      body: { kind: 'workspace', workspace_id: 'eu', name: 'through b' },
+    });
+    expect(minted.status).toBe(201);
+    const tokenId = (minted.body as { token_id: string }).token_id;
+    const revoked = await send(b, acme.tenant, 'DELETE', `/v1/tenants/acme/tokens/${tokenId}`);
+    expect(revoked.status).toBe(204);
+    const tokens = await send(a, acme.tenant, 'GET', '/v1/tenants/acme/tokens');
+    expect(JSON.stringify(tokens.body)).toContain(tokenId);
+  });
+
+  it('gives the owner’s error answers back unchanged', async () => {
+    const unauthorized = await sameThroughBoth(
+      'cpt_not-a-token',
+      'GET',
+      '/v1/tenants/acme/workspaces',
+    );
+    expect(unauthorized.status).toBe(401);
+    const forbidden = await sameThroughBoth(
+      acme.workspace,
+      'PUT',
+      '/v1/tenants/acme/event-types/x',
+      {},
+    );
+    expect(forbidden.status).toBe(403);
+    const missing = await sameThroughBoth(acme.tenant, 'GET', '/v1/tenants/acme/workspaces/nope');
+    expect(missing.status).toBe(404);
+    const invalid = await sameThroughBoth(acme.tenant, 'PUT', '/v1/tenants/acme/event-types/y', {
+      dedup_entity: 'order',
+    });
+    expect(invalid.status).toBe(422);
+    const otherTenant = await sameThroughBoth(acme.tenant, 'GET', '/v1/tenants/globex/workspaces');
+    expect(otherTenant.status).toBe(403);
+    // A body the owner cannot parse is its 400, not this process's.
+    const direct = await fetch(`${a.url}/v1/tenants/acme/event-types/z`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${acme.tenant}`, 'content-type': 'application/json' },
+      body: '{"dedup_entity":',
+    });
+    const forwarded = await fetch(`${b.url}/v1/tenants/acme/event-types/z`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${acme.tenant}`, 'content-type': 'application/json' },
+      body: '{"dedup_entity":',
+    });
+    expect(forwarded.status).toBe(400);
+    expect(await forwarded.json()).toEqual(await direct.json());
+  });
+
+  it('answers 503 owner_unavailable for an owner that does not answer or never announced itself', async () => {
+    await a.view.owners.announce('gone', {
+      url: 'http://127.0.0.1:9',
+      pid: 1,
+      started_at: new Date().toISOString(),
+    });
+    await a.view.map.assign('hooli', 'gone');
+    await a.view.map.assign('umbrella', 'nobody');
+    await expect.poll(() => b.view.placement('umbrella')?.shard).toBe('nobody');
+    await expect.poll(() => b.view.owners.of('gone')?.url).toBe('http://127.0.0.1:9');
+    const down = await send(b, acme.tenant, 'GET', '/v1/tenants/hooli/workspaces');
+    expect(down.status).toBe(503);
+    expect(down.body).toMatchObject({ error: { code: 'owner_unavailable' } });
+    const none = await send(b, acme.tenant, 'GET', '/v1/tenants/umbrella/workspaces');
+    expect(none.status).toBe(503);
+    expect(JSON.stringify(none.body)).toContain('no owner has announced itself');
+  });
+
+  it('forwards a forwarded request no further: the loop guard answers 503', async () => {
+    const looped = await send(a, acme.tenant, 'GET', '/v1/tenants/initech/workspaces', {
+      headers: { 'x-cds-forwarded-from': 'b' },
+    });
+    expect(looped.status).toBe(503);
+    expect(looped.body).toMatchObject({ error: { code: 'owner_unavailable' } });
+    // The tenant on this owner itself is answered, whoever says it was forwarded.
+    const local = await send(a, acme.tenant, 'GET', '/v1/tenants/acme/workspaces', {
+      headers: { 'x-cds-forwarded-from': 'b' },
+    });
+    expect(local.status).toBe(200);
+  });
+
+  it('takes a tenant id with . * or an escaped / as data', async () => {
+    await a.view.map.assign('acme.web', 'a');
+    await a.view.map.assign('*', 'a');
+    await a.view.map.assign('x/y', 'gone');
+    await expect.poll(() => b.view.placement('x/y')?.shard).toBe('gone');
+    await expect.poll(() => b.view.placement('*')?.shard).toBe('a');
+    for (const path of ['/v1/tenants/acme.web/workspaces', '/v1/tenants/*/workspaces']) {
+      const answer = await sameThroughBoth(acme.tenant, 'GET', path);
+      expect(answer.status, path).toBe(403);
+    }
+    // `x%2Fy` is one tenant, `x/y`, of shard `gone`: not a path of tenant x.
+    const escaped = await send(b, acme.tenant, 'GET', '/v1/tenants/x%2Fy/workspaces');
+    expect(escaped.status).toBe(503);
+    expect(escaped.body).toMatchObject({ error: { details: { shard: 'gone' } } });
+  });
+
+  it('keeps reading a moving tenant from the shard it leaves and holds its writes with 503', async () => {
+    const entry = await a.view.map.get('globex');
+    if (!entry) throw new Error('globex is not assigned');
+    const moving = await a.view.map.change(entry, { shard: 'a', state: 'moving', to: 'b' });
+    await expect.poll(() => b.view.placement('globex')?.state).toBe('moving');
+    await expect.poll(() => a.view.placement('globex')?.state).toBe('moving');
+    const read = await send(b, operator, 'GET', '/v1/tenants/globex/workspaces');
+    expect(read.status).toBe(200);
+    for (const owner of [a, b]) {
+      const write = await send(owner, operator, 'PUT', '/v1/tenants/globex/event-types/x', {
+        body: {},
+      });
+      expect(write.status).toBe(503);
+      expect(write.headers.get('retry-after')).toBe('5');
+      expect(write.body).toMatchObject({
+        error: { code: 'tenant_moving', details: { from: 'a', to: 'b' } },
+      });
+    }
+    await a.view.map.change(moving, { shard: 'a', state: 'active' });
+    await expect.poll(() => b.view.placement('globex')?.state).toBe('active');
+    const after = await send(b, operator, 'PUT', '/v1/tenants/globex/event-types/x', { body: {} });
+    expect(after.status).toBe(201);
+  });
+});
+
+describe('tenant placement (cluster mode)', () => {
+  it('creates a tenant the map assigns to another shard on that shard', async () => {
+    await a.view.map.assign('soylent', 'a');
+    const created = await send(b, operator, 'POST', '/v1/operator/tenants', {
+      body: { tenant_id: 'soylent', workspaces: ['main'] },
+    });
+    expect(created.status).toBe(201);
+    const onA = await listTenants(a.env.context, { limit: 100, cursor: null });
+    expect(onA.items.map((t) => t.tenant_id)).toContain('soylent');
+    const onB = await listTenants(b.env.context, { limit: 100, cursor: null });
+    expect(onB.items.map((t) => t.tenant_id)).not.toContain('soylent');
+    // Its token works through either owner at once.
+    const token = (created.body as { tenant_token: { token: string } }).tenant_token.token;
+    expect((await send(b, token, 'GET', '/v1/tenants/soylent/workspaces')).status).toBe(200);
+    expect((await send(a, token, 'GET', '/v1/whoami')).status).toBe(200);
+  });
+
+  it('assigns an unassigned tenant to the default shard before creating it there', async () => {
+    const created = await send(a, operator, 'POST', '/v1/operator/tenants', {
+      body: { tenant_id: 'tyrell' },
+    });
+    expect(created.status).toBe(201);
+    expect((await a.view.map.get('tyrell'))?.assignment).toMatchObject({
+      shard: 'a',
+      state: 'active',
+    });
+    const again = await send(b, operator, 'POST', '/v1/operator/tenants', {
+      body: { tenant_id: 'tyrell' },
+    });
+    const direct = await send(a, operator, 'POST', '/v1/operator/tenants', {
+      body: { tenant_id: 'tyrell' },
+    });
+    expect(again).toMatchObject({ status: direct.status, body: direct.body });
+    expect(direct.status).toBe(409);
+  });
+
+  it('uses the configured default shard of the owner asked', async () => {
+    const c = await startOwner('c', 'b');
+    try {
+      await expect.poll(() => c.view.owners.of('b')?.url).toBe(b.url);
+      const created = await send(c, operator, 'POST', '/v1/operator/tenants', {
+        body: { tenant_id: 'wonka' },
+      });
+      expect(created.status).toBe(201);
+      expect((await c.view.map.get('wonka'))?.assignment.shard).toBe('b');
+      const onB = await listTenants(b.env.context, { limit: 100, cursor: null });
+      expect(onB.items.map((t) => t.tenant_id)).toContain('wonka');
+    } finally {
+      await c.app.close();
+      c.view.stop();
+      await c.env.close();
+    }
+  });
+});
