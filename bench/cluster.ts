@@ -1,6 +1,7 @@
-import { type ChildProcess, execFile } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
+import { type AddressInfo, createServer } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
@@ -20,7 +21,6 @@ import {
   makeBenchDir,
   prepareDataDir,
   rate,
-  startChild,
   stopChild,
   TENANT,
   WORKSPACES,
@@ -33,9 +33,11 @@ const BATCH = 1_000;
 const INGEST_EVENTS = Number(process.env.BENCH_CLUSTER_EVENTS ?? 40_000);
 const INGEST_TENANTS = 4;
 const EVENT_TYPES = ['page_viewed', 'product_viewed', 'signed_up', 'order_completed'];
-/** The collectors' and owners' per-pair request limit would otherwise be what is measured. */
-const UNLIMITED = { CDS_COLLECTOR_RATE_LIMIT: '1000000000', CDS_LOG_LEVEL: 'warn' };
-const LISTENING = /listening on (http:\/\/[^\s"]+)/;
+/**
+ * The collectors' and owners' per-pair request limit would otherwise be what is measured, and a
+ * log record per request would cost the collectors more than it costs a deployment.
+ */
+const QUIET_AND_UNLIMITED = { CDS_COLLECTOR_RATE_LIMIT: '1000000000', CDS_LOG_LEVEL: 'warn' };
 /** Stands in a batch body for the request's number, so that every event id is new. */
 const REQUEST_MARK = '@@request@@';
 
@@ -75,6 +77,36 @@ function cds(args: string[], env: NodeJS.ProcessEnv): Promise<string> {
       },
     );
   });
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/**
+ * Starts a cds daemon on a free port with its log at warn, and waits until it answers HTTP:
+ * the line announcing its address is an info record, so it is not there to wait for.
+ */
+async function startQuietly(args: string[], env: NodeJS.ProcessEnv): Promise<Running> {
+  const url = `http://127.0.0.1:${await freePort()}`;
+  const child = spawn(process.execPath, [CDS_BIN, ...args, '--port', url.split(':')[2] as string], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  for (let waited = 0; ; waited += 100) {
+    if (child.exitCode !== null) throw new Error(`cds ${args.join(' ')} exited ${child.exitCode}`);
+    const answered = await fetch(`${url}/healthz`).then(
+      () => true,
+      () => false,
+    );
+    if (answered) return { child, url };
+    if (waited > 60_000) throw new Error(`cds ${args.join(' ')} did not answer at ${url}`);
+    await sleep(100);
+  }
 }
 
 /** The nats-server processes of a local cluster, found by their config files. */
@@ -180,7 +212,7 @@ export async function benchCluster(): Promise<void> {
   const natsDir = join(root, 'nats');
   const nats = await startLocalCluster(natsDir);
   const masterKey = randomBytes(32).toString('hex');
-  const env = { ...UNLIMITED, CDS_MASTER_KEY: masterKey };
+  const env = { ...QUIET_AND_UNLIMITED, CDS_MASTER_KEY: masterKey };
   const bus = (role: 'collector' | 'owner' | 'admin') => [
     '--bus',
     nats.servers.join(','),
@@ -189,7 +221,7 @@ export async function benchCluster(): Promise<void> {
   ];
   const running: Running[] = [];
   const start = async (args: string[]) => {
-    const started = await startChild([process.execPath, CDS_BIN, ...args], LISTENING, env);
+    const started = await startQuietly(args, env);
     running.push(started);
     return started;
   };
@@ -205,8 +237,6 @@ export async function benchCluster(): Promise<void> {
       ...bus('owner'),
       '--shard',
       shard,
-      '--port',
-      '0',
       '--quiet',
     ]);
   try {
@@ -239,11 +269,14 @@ export async function benchCluster(): Promise<void> {
           ],
           env,
         ),
-      ) as { token: string };
+      ) as { tenant_token: { token: string } };
       for (const name of EVENT_TYPES) {
         const response = await fetch(`${owner.url}/v1/tenants/${tenant}/event-types/${name}`, {
           method: 'PUT',
-          headers: { authorization: `Bearer ${created.token}`, 'content-type': 'application/json' },
+          headers: {
+            authorization: `Bearer ${created.tenant_token.token}`,
+            'content-type': 'application/json',
+          },
           body: JSON.stringify(
             name === 'order_completed'
               ? { dedup_entity: 'order', dedup_key_paths: ['properties.order_id'] }
@@ -262,16 +295,8 @@ export async function benchCluster(): Promise<void> {
       '-d',
       join(root, 'collector'),
       ...bus('collector'),
-      '--port',
-      '0',
     ]);
-    const landingCollector = await start([
-      'collect',
-      '-d',
-      await landingCollectorDir(),
-      '--port',
-      '0',
-    ]);
+    const landingCollector = await start(['collect', '-d', await landingCollectorDir()]);
     // The bus collector learns the bench tenant from the registry bucket.
     await fill(busCollector.url, TENANT, BATCH);
     const body = batchTemplate(TENANT, 3);

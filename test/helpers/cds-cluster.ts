@@ -72,7 +72,8 @@ export async function startCdsCluster(): Promise<CdsCluster> {
   const nats = await startTestCluster();
   const root = tempDir('cds-cluster-');
   const masterKey = randomBytes(32).toString('hex');
-  const env = { CDS_MASTER_KEY: masterKey, CDS_LOG_LEVEL: 'warn' };
+  // The log stays at info: the line a daemon announces its address on is an info record.
+  const env = { CDS_MASTER_KEY: masterKey };
   const owners = new Map<string, Owner>();
   const collectors: Collector[] = [];
   const admin = await nats.connect('admin');
@@ -166,15 +167,18 @@ export async function startCdsCluster(): Promise<CdsCluster> {
             'web',
           ])
         ).stdout,
-      ) as { token: string };
+      ) as { tenant_token: { token: string } };
       const registered = await fetch(`${via.url}/v1/tenants/${tenant}/event-types/page_view`, {
         method: 'PUT',
-        headers: { authorization: `Bearer ${created.token}`, 'content-type': 'application/json' },
+        headers: {
+          authorization: `Bearer ${created.tenant_token.token}`,
+          'content-type': 'application/json',
+        },
         body: '{}',
       });
       if (!registered.ok)
         throw new Error(`registering page_view for ${tenant}: ${registered.status}`);
-      return { tenant, shard, workspace: 'web', token: created.token };
+      return { tenant, shard, workspace: 'web', token: created.tenant_token.token };
     },
     async drained(timeoutMs = 60_000) {
       const manager = await admin.manager();
