@@ -11,7 +11,9 @@ import {
   publishRegistryToBus,
 } from '../collector/runtime.js';
 import type { Context } from '../context.js';
+import { ConfigError } from '../errors.js';
 import { IngestLoop } from '../ingest/loop.js';
+import { type RunningOwner, startOwner } from '../shards/owner.js';
 import { DATA_DIR_SNAPSHOT, snapshotEvery } from '../store/snapshot.js';
 import { componentLog } from '../telemetry/log.js';
 import { configuredSender } from '../webhooks/sender.js';
@@ -26,6 +28,8 @@ export interface RunningServer {
   collector: CollectorRuntime;
   /** Cluster mode: the owner's one connection to the bus, closed last. */
   bus: BusConnection | null;
+  /** Cluster mode (`--bus --shard`): the owner of this process's shard; null embedded. */
+  owner: RunningOwner | null;
   /** Seals the landing files and ingests them now (the demo waits for its events this way). */
   ingestNow(): Promise<void>;
   /**
@@ -48,7 +52,6 @@ interface OpenedCollector {
   collector: CollectorRuntime;
   /** The embedded default's collector, whose landing files the ingest loop reads. */
   landing: LandingCollectorRuntime | null;
-  bus: BusConnection | null;
 }
 
 /**
@@ -56,13 +59,14 @@ interface OpenedCollector {
  * bus, every tenant of the database put in the registry bucket, and a collector on the bus like
  * `cds collect --bus`, ready once it has read the registry back.
  */
-async function openCollector(context: Context): Promise<OpenedCollector> {
-  const settings = busSettingsOf(context.config);
-  if (!settings) {
+async function openCollector(
+  context: Context,
+  bus: BusConnection | null,
+): Promise<OpenedCollector> {
+  if (!bus) {
     const landing = await openOwnedCollector(context);
-    return { collector: landing, landing, bus: null };
+    return { collector: landing, landing };
   }
-  const bus = await connectBus(settings, 'owner');
   return cleaningUpOnFailure(
     (async () => {
       await publishRegistryToBus(context, bus);
@@ -71,25 +75,43 @@ async function openCollector(context: Context): Promise<OpenedCollector> {
         owner: context,
       });
       await cleaningUpOnFailure(collector.registryLoaded, () => collector.close());
-      return { collector, landing: null, bus };
+      return { collector, landing: null };
     })(),
     () => bus.close(),
   );
 }
 
+/**
+ * Cluster mode: the connection of an owner (`--bus` with `--shard`). In bus mode the owner loop
+ * takes the place of the landing-file ingest loop, so a shard is required.
+ */
+async function ownerBus(context: Context): Promise<BusConnection | null> {
+  const settings = busSettingsOf(context.config);
+  if (settings === null) return null;
+  if (context.config.shard === undefined)
+    throw new ConfigError(
+      '--bus',
+      'cds serve on the bus owns a shard: give --shard NAME (or CDS_SHARD)',
+    );
+  return connectBus(settings, 'owner');
+}
+
 export async function startServer(context: Context, options: ServeOptions): Promise<RunningServer> {
+  const bus = await ownerBus(context);
   const sender = configuredSender(context);
-  const { collector, landing, bus } = await openCollector(context);
-  const loop = options.ingest
-    ? new IngestLoop(context, {
-        maxBatchEvents: context.config.max_batch_events,
-        intervalMs: context.config.ingest_interval_ms,
-        onBatch: () => sender?.tick(),
-      })
-    : null;
+  const { collector, landing } = await openCollector(context, bus);
+  let owner: RunningOwner | null = null;
+  const loop =
+    options.ingest && bus === null
+      ? new IngestLoop(context, {
+          maxBatchEvents: context.config.max_batch_events,
+          intervalMs: context.config.ingest_interval_ms,
+          onBatch: () => sender?.tick(),
+        })
+      : null;
   const app = buildApp(context, {
     collector,
-    ingestFailure: () => loop?.failure ?? null,
+    ingestFailure: () => loop?.failure ?? owner?.failure() ?? null,
     logRequests: options.logRequests,
   });
   const address = await cleaningUpOnFailure(
@@ -99,6 +121,19 @@ export async function startServer(context: Context, options: ServeOptions): Prom
       await bus?.close();
     },
   );
+  if (bus !== null && options.ingest)
+    owner = await cleaningUpOnFailure(
+      startOwner(context, bus, {
+        shard: context.config.shard as string,
+        url: context.config.advertise_url ?? address,
+        onBatch: () => sender?.tick(),
+      }),
+      async () => {
+        await app.close();
+        await collector.close();
+        await bus.close();
+      },
+    );
   loop?.start({ watch: false });
   if (loop && landing) landing.writer.onSealed = () => loop.tick();
   sender?.start();
@@ -115,15 +150,18 @@ export async function startServer(context: Context, options: ServeOptions): Prom
     url: address,
     collector,
     bus,
+    owner,
     async ingestNow() {
       await landing?.writer.sealAll();
       await loop?.catchUp();
+      await owner?.ingestNow();
     },
     close() {
       closing ??= (async () => {
         await app.close();
         await collector.close();
         await loop?.stop();
+        await owner?.close();
         await sender?.stop();
         await snapshots?.stop();
         await context.store.close();
@@ -160,6 +198,8 @@ export function closeOnSignals(server: Pick<RunningServer, 'close'>): Promise<vo
 /** The flags of `cds serve`. */
 export interface ServeFlags extends BusFlags {
   port?: string;
+  shard?: string;
+  advertiseUrl?: string;
   host?: string;
   quiet?: boolean;
   ingest: boolean;
@@ -174,6 +214,8 @@ export async function runServe(globals: GlobalOptions, flags: ServeFlags): Promi
     port: flags.port,
     host: flags.host,
     ...busConfigInput(flags),
+    shard: flags.shard,
+    advertise_url: flags.advertiseUrl,
   });
   const server = await cleaningUpOnFailure(
     startServer(context, {

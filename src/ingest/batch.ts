@@ -49,7 +49,8 @@ async function recordFiles(staged: Staged, digests: FileDigest[], now: string): 
   });
 }
 
-function batchResult(files: number, ingested: IngestedLines): BatchResult {
+/** What a batch of `files` landing files (0 for other sources) did, from its counts. */
+export function batchResult(files: number, ingested: IngestedLines): BatchResult {
   const { counts } = ingested;
   return {
     files,

@@ -32,8 +32,11 @@ export interface IngestFailure {
 
 const log = () => componentLog('ingest');
 
-/** Metrics and one log record for the batches an ingest pass committed. */
-function recordBatches(batches: BatchResult[], seconds: number, oldestFileAt: number): void {
+/**
+ * Metrics and one log record for the batches an ingest pass committed; `oldestFileAt` is when the
+ * oldest of their lines was written (a landing file's modification time, a message's publish time).
+ */
+export function recordBatches(batches: BatchResult[], seconds: number, oldestFileAt: number): void {
   if (batches.length === 0) return;
   prometheusSeries().ingestBatches.inc({ outcome: 'committed' }, batches.length);
   prometheusSeries().ingestBatchDuration.observe(seconds);

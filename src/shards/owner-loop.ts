@@ -1,0 +1,282 @@
+import type { Consumer, JsMsg } from '@nats-io/jetstream';
+import { backoffMs } from '../backoff.js';
+import type { BusConnection } from '../bus/connect.js';
+import { durableName, EVENTS_STREAM, fromSubjectToken, tenantOfSubject } from '../bus/subjects.js';
+import type { Context } from '../context.js';
+import { isDataFault } from '../ingest/isolate.js';
+import { type IngestFailure, recordBatches } from '../ingest/loop.js';
+import { runUpkeep } from '../ingest/upkeep.js';
+import { withoutQuotedValues } from '../redact.js';
+import { componentLog } from '../telemetry/log.js';
+import { prometheusSeries } from '../telemetry/prometheus.js';
+import { traced } from '../trace.js';
+import { type BusEvent, readOffsets } from './bus-batch.js';
+import { ingestBusIsolating } from './bus-isolate.js';
+import { ensureConsumers } from './consumers.js';
+
+/**
+ * M: the most messages one fetch takes from a tenant's consumer, and the consumer's
+ * `max_ack_pending` (docs/cluster-design.md §4). A consumer found with another is re-created.
+ */
+export const FETCH_SIZE = 1000;
+
+const MAX_RETRY_DELAY_MS = 60_000;
+/** The client refuses a fetch that expires sooner. */
+const MIN_EXPIRES_MS = 1000;
+
+export interface OwnerLoopConfig {
+  /** The fetch's `expires`: how long a round waits for a tenant with fewer than M events. */
+  intervalMs: number;
+  /** The most events one transaction takes (design §4 `max_batch_events`). */
+  maxBatchEvents: number;
+  /** Called after each committed batch (webhook sender's tick). */
+  onBatch?: () => void;
+}
+
+const log = () => componentLog('owner');
+
+/** The workspace of an event subject `cds.events.<T>.<W>`. */
+function workspaceOfSubject(subject: string): string {
+  return fromSubjectToken(subject.split('.')[3] ?? '');
+}
+
+/** A fetched message as the batch takes it: tenant and workspace from its subject. */
+export function busEventOf(message: JsMsg): BusEvent {
+  return {
+    tenantId: tenantOfSubject(message.subject),
+    workspaceId: workspaceOfSubject(message.subject),
+    seq: message.seq,
+    data: message.data,
+  };
+}
+
+async function fetchAll(consumer: Consumer, max: number, expires: number): Promise<JsMsg[]> {
+  const messages: JsMsg[] = [];
+  for await (const message of await consumer.fetch({ max_messages: max, expires }))
+    messages.push(message);
+  return messages;
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * An owner's loop over the tenants it has taken (docs/cluster-design.md §4): fetch up to M from
+ * every tenant's consumer at once; ack at once what the database already holds (`seq <= S`);
+ * ingest the rest as micro-batches, each tenant's last sequence committed with its events; then
+ * ack and flush. A batch that fails on the store is nak'ed, so its messages come back first (no
+ * consumer delivers past M unacknowledged), and the loop retries after growing pauses as the
+ * landing loop does. Rounds never overlap; taking and releasing tenants happens between them.
+ */
+export class OwnerLoop {
+  private readonly consumers = new Map<string, Consumer>();
+  /** S per tenant: the last sequence the database holds. */
+  private readonly offsets = new Map<string, number>();
+  /** Tenants whose consumer failed a fetch: taken again (restart rule) before the next round. */
+  private readonly broken = new Set<string>();
+  private round: Promise<void> = Promise.resolve();
+  private running: Promise<void> | null = null;
+  private stopped = false;
+  private retryAt = 0;
+  private upkeepError: string | null = null;
+  failure: IngestFailure | null = null;
+
+  constructor(
+    private readonly context: Context,
+    private readonly bus: BusConnection,
+    private readonly config: OwnerLoopConfig,
+  ) {}
+
+  /** The tenants being consumed now. */
+  tenants(): string[] {
+    return [...this.consumers.keys()];
+  }
+
+  /**
+   * Starts consuming these tenants: reads S from the database and applies the restart rule to
+   * each consumer, so each starts exactly after what the database holds.
+   */
+  async take(tenantIds: readonly string[]): Promise<void> {
+    if (tenantIds.length === 0) return;
+    const stored = await readOffsets(this.context);
+    const starts = new Map(tenantIds.map((id) => [id, stored.get(id) ?? null] as const));
+    await ensureConsumers(this.bus, starts, FETCH_SIZE);
+    for (const tenantId of tenantIds) {
+      const consumer = await this.bus.js.consumers.get(EVENTS_STREAM, durableName(tenantId));
+      const lastSeq = stored.get(tenantId);
+      if (lastSeq === undefined) this.offsets.delete(tenantId);
+      else this.offsets.set(tenantId, lastSeq);
+      this.broken.delete(tenantId);
+      this.consumers.set(tenantId, consumer);
+    }
+  }
+
+  /**
+   * Stops consuming a tenant: no round fetches it after this, and the round under way has
+   * committed (or given back) its messages when this resolves. Returns its S.
+   */
+  async release(tenantId: string): Promise<number | null> {
+    this.consumers.delete(tenantId);
+    this.broken.delete(tenantId);
+    await this.round;
+    const lastSeq = this.offsets.get(tenantId) ?? null;
+    this.offsets.delete(tenantId);
+    return lastSeq;
+  }
+
+  start(): void {
+    this.running ??= this.run();
+  }
+
+  /** Waits for the round under way, then for one whole round: what was in the stream is in. */
+  async ingestNow(): Promise<void> {
+    await this.round;
+    await this.nextRound();
+    if (this.failure) throw this.failure.error;
+  }
+
+  private nextRoundWaiters: (() => void)[] = [];
+
+  private nextRound(): Promise<void> {
+    return new Promise((resolve) => this.nextRoundWaiters.push(resolve));
+  }
+
+  /** Stops fetching and lets the round under way commit and ack. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.running;
+    for (const wake of this.nextRoundWaiters.splice(0)) wake();
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      const waitMs = this.retryAt - performance.now();
+      if (waitMs > 0 || this.consumers.size + this.broken.size === 0) {
+        await sleep(Math.max(Math.min(waitMs, this.config.intervalMs), 50));
+        if (this.consumers.size + this.broken.size === 0) this.roundDone();
+        continue;
+      }
+      this.round = this.oneRound().then(
+        () => this.succeeded(),
+        (error: unknown) => this.failed(error as Error),
+      );
+      await this.round;
+      this.roundDone();
+    }
+  }
+
+  private roundDone(): void {
+    for (const wake of this.nextRoundWaiters.splice(0)) wake();
+  }
+
+  private async oneRound(): Promise<void> {
+    if (this.broken.size > 0) await this.take([...this.broken]);
+    await this.upkeep();
+    const fetched = await Promise.all(
+      [...this.consumers].map(async ([tenantId, consumer]) => {
+        try {
+          return await fetchAll(
+            consumer,
+            FETCH_SIZE,
+            Math.max(MIN_EXPIRES_MS, this.config.intervalMs),
+          );
+        } catch (error) {
+          // A consumer deleted or moved under us: the restart rule sets it right next round.
+          log().warn(
+            { tenant_id: tenantId, err: error },
+            'fetch failed; the consumer is checked again',
+          );
+          if (this.consumers.delete(tenantId)) this.broken.add(tenantId);
+          return [];
+        }
+      }),
+    );
+    const messages = fetched.flat();
+    // A consumer that fails at once must not make the rounds spin.
+    if (this.broken.size > 0) await sleep(this.config.intervalMs);
+    if (messages.length === 0) return;
+    const fresh: JsMsg[] = [];
+    for (const message of messages) {
+      const tenantId = tenantOfSubject(message.subject);
+      const lastSeq = this.offsets.get(tenantId);
+      // Already in the database: a redelivery after a crash between commit and ack.
+      if (lastSeq !== undefined && message.seq <= lastSeq) message.ack();
+      else fresh.push(message);
+    }
+    let start = 0;
+    try {
+      for (; start < fresh.length; start += this.config.maxBatchEvents)
+        await this.ingest(fresh.slice(start, start + this.config.maxBatchEvents));
+    } catch (error) {
+      // Rolled back: everything not committed is given back now, so it comes again first and
+      // nothing newer passes it (an unacked message left to its ack wait would be passed).
+      for (const message of fresh.slice(start)) message.nak();
+      throw error;
+    } finally {
+      await this.bus.nc.flush();
+    }
+  }
+
+  private async ingest(messages: JsMsg[]): Promise<void> {
+    const startedAt = performance.now();
+    const outcome = await traced('owner batch', () =>
+      ingestBusIsolating(this.context, messages.map(busEventOf)),
+    );
+    for (const message of messages) {
+      const tenantId = tenantOfSubject(message.subject);
+      this.offsets.set(tenantId, Math.max(this.offsets.get(tenantId) ?? 0, message.seq));
+      message.ack();
+    }
+    for (const record of outcome.quarantined) {
+      prometheusSeries().quarantinedParts.inc();
+      log().warn(
+        { tenant_id: record.tenant_id, reason: record.reason, quarantine_id: record.quarantine_id },
+        `owner quarantined an event of tenant ${record.tenant_id ?? '?'} that fails every batch; the other events were ingested (see cds ingest quarantine list)`,
+      );
+    }
+    const oldest = Math.min(...messages.map((message) => message.time.getTime()));
+    recordBatches(outcome.batches, (performance.now() - startedAt) / 1000, oldest);
+    this.config.onBatch?.();
+  }
+
+  /** As the landing loop's: a definition that fails upkeep is said once and never stops batches. */
+  private async upkeep(): Promise<void> {
+    try {
+      await runUpkeep(this.context);
+      this.upkeepError = null;
+    } catch (error) {
+      if (!isDataFault(error)) throw error;
+      const message = withoutQuotedValues((error as Error).message);
+      if (this.upkeepError !== message)
+        log().error({ cause: message }, 'upkeep failed; batches go on');
+      this.upkeepError = message;
+    }
+  }
+
+  private succeeded(): void {
+    if (this.failure)
+      log().info(
+        { failed_attempts: this.failure.attempts, since: this.failure.since },
+        'ingest works again',
+      );
+    this.failure = null;
+    this.retryAt = 0;
+  }
+
+  private failed(error: Error): void {
+    const attempts = (this.failure?.attempts ?? 0) + 1;
+    prometheusSeries().ingestBatches.inc({ outcome: 'failed' });
+    if (this.failure?.error.message !== error.message)
+      log().error(
+        { cause: withoutQuotedValues(error.message), max_retry_seconds: MAX_RETRY_DELAY_MS / 1000 },
+        'owner ingest failed; the messages were given back to the stream and are tried again after growing pauses',
+      );
+    this.failure = {
+      error,
+      since: this.failure?.since ?? this.context.clock.now().toISOString(),
+      attempts,
+    };
+    this.retryAt =
+      performance.now() +
+      backoffMs(attempts, { firstMs: this.config.intervalMs, longestMs: MAX_RETRY_DELAY_MS });
+  }
+}

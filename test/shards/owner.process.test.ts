@@ -1,0 +1,270 @@
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { JsMsg } from '@nats-io/jetstream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BusConnection } from '../../src/bus/connect.js';
+import { natsPackages } from '../../src/bus/connect.js';
+import { durableName, EVENTS_STREAM, tenantFilter } from '../../src/bus/subjects.js';
+import type { Context } from '../../src/context.js';
+import { ingestBusBatch } from '../../src/shards/bus-batch.js';
+import { ensureConsumers } from '../../src/shards/consumers.js';
+import { busEventOf, FETCH_SIZE, OwnerLoop } from '../../src/shards/owner-loop.js';
+import { ShardMap } from '../../src/shards/shard-map.js';
+import {
+  exactlyOnce,
+  publishEvent,
+  publishMany,
+  SHARED_MASTER_KEY,
+  seedShardDir,
+  shardRows,
+  startOwnerProcess,
+  waitDrained,
+} from '../helpers/bus-owners.js';
+import type { ChildServer } from '../helpers/cli.js';
+import { runCli } from '../helpers/cli.js';
+import { openTestEnvIn, tempDir } from '../helpers/context.js';
+import { startTestCluster, type TestCluster } from '../helpers/nats-cluster.js';
+
+let cluster: TestCluster;
+let admin: BusConnection;
+let collector: BusConnection;
+const running: ChildServer[] = [];
+
+beforeAll(async () => {
+  cluster = await startTestCluster();
+  admin = await cluster.connect('admin');
+  collector = await cluster.connect('collector');
+}, 60_000);
+
+afterAll(async () => {
+  await Promise.all(running.map((child) => child.stop()));
+  await cluster?.close();
+});
+
+async function owner(shard: string, dir: string): Promise<ChildServer> {
+  const child = await startOwnerProcess(cluster, shard, dir);
+  running.push(child);
+  return child;
+}
+
+describe('cds serve --bus --shard: owners consume their tenants exactly once', () => {
+  it('refuses --bus without --shard', async () => {
+    const result = await runCli([
+      'serve',
+      '--bus',
+      cluster.servers.join(','),
+      '--bus-creds',
+      cluster.creds.owner,
+      '--port',
+      '0',
+      '-d',
+      tempDir(),
+    ]);
+    expect(result.code).not.toBe(0);
+    expect(result.stderr).toMatch(/--shard/);
+  });
+
+  it('stores every event once in its tenant’s shard, through an owner killed mid-load', async () => {
+    const dirA = tempDir();
+    const dirB = tempDir();
+    await seedShardDir(dirA, ['alpha', 'amber']);
+    await seedShardDir(dirB, ['beta']);
+    const a = await owner('a', dirA);
+    const b = await owner('b', dirB);
+    const map = await ShardMap.open(admin);
+    // Tenants in a database the map did not know are assigned to that database's shard.
+    expect((await map.list()).map((entry) => [entry.tenantId, entry.assignment.shard])).toEqual([
+      ['alpha', 'a'],
+      ['amber', 'a'],
+      ['beta', 'b'],
+    ]);
+
+    const first = {
+      alpha: await publishMany(collector, 'alpha', 600),
+      amber: await publishMany(collector, 'amber', 300),
+      beta: await publishMany(collector, 'beta', 600),
+    };
+    // SIGKILL a mid-load: its batch under way is lost or committed unacked; b goes on.
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    a.child.kill('SIGKILL');
+    const second = {
+      alpha: await publishMany(collector, 'alpha', 500),
+      beta: await publishMany(collector, 'beta', 500),
+    };
+    await waitDrained(admin, ['beta']);
+    const restarted = await owner('a', dirA);
+    const third = { amber: await publishMany(collector, 'amber', 200) };
+    await waitDrained(admin, ['alpha', 'amber', 'beta']);
+    await restarted.stop();
+    await b.stop();
+
+    const rowsA = await shardRows(dirA);
+    const rowsB = await shardRows(dirB);
+    const clean = { missing: [], doubled: [], extra: 0 };
+    expect(exactlyOnce(rowsA, 'alpha', [...first.alpha, ...second.alpha])).toEqual(clean);
+    expect(exactlyOnce(rowsA, 'amber', [...first.amber, ...third.amber])).toEqual(clean);
+    expect(exactlyOnce(rowsB, 'beta', [...first.beta, ...second.beta])).toEqual(clean);
+    expect(rowsA.events.has('beta')).toBe(false);
+    expect(rowsB.events.has('alpha')).toBe(false);
+    expect(rowsB.events.has('amber')).toBe(false);
+    expect(rowsA.offsets.get('alpha')).toBeGreaterThan(0);
+    expect(rowsB.offsets.get('beta')).toBeGreaterThan(0);
+  }, 180_000);
+
+  it('costs a bad event only that event', async () => {
+    const dir = tempDir();
+    await seedShardDir(dir, ['gamma']);
+    const before = await publishMany(collector, 'gamma', 50);
+    // Not JSON, and an envelope of a workspace the tenant does not have.
+    await publishEvent(collector, 'gamma', 'garbage', 'this is not a landing line');
+    await publishEvent(
+      collector,
+      'gamma',
+      'unknown-ws',
+      JSON.stringify({
+        received_at: new Date().toISOString(),
+        source: 'server',
+        collector_id: 'c',
+        event: {
+          envelop_version: '1.0',
+          id: 'unknown-ws',
+          name: 'page_viewed',
+          tenant_id: 'gamma',
+          workspace_id: 'nope',
+          occured_at: '2026-03-01T10:00:00.000Z',
+          properties: { identifiers: { email: 'x@shop.test' } },
+        },
+      }),
+    );
+    const after = await publishMany(collector, 'gamma', 50);
+    const g = await owner('g', dir);
+    await waitDrained(admin, ['gamma']);
+    await g.stop();
+    const rows = await shardRows(dir);
+    expect(exactlyOnce(rows, 'gamma', [...before, ...after])).toEqual({
+      missing: [],
+      doubled: [],
+      extra: 0,
+    });
+  }, 120_000);
+});
+
+/** Event id → how many times the shard's database holds it, for one tenant. */
+async function storedIds(context: Context, tenant: string): Promise<Map<string, number>> {
+  const rows = await context.store.read((session) =>
+    session.allText<{ event_id: string; n: number }>(
+      'SELECT event_id, count(*)::INTEGER AS n FROM events WHERE tenant_id = $tenant GROUP BY ALL',
+      { tenant },
+    ),
+  );
+  return new Map(rows.map((row) => [row.event_id, row.n]));
+}
+
+async function fetchNow(bus: BusConnection, tenant: string): Promise<JsMsg[]> {
+  const consumer = await bus.js.consumers.get(EVENTS_STREAM, durableName(tenant));
+  const messages: JsMsg[] = [];
+  for await (const message of await consumer.fetch({ max_messages: FETCH_SIZE, expires: 1000 }))
+    messages.push(message);
+  return messages;
+}
+
+describe('the owner loop across crashes (in process, on the cluster)', () => {
+  it('skips a batch committed but not acked, and ingests once one fetched but not committed', async () => {
+    const dir = tempDir();
+    await seedShardDir(dir, ['crash']);
+    const env = await openTestEnvIn(dir, { config: { master_key: SHARED_MASTER_KEY } });
+    const jsm = await admin.manager();
+    try {
+      // Crash after the commit, before the acks.
+      const committed = await publishMany(collector, 'crash', 50);
+      const first = await cluster.connect('owner');
+      await ensureConsumers(first, new Map([['crash', null]]), FETCH_SIZE);
+      const fetched = await fetchNow(first, 'crash');
+      expect(fetched).toHaveLength(50);
+      await ingestBusBatch(env.context, fetched.map(busEventOf));
+      await first.close();
+      const lastCommitted = Math.max(...fetched.map((message) => message.seq));
+
+      // Crash before the commit: fetched, never ingested.
+      const second = await cluster.connect('owner');
+      const lost = await publishMany(collector, 'crash', 30);
+      await ensureConsumers(second, new Map([['crash', lastCommitted]]), FETCH_SIZE);
+      expect((await fetchNow(second, 'crash')).length).toBeGreaterThan(0);
+      await second.close();
+      const later = await publishMany(collector, 'crash', 20);
+
+      const loop = new OwnerLoop(env.context, await cluster.connect('owner'), {
+        intervalMs: 1000,
+        maxBatchEvents: 10_000,
+      });
+      await loop.take(['crash']);
+      // The restart rule re-created it right after the database, with nothing in flight.
+      const info = await jsm.consumers.info(EVENTS_STREAM, durableName('crash'));
+      expect(info.num_ack_pending).toBe(0);
+      expect(info.config.opt_start_seq).toBe(lastCommitted + 1);
+      loop.start();
+      await waitDrained(admin, ['crash']);
+      await loop.stop();
+      const stored = await storedIds(env.context, 'crash');
+      expect([...stored.values()].every((n) => n === 1)).toBe(true);
+      expect([...stored.keys()].sort()).toEqual([...committed, ...lost, ...later].sort());
+    } finally {
+      await env.close({ keepDir: true });
+    }
+  }, 120_000);
+
+  it('re-creates a consumer whose max_ack_pending is not the fetch size', async () => {
+    const { jetstream } = natsPackages();
+    const jsm = await admin.manager();
+    await jsm.consumers.add(EVENTS_STREAM, {
+      durable_name: durableName('wide'),
+      filter_subject: tenantFilter('wide'),
+      ack_policy: jetstream.AckPolicy.Explicit,
+      max_ack_pending: FETCH_SIZE + 1,
+    });
+    const owner = await cluster.connect('owner');
+    const verdicts = await ensureConsumers(owner, new Map([['wide', null]]), FETCH_SIZE);
+    expect(verdicts.get('wide')).toBe('config');
+    const info = await jsm.consumers.info(EVENTS_STREAM, durableName('wide'));
+    expect(info.config.max_ack_pending).toBe(FETCH_SIZE);
+    // Found right, it is kept.
+    expect((await ensureConsumers(owner, new Map([['wide', null]]), FETCH_SIZE)).get('wide')).toBe(
+      'kept',
+    );
+  });
+});
+
+describe('an owner restored from a backup on a fresh data dir', () => {
+  it('catches up from the sequence its backup holds, nothing lost or doubled', async () => {
+    const dir = tempDir();
+    await seedShardDir(dir, ['rho']);
+    const backupDir = join(tempDir(), 'backup');
+    const r = await owner('r', dir);
+    const beforeBackup = await publishMany(collector, 'rho', 300);
+    await waitDrained(admin, ['rho']);
+    const backup = await runCli(['backup', backupDir, '--server', r.url, '-d', dir], {
+      CDS_MASTER_KEY: SHARED_MASTER_KEY,
+    });
+    expect(backup.code, backup.stderr).toBe(0);
+    const afterBackup = await publishMany(collector, 'rho', 300);
+    await waitDrained(admin, ['rho']);
+    await r.stop();
+
+    // The machine is lost: a fresh data dir from the backup.
+    await rm(dir, { recursive: true, force: true });
+    const restored = await runCli(['restore', backupDir, '-d', dir], {
+      CDS_MASTER_KEY: SHARED_MASTER_KEY,
+    });
+    expect(restored.code, restored.stderr).toBe(0);
+    const again = await owner('r', dir);
+    const whileBack = await publishMany(collector, 'rho', 100);
+    await waitDrained(admin, ['rho']);
+    await again.stop();
+    const rows = await shardRows(dir);
+    expect(exactlyOnce(rows, 'rho', [...beforeBackup, ...afterBackup, ...whileBack])).toEqual({
+      missing: [],
+      doubled: [],
+      extra: 0,
+    });
+  }, 120_000);
+});
