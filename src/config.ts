@@ -91,6 +91,17 @@ const configSchema = z.object({
       'must be 1-64 of a-z, 0-9, _ and -, starting with a letter or digit',
     )
     .optional(),
+  /**
+   * Cluster mode: the shard a new tenant goes to when the shard map names none for it; unset, the
+   * shard of the owner that was asked to create it.
+   */
+  default_shard: z
+    .string()
+    .regex(
+      /^[a-z0-9][a-z0-9_-]{0,63}$/,
+      'must be 1-64 of a-z, 0-9, _ and -, starting with a letter or digit',
+    )
+    .optional(),
   /** Cluster mode: the URL other owners forward this shard's requests to; unset, the address listened on. */
   advertise_url: z.url().optional(),
   /**

@@ -5,6 +5,7 @@ import { RateLimiter } from '../rate-limit.js';
 import { type Access, authorize } from '../tenancy/access.js';
 import { isOperatorToken } from '../tenancy/operator.js';
 import { authenticateToken, type Principal } from '../tenancy/tokens.js';
+import { clientAddress } from './client-address.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -73,11 +74,12 @@ export function registerAuth(app: FastifyInstance, context: Context): void {
   app.decorateRequest('principal', null as never);
   const admit = async (request: FastifyRequest, access: Access) => {
     // An address that keeps presenting bad tokens is refused before its next token is looked up.
-    refusedPerAddress.check(request.ip);
+    const address = clientAddress(context.dataDir.masterKey, request);
+    refusedPerAddress.check(address);
     try {
       request.principal = await authenticate(context, request);
     } catch (error) {
-      if (error instanceof UnauthorizedError) refusedPerAddress.take(request.ip);
+      if (error instanceof UnauthorizedError) refusedPerAddress.take(address);
       throw error;
     }
     // Counted before authorisation, so a token probing other tenants spends its own budget.

@@ -48,7 +48,8 @@ export function registerClusterRouting(
     const tenant = tenantOfRoute(request);
     if (tenant !== null) {
       const shard = await shardAnswering(cluster, request, tenant);
-      if (shard !== null) return forwardToShard(cluster, request, reply, shard);
+      if (shard !== null)
+        return forwardToShard(cluster, context.dataDir.masterKey, request, reply, shard);
       return;
     }
     if (request.routeOptions.url === '/v1/whoami' && !wasForwarded(request))
@@ -73,7 +74,7 @@ export function registerClusterRouting(
       if (assignment.state !== 'active')
         throw new TenantMovingError(tenant_id, assignment.shard, assignment.to);
       if (assignment.shard !== cluster.shard)
-        return forwardToShard(cluster, request, reply, assignment.shard);
+        return forwardToShard(cluster, context.dataDir.masterKey, request, reply, assignment.shard);
     }
   });
 }
@@ -117,7 +118,7 @@ async function whoamiAnywhere(
   } catch (error) {
     if (!(error instanceof UnauthorizedError)) throw error;
   }
-  const answer = await askOtherOwners(cluster, request, '/v1/whoami');
+  const answer = await askOtherOwners(cluster, context.dataDir.masterKey, request, '/v1/whoami');
   if (answer === null) return;
   if (answer.contentType) reply.header('content-type', answer.contentType);
   return reply.code(answer.status).send(answer.body);

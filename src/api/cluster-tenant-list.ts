@@ -4,7 +4,7 @@ import { OwnerUnavailableError } from '../errors.js';
 import type { ClusterView } from '../shards/cluster-view.js';
 import { encodeCursor, type Page } from '../store/cursor.js';
 import { listTenants, type TenantSummary } from '../tenancy/tenants.js';
-import { FORWARDED_FROM } from './forward.js';
+import { forwardingHeaders } from './forward.js';
 
 /**
  * The operator's list of tenants across every shard. Each owner pages its tenants by tenant id
@@ -22,17 +22,21 @@ export async function clusterTenantPage(
   const others = [...cluster.owners.all()].filter(([shard]) => shard !== cluster.shard);
   const pages = await Promise.all([
     listTenants(context, { limit: query.limit, cursor: query.cursor ?? null }),
-    ...others.map(([shard, owner]) => remotePage(cluster.shard, shard, owner.url, request, query)),
+    ...others.map(([shard, owner]) =>
+      remotePage(shard, owner.url, query, {
+        authorization: request.headers.authorization ?? '',
+        ...forwardingHeaders(cluster.shard, context.dataDir.masterKey, request),
+      }),
+    ),
   ]);
   return mergePages(pages, query.limit);
 }
 
 async function remotePage(
-  from: string,
   shard: string,
   ownerUrl: string,
-  request: FastifyRequest,
   query: { limit: number; cursor?: string | undefined },
+  headers: Record<string, string>,
 ): Promise<Page<TenantSummary>> {
   const url = new URL('/v1/operator/tenants', ownerUrl);
   url.searchParams.set('limit', String(query.limit));
@@ -40,7 +44,7 @@ async function remotePage(
   let response: Response;
   try {
     response = await fetch(url, {
-      headers: { authorization: request.headers.authorization ?? '', [FORWARDED_FROM]: from },
+      headers,
       signal: AbortSignal.timeout(10_000),
     });
   } catch (error) {

@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import { OwnerUnavailableError } from '../errors.js';
 import type { ClusterView } from '../shards/cluster-view.js';
-import { FORWARDED_FROM } from './forward.js';
+import { forwardingHeaders } from './forward.js';
 
 export interface OwnerAnswer {
   status: number;
@@ -17,13 +17,17 @@ export interface OwnerAnswer {
  */
 export async function askOtherOwners(
   cluster: ClusterView,
+  masterKey: Buffer,
   request: FastifyRequest,
   path: string,
 ): Promise<OwnerAnswer | null> {
   const others = [...cluster.owners.all()].filter(([shard]) => shard !== cluster.shard);
   const unreachable: string[] = [];
   const answers = others.map(async ([shard, owner]) => {
-    const answer = await askOwner(cluster.shard, owner.url, request, path);
+    const answer = await askOwner(owner.url, path, {
+      authorization: request.headers.authorization ?? '',
+      ...forwardingHeaders(cluster.shard, masterKey, request),
+    });
     if (answer === null) unreachable.push(shard);
     return answer;
   });
@@ -46,14 +50,13 @@ export async function askOtherOwners(
 
 /** One owner's answer, or null if it gave none. */
 async function askOwner(
-  from: string,
   ownerUrl: string,
-  request: FastifyRequest,
   path: string,
+  headers: Record<string, string>,
 ): Promise<OwnerAnswer | null> {
   try {
     const response = await fetch(new URL(path, ownerUrl), {
-      headers: { authorization: request.headers.authorization ?? '', [FORWARDED_FROM]: from },
+      headers,
       signal: AbortSignal.timeout(5_000),
     });
     return {

@@ -2,6 +2,8 @@ import type {} from '@fastify/reply-from';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { OwnerUnavailableError } from '../errors.js';
 import type { ClusterView } from '../shards/cluster-view.js';
+import { prometheusSeries } from '../telemetry/prometheus.js';
+import { FORWARDED_CLIENT, forwardedClientValue } from './client-address.js';
 
 /**
  * Set on a request one owner forwards to another, naming the shard it came from. The owner it
@@ -15,6 +17,21 @@ declare module 'fastify' {
     /** The shard this request was forwarded to, or null when this process answers it. */
     forwardedTo: string | null;
   }
+}
+
+/**
+ * What an owner adds to a request it sends to another owner: where it comes from, and the client
+ * address it was sent from, signed (client-address.ts).
+ */
+export function forwardingHeaders(
+  from: string,
+  masterKey: Buffer,
+  request: FastifyRequest,
+): Record<string, string> {
+  return {
+    [FORWARDED_FROM]: from,
+    [FORWARDED_CLIENT]: forwardedClientValue(masterKey, request.ip),
+  };
 }
 
 export function wasForwarded(request: FastifyRequest): boolean {
@@ -36,6 +53,7 @@ function hasBody(request: FastifyRequest): boolean {
  */
 export function forwardToShard(
   cluster: ClusterView,
+  masterKey: Buffer,
   request: FastifyRequest,
   reply: FastifyReply,
   shard: string,
@@ -59,10 +77,15 @@ export function forwardToShard(
     return reply.from(owner.url.replace(/\/$/, '') + path, {
       rewriteRequestHeaders: (_request, headers) => ({
         ...headers,
-        [FORWARDED_FROM]: cluster.shard,
+        ...forwardingHeaders(cluster.shard, masterKey, request),
       }),
       retryDelay: () => null,
+      onResponse: (_request, answered, response) => {
+        prometheusSeries().forwardedRequests.inc({ shard, outcome: 'answered' });
+        answered.send(response.stream);
+      },
       onError: (failed, { error }) => {
+        prometheusSeries().forwardedRequests.inc({ shard, outcome: 'unreachable' });
         failed.send(new OwnerUnavailableError(shard, error.message));
       },
     });

@@ -17,6 +17,7 @@ import { profilesCommand } from './commands/profiles.js';
 import { restoreCommand } from './commands/restore.js';
 import { segmentsCommand } from './commands/segments.js';
 import { serveCommand } from './commands/serve.js';
+import { shardsCommand } from './commands/shards.js';
 import { snapshotCommand } from './commands/snapshot.js';
 import { tenantsCommand } from './commands/tenants.js';
 import { tokensCommand } from './commands/tokens.js';
@@ -60,6 +61,7 @@ export function createCLI(): Command {
     .addCommand(backupCommand())
     .addCommand(restoreCommand())
     .addCommand(busCommand())
+    .addCommand(shardsCommand())
     .addCommand(demoCommand())
     .addCommand(generateEventsCommand());
 }

@@ -13,6 +13,7 @@ import {
 import type { Context } from '../context.js';
 import { ConfigError } from '../errors.js';
 import { IngestLoop } from '../ingest/loop.js';
+import type { ClusterView } from '../shards/cluster-view.js';
 import { type RunningOwner, startOwner } from '../shards/owner.js';
 import { DATA_DIR_SNAPSHOT, snapshotEvery } from '../store/snapshot.js';
 import { componentLog } from '../telemetry/log.js';
@@ -96,8 +97,32 @@ async function ownerBus(context: Context): Promise<BusConnection | null> {
   return connectBus(settings, 'owner');
 }
 
+/**
+ * Cluster mode (`--bus` with `--shard`): the shard map and owners the API routes each tenant's
+ * requests by, on a connection of its own as an owner.
+ */
+async function openServeCluster(context: Context): Promise<ClusterView | null> {
+  const { bus, shard, bus_creds, default_shard } = context.config;
+  if (!bus || !shard) return null;
+  const { connectBus } = await import('../bus/connect.js');
+  const { openClusterView } = await import('../shards/cluster-view.js');
+  const connection = await connectBus({ servers: bus, credsPath: bus_creds }, 'owner');
+  const view = await cleaningUpOnFailure(
+    openClusterView(connection, { shard, defaultShard: default_shard }),
+    () => connection.close(),
+  );
+  return {
+    ...view,
+    stop() {
+      view.stop();
+      connection.close().catch(() => undefined);
+    },
+  };
+}
+
 export async function startServer(context: Context, options: ServeOptions): Promise<RunningServer> {
   const bus = await ownerBus(context);
+  const cluster = await openServeCluster(context);
   const sender = configuredSender(context);
   const { collector, landing } = await openCollector(context, bus);
   let owner: RunningOwner | null = null;
@@ -111,12 +136,14 @@ export async function startServer(context: Context, options: ServeOptions): Prom
       : null;
   const app = buildApp(context, {
     collector,
+    ...(cluster ? { cluster } : {}),
     ingestFailure: () => loop?.failure ?? owner?.failure() ?? null,
     logRequests: options.logRequests,
   });
   const address = await cleaningUpOnFailure(
     listenOn(app, context.config.port, context.config.host),
     async () => {
+      cluster?.stop();
       await collector.close();
       await bus?.close();
     },
@@ -159,6 +186,7 @@ export async function startServer(context: Context, options: ServeOptions): Prom
     close() {
       closing ??= (async () => {
         await app.close();
+        cluster?.stop();
         await collector.close();
         await loop?.stop();
         await owner?.close();

@@ -166,6 +166,12 @@ function createSeries(client: typeof PromClient) {
       help: 'Erasures committed whose rows the database file still holds until the purge rewrites it',
       registers: [registry],
     }),
+    forwardedRequests: new client.Counter({
+      name: 'cds_forwarded_requests_total',
+      help: 'Cluster mode: control-plane requests forwarded to the owner of another shard, by shard and outcome (answered by it, or unreachable)',
+      labelNames: ['shard', 'outcome'] as const,
+      registers: [registry],
+    }),
   };
 }
 

@@ -1,12 +1,18 @@
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '../../src/api/app.js';
+import { forwardedClientValue } from '../../src/api/client-address.js';
+import type { ConfigInput } from '../../src/config.js';
 import { type ClusterView, openClusterView } from '../../src/shards/cluster-view.js';
 import { operatorToken } from '../../src/tenancy/operator.js';
 import { createTenant, listTenants } from '../../src/tenancy/tenants.js';
 import { generateToken } from '../../src/tenancy/token-format.js';
-import { openTestEnv, type TestEnv } from '../helpers/context.js';
+import { startCli } from '../helpers/cli.js';
+import { openTestEnv, type TestEnv, tempDir } from '../helpers/context.js';
 import { startTestCluster, type TestCluster } from '../helpers/nats-cluster.js';
 import { seedTenants, type Tokens } from '../helpers/tenant.js';
 
@@ -27,8 +33,12 @@ let initechToken: string;
 let operator: string;
 const masterKey = randomBytes(32).toString('hex');
 
-async function startOwner(shard: string, defaultShard?: string): Promise<TestOwner> {
-  const env = await openTestEnv({ config: { master_key: masterKey } });
+async function startOwner(
+  shard: string,
+  defaultShard?: string,
+  config: ConfigInput = {},
+): Promise<TestOwner> {
+  const env = await openTestEnv({ config: { master_key: masterKey, ...config } });
   const view = await openClusterView(await cluster.connect('owner'), { shard, defaultShard });
   const app = buildApp(env.context, { cluster: view, apiDocument: false });
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
@@ -83,7 +93,8 @@ async function sameThroughBoth(token: string | null, method: string, path: strin
 
 beforeAll(async () => {
   cluster = await startTestCluster();
-  a = await startOwner('a');
+  // Refused tokens are counted per client address on a (the clock of the tests stands still).
+  a = await startOwner('a', undefined, { refused_rate_limit: 20 });
   b = await startOwner('b');
   operator = operatorToken(a.env.context.dataDir.masterKey);
   acme = await seedTenants(a.env.context);
@@ -254,6 +265,78 @@ describe('one API on any owner (cluster mode)', () => {
     const none = await send(b, acme.tenant, 'GET', '/v1/tenants/umbrella/workspaces');
     expect(none.status).toBe(503);
     expect(JSON.stringify(none.body)).toContain('no owner has announced itself');
+    const metrics = await (
+      await fetch(`${b.url}/metrics`, { headers: { authorization: `Bearer ${operator}` } })
+    ).text();
+    expect(metrics).toMatch(
+      /cds_forwarded_requests_total\{shard="gone",outcome="unreachable"\} [1-9]/,
+    );
+    expect(metrics).toMatch(/cds_forwarded_requests_total\{shard="a",outcome="answered"\} [1-9]/);
+  });
+
+  it('forwards method, path, query, headers and body as they came, and the answer as it is', async () => {
+    const seen: {
+      method?: string;
+      url?: string;
+      headers: Record<string, unknown>;
+      body: string;
+    }[] = [];
+    const echo = createServer((request, response) => {
+      let body = '';
+      request.on('data', (chunk: Buffer) => {
+        body += chunk.toString();
+      });
+      request.on('end', () => {
+        seen.push({ method: request.method, url: request.url, headers: request.headers, body });
+        response.writeHead(207, { 'content-type': 'text/plain', 'x-echo': 'yes' });
+        response.end('echoed');
+      });
+    });
+    echo.listen(0, '127.0.0.1');
+    await once(echo, 'listening');
+    try {
+      const url = `http://127.0.0.1:${(echo.address() as AddressInfo).port}`;
+      await a.view.owners.announce('echo', { url, pid: 1, started_at: new Date().toISOString() });
+      await a.view.map.assign('echoed', 'echo');
+      await vi.waitFor(() => expect(b.view.placement('echoed')?.shard).toBe('echo'));
+      await vi.waitFor(() => expect(b.view.owners.of('echo')?.url).toBe(url));
+      const response = await fetch(`${b.url}/v1/tenants/echoed/event-types/x?a=1&b=%2F`, {
+        method: 'PUT',
+        headers: { authorization: 'Bearer anything', 'content-type': 'application/json' },
+        body: '{"raw":   true}',
+      });
+      expect(response.status).toBe(207);
+      expect(response.headers.get('x-echo')).toBe('yes');
+      expect(await response.text()).toBe('echoed');
+      expect(seen).toHaveLength(1);
+      expect(seen[0]).toMatchObject({
+        method: 'PUT',
+        url: '/v1/tenants/echoed/event-types/x?a=1&b=%2F',
+        body: '{"raw":   true}',
+        headers: {
+          authorization: 'Bearer anything',
+          'content-type': 'application/json',
+          'x-cds-forwarded-from': 'b',
+        },
+      });
+      expect(String(seen[0]?.headers['x-cds-forwarded-client'])).toMatch(/^127\.0\.0\.1 \S+$/);
+    } finally {
+      echo.close();
+    }
+  });
+
+  it('counts refused tokens per client address, as the forwarding owner vouches for it', async () => {
+    const vouched = forwardedClientValue(a.env.context.dataDir.masterKey, '192.0.2.7');
+    const refused = (headers: Record<string, string>) =>
+      send(a, generateToken('tenant'), 'GET', '/v1/tenants/acme/workspaces', { headers });
+    const statuses: number[] = [];
+    while (statuses.at(-1) !== 429 && statuses.length < 50)
+      statuses.push((await refused({ 'x-cds-forwarded-client': vouched })).status);
+    expect(statuses.at(-1)).toBe(429);
+    expect(statuses.slice(0, -1).every((status) => status === 401)).toBe(true);
+    // Another address is not held back by 192.0.2.7's bad tokens, nor by a vouch not signed.
+    expect((await refused({})).status).toBe(401);
+    expect((await refused({ 'x-cds-forwarded-client': '192.0.2.7 forged' })).status).toBe(401);
   });
 
   it('forwards a forwarded request no further: the loop guard answers 503', async () => {
@@ -361,6 +444,53 @@ describe('tenant placement (cluster mode)', () => {
       await c.app.close();
       c.view.stop();
       await c.env.close();
+    }
+  });
+});
+
+describe('cds serve in cluster mode', () => {
+  it('routes by the shard map as the owners in this process do', async () => {
+    const child = await startCli(['serve', '--quiet'], /cds listening on (\S+) /, 30_000, {
+      CDS_DATA_DIR: tempDir(),
+      CDS_PORT: '0',
+      CDS_BUS: cluster.servers.join(','),
+      CDS_BUS_CREDS: cluster.creds.owner,
+      CDS_SHARD: 's',
+      CDS_MASTER_KEY: masterKey,
+    });
+    try {
+      // Announcing is the owner's part of `cds serve`; done here for the process.
+      await a.view.owners.announce('s', {
+        url: child.url,
+        pid: child.child.pid ?? 0,
+        started_at: new Date().toISOString(),
+      });
+      await a.view.map.assign('cyberdyne', 's');
+      await vi.waitFor(() => expect(b.view.owners.of('s')?.url).toBe(child.url));
+      const created = await send(a, operator, 'POST', '/v1/operator/tenants', {
+        body: { tenant_id: 'cyberdyne', workspaces: ['lab'] },
+      });
+      expect(created.status).toBe(201);
+      const token = (created.body as { tenant_token: { token: string } }).tenant_token.token;
+      const throughB = await send(b, token, 'GET', '/v1/tenants/cyberdyne/workspaces');
+      expect(throughB).toMatchObject({
+        status: 200,
+        body: { workspaces: [{ workspace_id: 'lab' }] },
+      });
+      const server = { shard: 's', url: child.url } as TestOwner;
+      const acmeThroughServe = await send(
+        server,
+        acme.tenant,
+        'GET',
+        '/v1/tenants/acme/workspaces',
+      );
+      expect(acmeThroughServe.status).toBe(200);
+      expect((await send(server, acme.workspace, 'GET', '/v1/whoami')).body).toMatchObject({
+        tenant_id: 'acme',
+        workspace_id: 'eu',
+      });
+    } finally {
+      expect(await child.stop()).toBe(0);
     }
   });
 });
