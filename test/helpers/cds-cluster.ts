@@ -11,6 +11,26 @@ import { waitUntil } from './wait.js';
 /** A daemon announces its address in its log, plain or JSON. */
 const LISTENING = /listening on (http:\/\/[^\s"]+)/;
 const START_TIMEOUT_MS = 60_000;
+/**
+ * Starts of one process, as a supervisor (systemd's Restart=on-failure) would retry them: a
+ * process started while a NATS node is down can exit on a timed-out bus request (see the report).
+ */
+const START_ATTEMPTS = 3;
+
+/** Runs `start` until a process stays up, at most START_ATTEMPTS times; counts the retries. */
+async function supervised(
+  start: () => Promise<ChildServer>,
+  retried: { count: number },
+): Promise<ChildServer> {
+  for (let attempt = 1; ; attempt += 1) {
+    try {
+      return await start();
+    } catch (error) {
+      if (attempt >= START_ATTEMPTS) throw error;
+      retried.count += 1;
+    }
+  }
+}
 
 export interface CdsProcess {
   /** The running process, or null while it is down. */
@@ -48,6 +68,8 @@ export interface CdsCluster {
   masterKey: string;
   owners: Map<string, Owner>;
   collectors: Collector[];
+  /** Starts of an owner or a collector that exited and were tried again. */
+  startsRetried: { count: number };
   /** `--bus URLS --bus-creds FILE` of a role. */
   busArgs(role: BusRole): string[];
   /** Runs `cds` with the cluster's master key; fails with its stderr unless it exits 0. */
@@ -76,6 +98,7 @@ export async function startCdsCluster(): Promise<CdsCluster> {
   const env = { CDS_MASTER_KEY: masterKey };
   const owners = new Map<string, Owner>();
   const collectors: Collector[] = [];
+  const startsRetried = { count: 0 };
   const admin = await nats.connect('admin');
   const busArgs = (role: BusRole) => [
     '--bus',
@@ -104,6 +127,7 @@ export async function startCdsCluster(): Promise<CdsCluster> {
     masterKey,
     owners,
     collectors,
+    startsRetried,
     busArgs,
     cds,
     async operatorToken() {
@@ -121,11 +145,25 @@ export async function startCdsCluster(): Promise<CdsCluster> {
         },
       };
       if (dir) owner.dir = dir;
-      owner.server = await startCli(
-        ['serve', '-d', owner.dir, ...busArgs('owner'), '--shard', shard, '--port', '0', '--quiet'],
-        LISTENING,
-        START_TIMEOUT_MS,
-        env,
+      owner.server = await supervised(
+        () =>
+          startCli(
+            [
+              'serve',
+              '-d',
+              owner.dir,
+              ...busArgs('owner'),
+              '--shard',
+              shard,
+              '--port',
+              '0',
+              '--quiet',
+            ],
+            LISTENING,
+            START_TIMEOUT_MS,
+            env,
+          ),
+        startsRetried,
       );
       owners.set(shard, owner);
       return owner;
@@ -138,11 +176,22 @@ export async function startCdsCluster(): Promise<CdsCluster> {
           return this.server?.url ?? '';
         },
       };
-      collector.server = await startCli(
-        ['collect', '-d', join(root, `collector-${index}`), ...busArgs('collector'), '--port', '0'],
-        LISTENING,
-        START_TIMEOUT_MS,
-        env,
+      collector.server = await supervised(
+        () =>
+          startCli(
+            [
+              'collect',
+              '-d',
+              join(root, `collector-${index}`),
+              ...busArgs('collector'),
+              '--port',
+              '0',
+            ],
+            LISTENING,
+            START_TIMEOUT_MS,
+            env,
+          ),
+        startsRetried,
       );
       collectors[index] = collector;
       return collector;
