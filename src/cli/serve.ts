@@ -2,6 +2,7 @@ import { join, resolve } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../api/app.js';
 import { listenOn } from '../api/base-app.js';
+import { tenantRowsRoutes } from '../api/routes/tenant-rows.js';
 import { type BusConnection, connectBus } from '../bus/connect.js';
 import {
   type CollectorRuntime,
@@ -88,7 +89,11 @@ async function openCollector(
  */
 async function ownerBus(context: Context): Promise<BusConnection | null> {
   const settings = busSettingsOf(context.config);
-  if (settings === null) return null;
+  if (settings === null) {
+    if (context.config.shard !== undefined)
+      throw new ConfigError('--shard', 'a shard is owned on the bus: give --bus too (or CDS_BUS)');
+    return null;
+  }
   if (context.config.shard === undefined)
     throw new ConfigError(
       '--bus',
@@ -140,6 +145,7 @@ export async function startServer(context: Context, options: ServeOptions): Prom
     ingestFailure: () => loop?.failure ?? owner?.failure() ?? null,
     logRequests: options.logRequests,
   });
+  if (bus !== null) tenantRowsRoutes(app, context.config.shard as string, () => owner);
   const address = await cleaningUpOnFailure(
     listenOn(app, context.config.port, context.config.host),
     async () => {

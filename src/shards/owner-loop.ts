@@ -68,6 +68,8 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * landing loop does. Rounds never overlap; taking and releasing tenants happens between them.
  */
 export class OwnerLoop {
+  /** The tenants taken and not released: what `tenants()` answers. */
+  private readonly wanted = new Set<string>();
   private readonly consumers = new Map<string, Consumer>();
   /** S per tenant: the last sequence the database holds. */
   private readonly offsets = new Map<string, number>();
@@ -78,6 +80,8 @@ export class OwnerLoop {
   private stopped = false;
   private retryAt = 0;
   private upkeepError: string | null = null;
+  private nextRoundWaiters: (() => void)[] = [];
+  private taking: Promise<void> = Promise.resolve();
   failure: IngestFailure | null = null;
 
   constructor(
@@ -86,22 +90,37 @@ export class OwnerLoop {
     private readonly config: OwnerLoopConfig,
   ) {}
 
-  /** The tenants being consumed now. */
+  /** The tenants being consumed now (a consumer being set right included). */
   tenants(): string[] {
-    return [...this.consumers.keys()];
+    return [...this.wanted];
   }
 
   /**
    * Starts consuming these tenants: reads S from the database and applies the restart rule to
-   * each consumer, so each starts exactly after what the database holds.
+   * each consumer, so each starts exactly after what the database holds. Until its consumer is
+   * set right a tenant counts as broken, so a failure here is retried by the next round.
    */
-  async take(tenantIds: readonly string[]): Promise<void> {
+  take(tenantIds: readonly string[]): Promise<void> {
+    for (const tenantId of tenantIds) {
+      this.wanted.add(tenantId);
+      this.broken.add(tenantId);
+    }
+    // One at a time: two restart rules on one consumer would delete each other's.
+    const taking = this.taking.then(() => this.setUp(tenantIds));
+    this.taking = taking.catch(() => undefined);
+    return taking;
+  }
+
+  private async setUp(tenantIds: readonly string[]): Promise<void> {
+    tenantIds = tenantIds.filter((tenantId) => this.wanted.has(tenantId));
     if (tenantIds.length === 0) return;
     const stored = await readOffsets(this.context);
     const starts = new Map(tenantIds.map((id) => [id, stored.get(id) ?? null] as const));
     await ensureConsumers(this.bus, starts, FETCH_SIZE);
     for (const tenantId of tenantIds) {
       const consumer = await this.bus.js.consumers.get(EVENTS_STREAM, durableName(tenantId));
+      // Released while its consumer was being set right: it stays released.
+      if (!this.wanted.has(tenantId)) continue;
       const lastSeq = stored.get(tenantId);
       if (lastSeq === undefined) this.offsets.delete(tenantId);
       else this.offsets.set(tenantId, lastSeq);
@@ -115,6 +134,7 @@ export class OwnerLoop {
    * committed (or given back) its messages when this resolves. Returns its S.
    */
   async release(tenantId: string): Promise<number | null> {
+    this.wanted.delete(tenantId);
     this.consumers.delete(tenantId);
     this.broken.delete(tenantId);
     await this.round;
@@ -133,8 +153,6 @@ export class OwnerLoop {
     await this.nextRound();
     if (this.failure) throw this.failure.error;
   }
-
-  private nextRoundWaiters: (() => void)[] = [];
 
   private nextRound(): Promise<void> {
     return new Promise((resolve) => this.nextRoundWaiters.push(resolve));

@@ -1,9 +1,11 @@
+import { rm } from 'node:fs/promises';
 import type { BucketWatch } from '../bus/bucket-watch.js';
 import type { BusConnection } from '../bus/connect.js';
 import type { Context } from '../context.js';
 import { ConflictError } from '../errors.js';
 import type { IngestFailure } from '../ingest/loop.js';
 import { componentLog } from '../telemetry/log.js';
+import { busStagingDir } from './bus-batch.js';
 import { OwnerLoop } from './owner-loop.js';
 import { Owners } from './owners.js';
 import { type ShardEntry, ShardMap } from './shard-map.js';
@@ -24,11 +26,23 @@ export interface RunningOwner {
   ingestNow(): Promise<void>;
   /** The failing batches since the last commit, for `/readyz`. */
   failure(): IngestFailure | null;
+  /**
+   * One table of a tenant's rows as a Parquet file, for the shard it moves to (the caller deletes
+   * the file); 409 unless the tenant is `copied` from this shard.
+   */
+  exportTable(tenantId: string, table: string): Promise<string>;
   /** Stops consuming; the batch under way commits and is acked. */
   close(): Promise<void>;
 }
 
 const log = () => componentLog('owner');
+const RETRY_CHANGE_MS = 2000;
+/** How soon a tenant created on this owner is assigned to its shard, and so consumed. */
+const ASSIGN_NEW_TENANTS_MS = 2000;
+
+function assignedTenants(latest: ReadonlyMap<string, ShardEntry | null>): Set<string> {
+  return new Set([...latest].filter(([, entry]) => entry !== null).map(([tenantId]) => tenantId));
+}
 
 /** Puts the database's tenants the shard map does not know yet on this shard. */
 async function assignUnknownTenants(
@@ -64,6 +78,8 @@ export async function startOwner(
   options: OwnerOptions,
 ): Promise<RunningOwner> {
   const { shard } = options;
+  // What a batch or a move left there when the process died.
+  await rm(busStagingDir(context), { recursive: true, force: true });
   const map = await ShardMap.open(bus);
   const owners = await Owners.open(bus);
   const loop = new OwnerLoop(context, bus, {
@@ -71,20 +87,26 @@ export async function startOwner(
     maxBatchEvents: context.config.max_batch_events,
     ...(options.onBatch ? { onBatch: options.onBatch } : {}),
   });
-  const moves = new TenantMoves(loop, shard);
+  const moves = new TenantMoves(context, map, loop, owners, shard);
   const latest = new Map<string, ShardEntry | null>();
   let initial = true;
-  // One change at a time, in the order seen: each step reads the map entry it acts on again.
+  let closed = false;
+  let assigning: NodeJS.Timeout | undefined;
+  // One change at a time, in the order seen; each acts on the tenant's latest entry.
   let changes: Promise<void> = Promise.resolve();
   const follow = (tenantId: string) => {
     changes = changes
       .then(() => moves.follow(tenantId, latest.get(tenantId) ?? null))
-      .catch((error: unknown) =>
+      .catch((error: unknown) => {
         log().error(
           { err: error, tenant_id: tenantId },
-          'a shard map change failed; retried on the next change or restart',
-        ),
-      );
+          'a shard map change could not be applied; it is tried again',
+        );
+        // A compare-and-set lost, or the other owner unreachable: the entry decides again.
+        setTimeout(() => {
+          if (!closed) follow(tenantId);
+        }, RETRY_CHANGE_MS).unref();
+      });
   };
   let watch: BucketWatch | null = null;
   try {
@@ -93,7 +115,7 @@ export async function startOwner(
       if (!initial) follow(tenantId);
     });
     await watch.loaded;
-    await assignUnknownTenants(context, map, shard, new Set(latest.keys()));
+    await assignUnknownTenants(context, map, shard, assignedTenants(latest));
     for (const entry of await map.list()) latest.set(entry.tenantId, entry);
     const active = [...latest.values()].filter(
       (entry): entry is ShardEntry =>
@@ -102,19 +124,25 @@ export async function startOwner(
     await loop.take(active.map((entry) => entry.tenantId));
     loop.start();
     initial = false;
-    // What is not plain `active` here (a move under way, a tenant to drop) resumes from the map.
-    for (const [tenantId, entry] of latest)
-      if (
-        entry !== null &&
-        !(entry.assignment.shard === shard && entry.assignment.state === 'active')
-      )
-        follow(tenantId);
+    // A move under way or a tenant to drop resumes from the map, and a change seen while the
+    // tenants were being taken is applied (following an entry already applied does nothing).
+    for (const tenantId of latest.keys()) follow(tenantId);
+    // A tenant created here later (the control plane of this owner) is put on this shard too.
+    assigning = setInterval(() => {
+      changes = changes
+        .then(() => assignUnknownTenants(context, map, shard, assignedTenants(latest)))
+        .catch((error: unknown) =>
+          log().error({ err: error }, 'new tenants could not be assigned; tried again'),
+        );
+    }, ASSIGN_NEW_TENANTS_MS);
+    assigning.unref();
     await owners.announce(shard, {
       url: options.url,
       pid: process.pid,
       started_at: context.clock.now().toISOString(),
     });
   } catch (error) {
+    clearInterval(assigning);
     watch?.stop();
     owners.stop();
     await loop.stop();
@@ -125,7 +153,10 @@ export async function startOwner(
     shard,
     ingestNow: () => loop.ingestNow(),
     failure: () => loop.failure,
+    exportTable: (tenantId, table) => moves.exportTable(tenantId, table),
     async close() {
+      closed = true;
+      clearInterval(assigning);
       watch?.stop();
       owners.stop();
       await changes;

@@ -131,6 +131,8 @@ export interface ShardRows {
   /** Event id → how many times it is stored, per tenant. */
   events: Map<string, Map<string, number>>;
   offsets: Map<string, number>;
+  /** Profiles per tenant. */
+  profiles: Map<string, number>;
 }
 
 /** What a closed shard's database holds: its events by tenant and id, and its bus offsets. */
@@ -156,7 +158,16 @@ export async function shardRows(dir: string): Promise<ShardRows> {
         .getRowObjectsJson()
         .map((row) => [String(row.tenant_id), Number(row.s)] as const),
     );
-    return { events, offsets };
+    const profiles = new Map(
+      (
+        await connection.runAndReadAll(
+          'SELECT tenant_id, count(*)::INTEGER AS n FROM profiles GROUP BY ALL',
+        )
+      )
+        .getRowObjectsJson()
+        .map((row) => [String(row.tenant_id), Number(row.n)] as const),
+    );
+    return { events, offsets, profiles };
   } finally {
     connection.closeSync();
     instance.closeSync();

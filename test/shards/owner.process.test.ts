@@ -10,6 +10,7 @@ import { ingestBusBatch } from '../../src/shards/bus-batch.js';
 import { ensureConsumers } from '../../src/shards/consumers.js';
 import { busEventOf, FETCH_SIZE, OwnerLoop } from '../../src/shards/owner-loop.js';
 import { ShardMap } from '../../src/shards/shard-map.js';
+import { operatorToken } from '../../src/tenancy/operator.js';
 import {
   exactlyOnce,
   publishEvent,
@@ -168,6 +169,44 @@ async function fetchNow(bus: BusConnection, tenant: string): Promise<JsMsg[]> {
   return messages;
 }
 
+describe('a tenant created on a running owner', () => {
+  it('is put on its shard and consumed', async () => {
+    const dir = tempDir();
+    await seedShardDir(dir, []);
+    const n = await owner('n', dir);
+    const operator = operatorToken(Buffer.from(SHARED_MASTER_KEY, 'hex'));
+    const created = await fetch(`${n.url}/v1/operator/tenants`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${operator}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ tenant_id: 'nova', workspaces: ['w1'] }),
+    });
+    expect(created.status).toBe(201);
+    const { tenant_token } = (await created.json()) as { tenant_token: { token: string } };
+    const typed = await fetch(`${n.url}/v1/tenants/nova/event-types/page_viewed`, {
+      method: 'PUT',
+      headers: {
+        authorization: `Bearer ${tenant_token.token}`,
+        'content-type': 'application/json',
+      },
+      body: '{}',
+    });
+    expect(typed.status).toBeLessThan(300);
+    const ids = await publishMany(collector, 'nova', 40);
+    await expect
+      .poll(async () => (await (await ShardMap.open(admin)).get('nova'))?.assignment.shard, {
+        timeout: 20_000,
+      })
+      .toBe('n');
+    await waitDrained(admin, ['nova']);
+    await n.stop();
+    expect(exactlyOnce(await shardRows(dir), 'nova', ids)).toEqual({
+      missing: [],
+      doubled: [],
+      extra: 0,
+    });
+  }, 120_000);
+});
+
 describe('the owner loop across crashes (in process, on the cluster)', () => {
   it('skips a batch committed but not acked, and ingests once one fetched but not committed', async () => {
     const dir = tempDir();
@@ -267,4 +306,25 @@ describe('an owner restored from a backup on a fresh data dir', () => {
       extra: 0,
     });
   }, 120_000);
+});
+
+describe('an owner while the stream leader’s NATS node is killed', () => {
+  it('goes on after the fail-over and stores every event once', async () => {
+    const dir = tempDir();
+    await seedShardDir(dir, ['phi']);
+    const ids = await publishMany(collector, 'phi', 3000);
+    const f = await owner('f', dir);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const leader = await cluster.streamLeader();
+    await cluster.kill(leader);
+    // The consumer's replicas elect a leader of their own; the owner rides it out.
+    await waitDrained(admin, ['phi'], 90_000);
+    await cluster.start(leader);
+    await f.stop();
+    expect(exactlyOnce(await shardRows(dir), 'phi', ids)).toEqual({
+      missing: [],
+      doubled: [],
+      extra: 0,
+    });
+  }, 180_000);
 });

@@ -1,0 +1,139 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BusConnection } from '../../src/bus/connect.js';
+import { type ShardAssignment, ShardMap } from '../../src/shards/shard-map.js';
+import {
+  exactlyOnce,
+  publishMany,
+  seedShardDir,
+  shardRows,
+  startOwnerProcess,
+  waitDrained,
+} from '../helpers/bus-owners.js';
+import type { ChildServer } from '../helpers/cli.js';
+import { tempDir } from '../helpers/context.js';
+import { startTestCluster, type TestCluster } from '../helpers/nats-cluster.js';
+
+let cluster: TestCluster;
+let admin: BusConnection;
+let collector: BusConnection;
+const running: ChildServer[] = [];
+
+beforeAll(async () => {
+  cluster = await startTestCluster();
+  admin = await cluster.connect('admin');
+  collector = await cluster.connect('collector');
+}, 60_000);
+
+afterAll(async () => {
+  await Promise.all(running.map((child) => child.stop()));
+  await cluster?.close();
+});
+
+describe('moving a tenant between shards under load', () => {
+  it('copies its rows to the new shard and goes on from the sequence it copied: nothing lost, doubled or left behind', async () => {
+    const dirA = tempDir();
+    const dirB = tempDir();
+    await seedShardDir(dirA, ['tau', 'ursa']);
+    await seedShardDir(dirB, ['vega']);
+    const a = await startOwnerProcess(cluster, 'a', dirA);
+    running.push(a);
+    const b = await startOwnerProcess(cluster, 'b', dirB);
+    running.push(b);
+    const map = await ShardMap.open(admin);
+    const seen: ShardAssignment[] = [];
+    const watch = await map.watch((tenantId, entry) => {
+      if (tenantId === 'tau' && entry) seen.push(entry.assignment);
+    });
+
+    // Events of tau keep flowing through the whole move.
+    const published: string[] = [];
+    let flowing = true;
+    let round = 0;
+    const load = (async () => {
+      while (flowing) {
+        published.push(...(await publishMany(collector, 'tau', 100, `load${round++}`)));
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    })();
+    const ursa = await publishMany(collector, 'ursa', 200);
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+
+    // What `cds shards move tau b` does; the owners do the rest.
+    const before = await map.get('tau');
+    expect(before?.assignment).toMatchObject({ shard: 'a', state: 'active' });
+    await map.change(before as NonNullable<typeof before>, {
+      shard: 'a',
+      state: 'moving',
+      to: 'b',
+    });
+    await expect
+      .poll(async () => (await map.get('tau'))?.assignment.shard, {
+        timeout: 60_000,
+        interval: 200,
+      })
+      .toBe('b');
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    flowing = false;
+    await load;
+    await waitDrained(admin, ['tau', 'ursa']);
+    // A deletes its copy once it sees tau active on b.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    await a.stop();
+    await b.stop();
+    watch.stop();
+
+    expect(seen.map((entry) => entry.state)).toEqual(['active', 'moving', 'copied', 'active']);
+    const copiedAt = seen[2]?.seq ?? 0;
+    expect(copiedAt).toBeGreaterThan(0);
+    const rowsA = await shardRows(dirA);
+    const rowsB = await shardRows(dirB);
+    const clean = { missing: [], doubled: [], extra: 0 };
+    expect(exactlyOnce(rowsB, 'tau', published)).toEqual(clean);
+    expect(rowsA.events.has('tau')).toBe(false);
+    expect(rowsA.offsets.has('tau')).toBe(false);
+    expect(rowsA.profiles.has('tau')).toBe(false);
+    // Its other rows came along: one profile per shopper, A's and B's alike.
+    expect(rowsB.profiles.get('tau')).toBe(published.length);
+    // B's sequence of tau continues the one A handed over.
+    expect(rowsB.offsets.get('tau')).toBeGreaterThan(copiedAt);
+    // The tenant that stayed is untouched.
+    expect(exactlyOnce(rowsA, 'ursa', ursa)).toEqual(clean);
+  }, 180_000);
+
+  it('resumes from the shard map when the new owner was down during the hand-over', async () => {
+    const dirA = tempDir();
+    const dirB = tempDir();
+    await seedShardDir(dirA, ['omega']);
+    await seedShardDir(dirB, []);
+    const a = await startOwnerProcess(cluster, 'c', dirA);
+    running.push(a);
+    const first = await publishMany(collector, 'omega', 300);
+    await waitDrained(admin, ['omega']);
+    const map = await ShardMap.open(admin);
+    const entry = await map.get('omega');
+    await map.change(entry as NonNullable<typeof entry>, { shard: 'c', state: 'moving', to: 'd' });
+    // c hands over; d is not running yet, so omega waits, copied, with its events in the stream.
+    await expect
+      .poll(async () => (await map.get('omega'))?.assignment.state, { timeout: 30_000 })
+      .toBe('copied');
+    const meanwhile = await publishMany(collector, 'omega', 200);
+    const d = await startOwnerProcess(cluster, 'd', dirB);
+    running.push(d);
+    await expect
+      .poll(async () => (await map.get('omega'))?.assignment, { timeout: 60_000, interval: 200 })
+      .toMatchObject({ shard: 'd', state: 'active' });
+    const after = await publishMany(collector, 'omega', 100);
+    await waitDrained(admin, ['omega']);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    await a.stop();
+    await d.stop();
+    const rowsA = await shardRows(dirA);
+    const rowsB = await shardRows(dirB);
+    expect(exactlyOnce(rowsB, 'omega', [...first, ...meanwhile, ...after])).toEqual({
+      missing: [],
+      doubled: [],
+      extra: 0,
+    });
+    expect(rowsA.events.has('omega')).toBe(false);
+  }, 180_000);
+});
