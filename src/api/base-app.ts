@@ -1,4 +1,4 @@
-import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { z } from 'zod';
@@ -8,6 +8,7 @@ import { requirePackage } from '../require-package.js';
 import { componentLog } from '../telemetry/log.js';
 import { recordRequestDuration } from '../telemetry/prometheus.js';
 import { handleError, handleNotFound } from './error-handler.js';
+import { FORWARDED_FROM } from './forward.js';
 import { answerServerEdges, checkRequestLine, httpEdgeOptions } from './http-edges.js';
 import { recordRoutes } from './openapi.js';
 
@@ -18,12 +19,23 @@ const { fastify: Fastify, LogController } = requirePackage<typeof import('fastif
  * there (`…/profiles/lookup?email=…`), and identifiers are never kept in plain text.
  */
 function requestLine(request: FastifyRequest) {
+  const forwardedFrom = request.headers[FORWARDED_FROM];
   return {
     method: request.method,
     url: request.url.split('?')[0],
     remoteAddress: request.ip,
     remotePort: request.socket?.remotePort,
+    // Cluster mode: the shard of the owner that forwarded this request here.
+    ...(typeof forwardedFrom === 'string' ? { forwarded_from: forwardedFrom } : {}),
   };
+}
+
+/** A logged answer: its status and, in cluster mode, the shard whose owner gave it. */
+function answerLine(reply: FastifyReply) {
+  const forwardedTo = reply.request.forwardedTo;
+  return forwardedTo
+    ? { statusCode: reply.statusCode, forwarded_to: forwardedTo }
+    : { statusCode: reply.statusCode };
 }
 
 /**
@@ -35,7 +47,10 @@ export function createBaseApp(
   logRequests = false,
   fault: () => AppError | null = () => null,
 ): FastifyInstance {
-  const log = componentLog('http').child({}, { serializers: { req: requestLine } });
+  const log = componentLog('http').child(
+    {},
+    { serializers: { req: requestLine, res: answerLine } },
+  );
   // Request lines are written at info: below it (CDS_LOG_LEVEL=warn) they would be built, a
   // child logger and a record object per request, and then dropped.
   const requestsLogged = logRequests && log.isLevelEnabled('info');

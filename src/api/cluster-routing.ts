@@ -40,43 +40,80 @@ export function registerClusterRouting(
   cluster: ClusterView,
 ): void {
   const replyFrom = requirePackage<typeof import('@fastify/reply-from')>('@fastify/reply-from');
-  // Each forwarded request is logged once here, with its shard (forward.ts), not twice more.
+  // A forwarded request is logged as every request is, its line naming the shard (base-app.ts).
   app.register(replyFrom.default, { disableRequestLogging: true });
   app.decorateRequest('forwardedTo', null);
 
-  app.addHook('onRequest', async (request, reply) => {
+  const masterKey = context.dataDir.masterKey;
+  // Callback hooks: every request passes them, the collector's too, and most with nothing to do
+  // here; an async hook would cost each a promise and a turn of the microtask queue. A hook that
+  // answers the request itself does not call `done`.
+  app.addHook('onRequest', (request, reply, done) => {
     const tenant = tenantOfRoute(request);
-    if (tenant !== null) {
-      const shard = await shardAnswering(cluster, request, tenant);
-      if (shard !== null)
-        return forwardToShard(cluster, context.dataDir.masterKey, request, reply, shard);
-      return;
-    }
-    if (request.routeOptions.url === '/v1/whoami' && !wasForwarded(request))
-      return whoamiAnywhere(context, cluster, request, reply);
+    const answering =
+      tenant !== null
+        ? forwardIfElsewhere(cluster, masterKey, request, reply, tenant)
+        : request.routeOptions.url === '/v1/whoami' && !wasForwarded(request)
+          ? whoamiAnywhere(context, cluster, request, reply)
+          : null;
+    if (answering === null) done();
+    else answering.then((answered) => (answered ? undefined : done()), done);
   });
 
-  app.addHook('preHandler', async (request, reply) => {
-    if (request.routeOptions.url !== '/v1/operator/tenants') return;
-    if (request.method === 'GET' && !wasForwarded(request)) {
-      const page = await clusterTenantPage(
-        context,
-        cluster,
-        request,
-        request.query as { limit: number; cursor?: string },
-      );
-      return reply.send({ tenants: page.items, next_cursor: page.next_cursor });
+  app.addHook('preHandler', (request, reply, done) => {
+    if (request.routeOptions.url !== '/v1/operator/tenants') {
+      done();
+      return;
     }
-    if (request.method === 'POST') {
-      const { tenant_id } = request.body as { tenant_id: string };
-      const entry = await placeTenant(cluster, tenant_id);
-      const { assignment } = entry;
-      if (assignment.state !== 'active')
-        throw new TenantMovingError(tenant_id, assignment.shard, assignment.to);
-      if (assignment.shard !== cluster.shard)
-        return forwardToShard(cluster, context.dataDir.masterKey, request, reply, assignment.shard);
-    }
+    tenantsAcrossShards(context, cluster, request, reply).then(
+      (answered) => (answered ? undefined : done()),
+      done,
+    );
   });
+}
+
+/** Forwards a tenant's request to the owner of its shard; false when it is answered here. */
+async function forwardIfElsewhere(
+  cluster: ClusterView,
+  masterKey: Buffer,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  tenantId: string,
+): Promise<boolean> {
+  const shard = await shardAnswering(cluster, request, tenantId);
+  if (shard === null) return false;
+  forwardToShard(cluster, masterKey, request, reply, shard);
+  return true;
+}
+
+/**
+ * The operator's tenants route on every owner: the list merged across shards; a new tenant
+ * placed, then created on its shard (here, or forwarded). False when this owner answers it alone.
+ */
+async function tenantsAcrossShards(
+  context: Context,
+  cluster: ClusterView,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<boolean> {
+  if (request.method === 'GET' && !wasForwarded(request)) {
+    const page = await clusterTenantPage(
+      context,
+      cluster,
+      request,
+      request.query as { limit: number; cursor?: string },
+    );
+    reply.send({ tenants: page.items, next_cursor: page.next_cursor });
+    return true;
+  }
+  if (request.method !== 'POST') return false;
+  const { tenant_id } = request.body as { tenant_id: string };
+  const { assignment } = await placeTenant(cluster, tenant_id);
+  if (assignment.state !== 'active')
+    throw new TenantMovingError(tenant_id, assignment.shard, assignment.to);
+  if (assignment.shard === cluster.shard) return false;
+  forwardToShard(cluster, context.dataDir.masterKey, request, reply, assignment.shard);
+  return true;
 }
 
 /**
@@ -104,22 +141,24 @@ async function shardAnswering(
   return placement.shard === cluster.shard ? null : placement.shard;
 }
 
+/** `whoami` with a token this owner does not know: the answer of an owner that knows it. */
 async function whoamiAnywhere(
   context: Context,
   cluster: ClusterView,
   request: FastifyRequest,
   reply: FastifyReply,
-): Promise<FastifyReply | undefined> {
+): Promise<boolean> {
   const token = bearerToken(request);
-  if (token === null || !isWellFormedToken(token)) return;
+  if (token === null || !isWellFormedToken(token)) return false;
   try {
     await authenticate(context, request);
-    return;
+    return false;
   } catch (error) {
     if (!(error instanceof UnauthorizedError)) throw error;
   }
   const answer = await askOtherOwners(cluster, context.dataDir.masterKey, request, '/v1/whoami');
-  if (answer === null) return;
+  if (answer === null) return false;
   if (answer.contentType) reply.header('content-type', answer.contentType);
-  return reply.code(answer.status).send(answer.body);
+  reply.code(answer.status).send(answer.body);
+  return true;
 }

@@ -9,9 +9,9 @@ import { forwardingHeaders } from './forward.js';
 /**
  * The operator's list of tenants across every shard. Each owner pages its tenants by tenant id
  * (keyset, the cursor is the last id shown), so the same cursor means the same place on every
- * owner: each is asked for `limit` tenants after it, the pages are merged in id order, the first
- * `limit` are answered and the cursor names the last of them. A tenant met on two shards (a move
- * between its copy and its switch) is listed once.
+ * owner: the owner of each shard that holds tenants is asked for `limit` tenants after it, the
+ * pages are merged in id order, the first `limit` are answered and the cursor names the last of
+ * them. A tenant met on two shards (a move between its copy and its switch) is listed once.
  */
 export async function clusterTenantPage(
   context: Context,
@@ -19,11 +19,10 @@ export async function clusterTenantPage(
   request: FastifyRequest,
   query: { limit: number; cursor?: string | undefined },
 ): Promise<Page<TenantSummary>> {
-  const others = [...cluster.owners.all()].filter(([shard]) => shard !== cluster.shard);
   const pages = await Promise.all([
     listTenants(context, { limit: query.limit, cursor: query.cursor ?? null }),
-    ...others.map(([shard, owner]) =>
-      remotePage(shard, owner.url, query, {
+    ...cluster.otherShards().map((shard) =>
+      remotePage(shard, cluster.owners.of(shard)?.url ?? null, query, {
         authorization: request.headers.authorization ?? '',
         ...forwardingHeaders(cluster.shard, context.dataDir.masterKey, request),
       }),
@@ -34,10 +33,12 @@ export async function clusterTenantPage(
 
 async function remotePage(
   shard: string,
-  ownerUrl: string,
+  ownerUrl: string | null,
   query: { limit: number; cursor?: string | undefined },
   headers: Record<string, string>,
 ): Promise<Page<TenantSummary>> {
+  if (ownerUrl === null)
+    throw new OwnerUnavailableError(shard, 'no owner has announced itself for it');
   const url = new URL('/v1/operator/tenants', ownerUrl);
   url.searchParams.set('limit', String(query.limit));
   if (query.cursor !== undefined) url.searchParams.set('cursor', query.cursor);

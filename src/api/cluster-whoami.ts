@@ -10,9 +10,9 @@ export interface OwnerAnswer {
 }
 
 /**
- * Asks every other owner who the request's token is, for a token this owner does not know (it
- * names no tenant, so no map says where it lives). The first answer other than 401 is the
- * answer; null when every owner said 401. When some owner could not be asked, its tenants'
+ * Asks the owner of every other shard that holds tenants who the request's token is, for a token
+ * this owner does not know (it names no tenant, so no map says where it lives). The first answer
+ * other than 401 is the answer; null when every owner said 401. When some owner could not be asked, its tenants'
  * tokens cannot be told from unknown ones: 503, not a 401 that would say the token is bad.
  */
 export async function askOtherOwners(
@@ -21,13 +21,15 @@ export async function askOtherOwners(
   request: FastifyRequest,
   path: string,
 ): Promise<OwnerAnswer | null> {
-  const others = [...cluster.owners.all()].filter(([shard]) => shard !== cluster.shard);
   const unreachable: string[] = [];
-  const answers = others.map(async ([shard, owner]) => {
-    const answer = await askOwner(owner.url, path, {
-      authorization: request.headers.authorization ?? '',
-      ...forwardingHeaders(cluster.shard, masterKey, request),
-    });
+  const answers = cluster.otherShards().map(async (shard) => {
+    const owner = cluster.owners.of(shard);
+    const answer = owner
+      ? await askOwner(owner.url, path, {
+          authorization: request.headers.authorization ?? '',
+          ...forwardingHeaders(cluster.shard, masterKey, request),
+        })
+      : null;
     if (answer === null) unreachable.push(shard);
     return answer;
   });

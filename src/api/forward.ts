@@ -68,11 +68,8 @@ export function forwardToShard(
   }
   if (request.body === undefined && hasBody(request)) request.body = request.raw;
   const path = request.raw.url?.split('?')[0] ?? '/';
+  // Said in the request's log line (base-app.ts), and on the owner's as `forwarded_from`.
   request.forwardedTo = shard;
-  request.log.info(
-    { forwarded_to: shard, owner: owner.url, method: request.method, url: path },
-    `forwarded to the owner of shard ${shard}`,
-  );
   try {
     return reply.from(owner.url.replace(/\/$/, '') + path, {
       rewriteRequestHeaders: (_request, headers) => ({

@@ -102,11 +102,17 @@ async function ownerBus(context: Context): Promise<BusConnection | null> {
   return connectBus(settings, 'owner');
 }
 
+/** Cluster mode: what the API routes each tenant's requests by, and how to let it go. */
+interface ServeCluster {
+  view: ClusterView;
+  close(): Promise<void>;
+}
+
 /**
  * Cluster mode (`--bus` with `--shard`): the shard map and owners the API routes each tenant's
  * requests by, on a connection of its own as an owner.
  */
-async function openServeCluster(context: Context): Promise<ClusterView | null> {
+async function openServeCluster(context: Context): Promise<ServeCluster | null> {
   const { bus, shard, bus_creds, default_shard } = context.config;
   if (!bus || !shard) return null;
   const { connectBus } = await import('../bus/connect.js');
@@ -117,10 +123,10 @@ async function openServeCluster(context: Context): Promise<ClusterView | null> {
     () => connection.close(),
   );
   return {
-    ...view,
-    stop() {
+    view,
+    async close() {
       view.stop();
-      connection.close().catch(() => undefined);
+      await connection.close();
     },
   };
 }
@@ -141,7 +147,7 @@ export async function startServer(context: Context, options: ServeOptions): Prom
       : null;
   const app = buildApp(context, {
     collector,
-    ...(cluster ? { cluster } : {}),
+    ...(cluster ? { cluster: cluster.view } : {}),
     ingestFailure: () => loop?.failure ?? owner?.failure() ?? null,
     logRequests: options.logRequests,
   });
@@ -149,8 +155,8 @@ export async function startServer(context: Context, options: ServeOptions): Prom
   const address = await cleaningUpOnFailure(
     listenOn(app, context.config.port, context.config.host),
     async () => {
-      cluster?.stop();
       await collector.close();
+      await cluster?.close();
       await bus?.close();
     },
   );
@@ -192,7 +198,7 @@ export async function startServer(context: Context, options: ServeOptions): Prom
     close() {
       closing ??= (async () => {
         await app.close();
-        cluster?.stop();
+        await cluster?.close();
         await collector.close();
         await loop?.stop();
         await owner?.close();

@@ -18,6 +18,12 @@ export interface ClusterView {
   /** Where `tenantId` lives as last seen, or null if the map does not name it. */
   placement(tenantId: string): ShardAssignment | null;
   /**
+   * The shards other than this one that the map puts a tenant on (or moves one to): the owners a
+   * question about every tenant must ask. An owner announced once for a shard that holds nothing
+   * (retired, or a test) is not among them.
+   */
+  otherShards(): string[];
+  /**
    * Takes an entry this process wrote itself (an `assign`) before its watch delivers it, so a
    * request that follows at once is routed by it; an older revision never replaces a newer one.
    */
@@ -59,6 +65,15 @@ export async function openClusterView(
     map,
     owners,
     placement: (tenantId) => entries.get(tenantId)?.assignment ?? null,
+    otherShards() {
+      const shards = new Set<string>();
+      for (const { assignment } of entries.values()) {
+        shards.add(assignment.shard);
+        if (assignment.to !== undefined) shards.add(assignment.to);
+      }
+      shards.delete(options.shard);
+      return [...shards].sort();
+    },
     remember,
     stop() {
       watch.stop();

@@ -12,7 +12,9 @@ import { operatorToken } from '../../src/tenancy/operator.js';
 import { createTenant, listTenants } from '../../src/tenancy/tenants.js';
 import { generateToken } from '../../src/tenancy/token-format.js';
 import { startCli } from '../helpers/cli.js';
+import { cdsInProcess } from '../helpers/cli-in-process.js';
 import { openTestEnv, type TestEnv, tempDir } from '../helpers/context.js';
+import { logRecords } from '../helpers/log.js';
 import { startTestCluster, type TestCluster } from '../helpers/nats-cluster.js';
 import { seedTenants, type Tokens } from '../helpers/tenant.js';
 
@@ -210,6 +212,13 @@ describe('one API on any owner (cluster mode)', () => {
     expect(revoked.status).toBe(204);
     const tokens = await send(a, acme.tenant, 'GET', '/v1/tenants/acme/tokens');
     expect(JSON.stringify(tokens.body)).toContain(tokenId);
+    // An operator route of the tenant goes to its owner too.
+    const issued = await send(b, operator, 'POST', '/v1/operator/tenants/acme/tenant-tokens', {
+      body: { name: 'through b' },
+    });
+    expect(issued.status).toBe(201);
+    const fresh = (issued.body as { token: string }).token;
+    expect((await send(a, fresh, 'GET', '/v1/whoami')).body).toMatchObject({ tenant_id: 'acme' });
   });
 
   it('gives the owner’s error answers back unchanged', async () => {
@@ -265,6 +274,10 @@ describe('one API on any owner (cluster mode)', () => {
     const none = await send(b, acme.tenant, 'GET', '/v1/tenants/umbrella/workspaces');
     expect(none.status).toBe(503);
     expect(JSON.stringify(none.body)).toContain('no owner has announced itself');
+    // A list of every tenant without those of shard `gone` would read as the whole list.
+    const list = await send(b, operator, 'GET', '/v1/operator/tenants');
+    expect(list.status).toBe(503);
+    expect(list.body).toMatchObject({ error: { code: 'owner_unavailable' } });
     const metrics = await (
       await fetch(`${b.url}/metrics`, { headers: { authorization: `Bearer ${operator}` } })
     ).text();
@@ -429,6 +442,41 @@ describe('tenant placement (cluster mode)', () => {
     expect(direct.status).toBe(409);
   });
 
+  it('creates a tenant two owners are asked for at once on one shard only', async () => {
+    const body = { body: { tenant_id: 'racer' } };
+    const answers = await Promise.all([
+      send(a, operator, 'POST', '/v1/operator/tenants', body),
+      send(b, operator, 'POST', '/v1/operator/tenants', body),
+    ]);
+    expect(answers.map((answer) => answer.status).sort()).toEqual([201, 409]);
+    const shard = (await a.view.map.get('racer'))?.assignment.shard;
+    const holders = [];
+    for (const owner of [a, b]) {
+      const local = await listTenants(owner.env.context, { limit: 500, cursor: null });
+      if (local.items.some((t) => t.tenant_id === 'racer')) holders.push(owner.shard);
+    }
+    expect(holders).toEqual([shard]);
+  });
+
+  it('places a tenant made by cds tenants create --server through any owner', async () => {
+    await a.view.map.assign('pied', 'a');
+    const created = await cdsInProcess([
+      '--server',
+      b.url,
+      '--token',
+      operator,
+      'tenants',
+      'create',
+      'pied',
+      '--workspace',
+      'piper',
+    ]);
+    expect(created.code, created.stderr).toBe(0);
+    expect(created.stdout).toContain('Created tenant pied; workspaces: piper');
+    const onA = await listTenants(a.env.context, { limit: 100, cursor: null });
+    expect(onA.items.map((t) => t.tenant_id)).toContain('pied');
+  });
+
   it('uses the configured default shard of the owner asked', async () => {
     const c = await startOwner('c', 'b');
     try {
@@ -450,7 +498,7 @@ describe('tenant placement (cluster mode)', () => {
 
 describe('cds serve in cluster mode', () => {
   it('routes by the shard map as the owners in this process do', async () => {
-    const child = await startCli(['serve', '--quiet'], /cds listening on (\S+) /, 30_000, {
+    const child = await startCli(['serve'], /cds listening on (\S+) /, 30_000, {
       CDS_DATA_DIR: tempDir(),
       CDS_PORT: '0',
       CDS_BUS: cluster.servers.join(','),
@@ -489,6 +537,15 @@ describe('cds serve in cluster mode', () => {
         tenant_id: 'acme',
         workspace_id: 'eu',
       });
+      // Each node logs a forwarded request once, as any request, naming the shard it went to or
+      // came from.
+      const lines = logRecords(child.errors());
+      const sent = lines.filter((line) => line.msg === 'request completed' && line.res);
+      expect(sent.map((line) => line.res)).toContainEqual({ statusCode: 200, forwarded_to: 'a' });
+      const received = lines.filter((line) => line.msg === 'incoming request');
+      expect(received.map((line) => line.req)).toContainEqual(
+        expect.objectContaining({ url: '/v1/tenants/cyberdyne/workspaces', forwarded_from: 'b' }),
+      );
     } finally {
       expect(await child.stop()).toBe(0);
     }
