@@ -33,7 +33,8 @@ export class BusSink implements EventSink {
 
   append(accepted: AcceptedLines): Promise<void> {
     if (this.closed) return Promise.reject(new ShuttingDownError());
-    if (accepted.form !== 'lines') throw new Error('the bus sink takes lines, not landing chunks');
+    if (accepted.form !== 'lines')
+      return Promise.reject(new Error('the bus sink takes lines, not landing chunks'));
     if (accepted.lines.length === 0) return Promise.resolve();
     const published = publishAll(this.bus.js, accepted.lines.map(busMessageOf), this.policy);
     const settled: Promise<void> = published.then(

@@ -13,10 +13,13 @@ import { parseTenantEntry, type Registry, type RegistrySnapshot } from './regist
  * that changed since the last one this process put (all of them the first time) and deletes the
  * keys of tenants it put that the database no longer holds; keys it never put belong to tenants
  * of other shards and are left alone. A put that failed is tried again at the next publish.
+ *
+ * A delete names the revision this process put: a tenant moved to another shard leaves this
+ * database, and by then its new owner may have put the key again, which must stay.
  */
 export class RegistryBucketWriter {
-  /** The JSON this process last put, by tenant id. */
-  private readonly put = new Map<string, string>();
+  /** The JSON this process last put, and the key's revision it made, by tenant id. */
+  private readonly put = new Map<string, { text: string; revision: number }>();
   private newestVersion = -1;
 
   private constructor(
@@ -41,19 +44,19 @@ export class RegistryBucketWriter {
     for (const tenant of snapshot.tenants) {
       held.add(tenant.tenant_id);
       const text = JSON.stringify(tenant);
-      if (this.put.get(tenant.tenant_id) === text) continue;
+      if (this.put.get(tenant.tenant_id)?.text === text) continue;
       writes.push(
         retryingOnBus(() => this.kv.put(tenantKey(tenant.tenant_id), text), this.policy).then(
-          () => {
-            this.put.set(tenant.tenant_id, text);
+          (revision) => {
+            this.put.set(tenant.tenant_id, { text, revision });
           },
         ),
       );
     }
-    for (const tenantId of this.put.keys()) {
+    for (const [tenantId, { revision }] of this.put) {
       if (held.has(tenantId)) continue;
       writes.push(
-        retryingOnBus(() => this.kv.delete(tenantKey(tenantId)), this.policy).then(() => {
+        retryingOnBus(() => this.deleteOwn(tenantId, revision), this.policy).then(() => {
           this.put.delete(tenantId);
         }),
       );
@@ -66,7 +69,19 @@ export class RegistryBucketWriter {
       throw new RegistryNotPublishedError(error.message, error.retryAfterSeconds);
     throw error;
   }
+
+  /** Deletes a tenant's key unless someone put it after this process did. */
+  private async deleteOwn(tenantId: string, revision: number): Promise<void> {
+    try {
+      await this.kv.delete(tenantKey(tenantId), { previousSeq: revision });
+    } catch (error) {
+      if (!PUT_SINCE.test((error as Error).message)) throw error;
+    }
+  }
 }
+
+/** The answer of a delete whose key was put again since `previousSeq`. */
+const PUT_SINCE = /wrong last sequence/i;
 
 /**
  * The collector's side: applies every change of a tenant's key to `registry`, the current values

@@ -158,11 +158,6 @@ export class Registry {
     this.origins.delete(tenantId);
   }
 
-  /** The entries in force, one per tenant. */
-  tenantEntries(): Iterable<TenantEntry> {
-    return this.tenants.values();
-  }
-
   /** The workspaces and event types of one tenant, without its tokens: what checking events takes. */
   eventCatalogOf(tenantId: string): RegistrySnapshot {
     const tenant = this.tenants.get(tenantId);

@@ -225,7 +225,10 @@ export async function openBusCollector(
     bus,
     sink.collectorId,
     options.liveness ?? DEFAULT_LIVENESS,
-  );
+  ).catch((error: unknown) => {
+    watch.stop();
+    throw error;
+  });
   const intakePool = new IntakePool();
   const { owner } = options;
   return {
