@@ -277,12 +277,14 @@ describe('a cds cluster under faults (issue 30, Must show)', () => {
     const acked = result.acked.get('t-m') ?? new Set<string>();
     const missing = [...acked].filter((id) => !home.has(id));
     const doubled = [...home].filter(([, copies]) => copies > 1);
+    const leftOnA = stored.get('a')?.get('t-m')?.size ?? 0;
     console.log(
-      `t-m moved to b: ${acked.size} acked, ${home.size} stored on b (${missing.length} missing, ${doubled.length} doubled), ${stored.get('a')?.get('t-m')?.size ?? 0} left on a`,
+      `t-m moved to b: ${acked.size} acked, ${home.size} stored on b (${missing.length} missing, ${doubled.length} doubled), ${leftOnA} left on a`,
     );
     expect(acked.size).toBeGreaterThan(0);
     expect(missing).toEqual([]);
     expect(doubled).toEqual([]);
+    expect(leftOnA).toBe(0);
   }, 150_000);
 
   it('brings a shard back from a backup on a fresh data dir, catching up from the stream', async () => {

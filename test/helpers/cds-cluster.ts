@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { DuckDBInstance } from '@duckdb/node-api';
 import type { BusRole } from '../../src/bus/connect.js';
 import { EVENTS_STREAM } from '../../src/bus/subjects.js';
@@ -12,10 +13,11 @@ import { waitUntil } from './wait.js';
 const LISTENING = /listening on (http:\/\/[^\s"]+)/;
 const START_TIMEOUT_MS = 60_000;
 /**
- * Starts of one process, as a supervisor (systemd's Restart=on-failure) would retry them: a
- * process started while a NATS node is down can exit on a timed-out bus request (see the report).
+ * Starts of one process, as a supervisor (systemd's Restart=on-failure, RestartSec=1) tries
+ * them: a process started while a NATS node is down can exit when its registry watch times out.
  */
-const START_ATTEMPTS = 3;
+const START_ATTEMPTS = 10;
+const RESTART_PAUSE_MS = 1_000;
 
 /** Runs `start` until a process stays up, at most START_ATTEMPTS times; counts the retries. */
 async function supervised(
@@ -28,6 +30,7 @@ async function supervised(
     } catch (error) {
       if (attempt >= START_ATTEMPTS) throw error;
       retried.count += 1;
+      await sleep(RESTART_PAUSE_MS);
     }
   }
 }
@@ -35,7 +38,8 @@ async function supervised(
 export interface CdsProcess {
   /** The running process, or null while it is down. */
   server: ChildServer | null;
-  readonly url: string;
+  /** Where it answered last: a client of a process down still tries it there. */
+  url: string;
 }
 
 export interface Owner extends CdsProcess {
@@ -140,9 +144,7 @@ export async function startCdsCluster(): Promise<CdsCluster> {
         shard,
         dir: join(root, `owner-${shard}`),
         server: null,
-        get url() {
-          return this.server?.url ?? '';
-        },
+        url: '',
       };
       if (dir) owner.dir = dir;
       owner.server = await supervised(
@@ -165,6 +167,7 @@ export async function startCdsCluster(): Promise<CdsCluster> {
           ),
         startsRetried,
       );
+      owner.url = owner.server.url;
       owners.set(shard, owner);
       return owner;
     },
@@ -172,9 +175,7 @@ export async function startCdsCluster(): Promise<CdsCluster> {
       const collector: Collector = collectors[index] ?? {
         index,
         server: null,
-        get url() {
-          return this.server?.url ?? '';
-        },
+        url: '',
       };
       collector.server = await supervised(
         () =>
@@ -193,6 +194,7 @@ export async function startCdsCluster(): Promise<CdsCluster> {
           ),
         startsRetried,
       );
+      collector.url = collector.server.url;
       collectors[index] = collector;
       return collector;
     },
@@ -231,16 +233,23 @@ export async function startCdsCluster(): Promise<CdsCluster> {
     },
     async drained(timeoutMs = 60_000) {
       const manager = await admin.manager();
+      let behind: string[] = [];
       await waitUntil(
         async () => {
           const consumers = await manager.consumers.list(EVENTS_STREAM).next();
-          return consumers.every(
-            (consumer) => consumer.num_pending === 0 && consumer.num_ack_pending === 0,
-          );
+          behind = consumers
+            .filter((consumer) => consumer.num_pending > 0 || consumer.num_ack_pending > 0)
+            .map(
+              (consumer) =>
+                `${consumer.name} (${consumer.num_pending} pending, ${consumer.num_ack_pending} unacknowledged)`,
+            );
+          return behind.length === 0;
         },
         'every consumer of the events stream to have nothing pending',
         timeoutMs,
-      );
+      ).catch((error: unknown) => {
+        throw new Error(`${(error as Error).message}; still behind: ${behind.join(', ')}`);
+      });
     },
     async close() {
       await Promise.all(
