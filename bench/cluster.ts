@@ -2,6 +2,7 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { type AddressInfo, createServer } from 'node:net';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import autocannon from 'autocannon';
@@ -30,7 +31,7 @@ const SECONDS = Number(process.env.BENCH_SECONDS ?? 10);
 const CONNECTIONS = 4;
 const BATCH = 1_000;
 /** Events in the stream for each ingest run, split evenly over its tenants. */
-const INGEST_EVENTS = Number(process.env.BENCH_CLUSTER_EVENTS ?? 40_000);
+const INGEST_EVENTS = Number(process.env.BENCH_CLUSTER_EVENTS ?? 100_000);
 const INGEST_TENANTS = 4;
 const EVENT_TYPES = ['page_viewed', 'product_viewed', 'signed_up', 'order_completed'];
 /**
@@ -126,7 +127,46 @@ function natsPids(cluster: LocalCluster, dir: string): number[] {
 }
 
 const cpuOf = (pids: number[]) => pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
-const cores = (cpu: number, seconds: number) => `${(cpu / seconds).toFixed(2)} cores`;
+/** This process's own CPU seconds (the load client's). */
+const ownCpu = () => {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1e6;
+};
+
+/** CPU seconds every process of the machine has used so far, from /proc/stat (Linux). */
+function machineCpu(): number {
+  const fields = (readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '')
+    .trim()
+    .split(/\s+/)
+    .slice(1)
+    .map(Number);
+  // user nice system idle iowait irq softirq steal: busy is all but idle and iowait.
+  const busy = fields
+    .slice(0, 8)
+    .reduce((sum, value, index) => sum + (index === 3 || index === 4 ? 0 : value), 0);
+  return busy / 100;
+}
+
+/**
+ * What bounds a figure, from the cores each process used over `seconds` and the machine's own
+ * count (other agents share it): the machine when its cores are nearly all busy, one process
+ * when it used about a core (a Node main thread), else waiting (round trips, fetch expiry).
+ */
+function boundBy(parts: [string, number][], machineBusy: number, seconds: number): string {
+  const machine = availableParallelism();
+  const used = parts.map(([name, cpu]) => [name, cpu / seconds] as const);
+  const ours = used.reduce((sum, [, busy]) => sum + busy, 0);
+  const total = machineBusy / seconds;
+  const busiest = [...used].sort((a, b) => b[1] - a[1])[0];
+  const verdict =
+    total >= 0.85 * machine
+      ? `this machine's ${machine} cores`
+      : busiest && busiest[1] >= 0.85
+        ? `${busiest[0]} (about one core)`
+        : 'waiting, not CPU';
+  const detail = used.map(([name, busy]) => `${name} ${busy.toFixed(2)}`).join(', ');
+  return `bound by ${verdict}: ${total.toFixed(2)} of ${machine} cores busy (${detail}, other processes ${Math.max(0, total - ours).toFixed(2)})`;
+}
 
 /** A landing-file data dir with the bench tenant and its registry.json, as `cds collect` reads it. */
 async function landingCollectorDir(): Promise<string> {
@@ -145,14 +185,24 @@ async function landingCollectorDir(): Promise<string> {
   return dir;
 }
 
+interface CollectorRun {
+  events: number;
+  collectorCpu: number;
+  othersCpu: number;
+  clientCpu: number;
+  machineCpu: number;
+}
+
 /** Acknowledged events/s of one collector under autocannon, and the CPU each process spent. */
 async function collectorRun(
   collector: Running,
   others: number[],
   body: string,
-): Promise<{ events: number; collectorCpu: number; othersCpu: number }> {
+): Promise<CollectorRun> {
+  const machineBefore = machineCpu();
   const collectorBefore = cpuSeconds(collector.child.pid as number);
   const othersBefore = cpuOf(others);
+  const clientBefore = ownCpu();
   let request = 0;
   const result = await autocannon({
     url: `${collector.url}/v1/events/batch`,
@@ -178,6 +228,8 @@ async function collectorRun(
     events: result['2xx'] * BATCH,
     collectorCpu: cpuSeconds(collector.child.pid as number) - collectorBefore,
     othersCpu: cpuOf(others) - othersBefore,
+    clientCpu: ownCpu() - clientBefore,
+    machineCpu: machineCpu() - machineBefore,
   };
 }
 
@@ -308,11 +360,28 @@ export async function benchCluster(): Promise<void> {
     const wall = 2 * SECONDS;
     const landingEvents = landingFirst.events + landingSecond.events;
     const busEvents = busFirst.events + busSecond.events;
+    const sum = (key: Exclude<keyof CollectorRun, 'events'>, ...runs: CollectorRun[]) =>
+      runs.reduce((total, run) => total + run[key], 0);
     console.log(
-      `(a) cds collect, landing files: ${rate(landingEvents, wall)} acknowledged; collector ${cores(landingFirst.collectorCpu + landingSecond.collectorCpu, wall)}`,
+      `(a) cds collect, landing files: ${rate(landingEvents, wall)} acknowledged; ${boundBy(
+        [
+          ['collector', sum('collectorCpu', landingFirst, landingSecond)],
+          ['client', sum('clientCpu', landingFirst, landingSecond)],
+        ],
+        sum('machineCpu', landingFirst, landingSecond),
+        wall,
+      )}`,
     );
     console.log(
-      `(a) cds collect --bus (3 replicas): ${rate(busEvents, wall)} acknowledged; collector ${cores(busFirst.collectorCpu + busSecond.collectorCpu, wall)}, the 3 nats-server nodes ${cores(busFirst.othersCpu + busSecond.othersCpu, wall)} together (2 cores on this machine)`,
+      `(a) cds collect --bus (R3 stream): ${rate(busEvents, wall)} acknowledged; ${boundBy(
+        [
+          ['collector', sum('collectorCpu', busFirst, busSecond)],
+          ['3 nats-server nodes', sum('othersCpu', busFirst, busSecond)],
+          ['client', sum('clientCpu', busFirst, busSecond)],
+        ],
+        sum('machineCpu', busFirst, busSecond),
+        wall,
+      )}`,
     );
     console.log(`(a) ratio bus / landing: ${(busEvents / landingEvents).toFixed(2)}`);
     await stop(landingCollector);
@@ -326,10 +395,11 @@ export async function benchCluster(): Promise<void> {
     const manager = await admin.manager();
     /** Time from the owners' start until their tenants' consumers have nothing pending. */
     const ingestRun = async (shards: string[], tenants: string[]) => {
+      const natsBefore = cpuOf(natsProcesses);
+      const machineBefore = machineCpu();
       const started = performance.now();
       const shardOwners = await Promise.all(shards.map((shard) => startOwner(shard)));
       const listening = (performance.now() - started) / 1000;
-      const natsBefore = cpuOf(natsProcesses);
       for (;;) {
         const infos = await Promise.all(
           tenants.map((tenant) =>
@@ -349,8 +419,9 @@ export async function benchCluster(): Promise<void> {
       const seconds = (performance.now() - started) / 1000;
       const ownerCpu = shardOwners.map((owner) => cpuSeconds(owner.child.pid as number));
       const natsCpu = cpuOf(natsProcesses) - natsBefore;
+      const machine = machineCpu() - machineBefore;
       for (const owner of shardOwners) await stop(owner);
-      return { seconds, listening, ownerCpu, natsCpu };
+      return { seconds, listening, ownerCpu, natsCpu, machine };
     };
     const events = perTenant * INGEST_TENANTS;
     const one = await ingestRun(['solo'], oneOwner);
@@ -359,8 +430,16 @@ export async function benchCluster(): Promise<void> {
       ['one owner', one],
       ['two owners', two],
     ] as const) {
+      const ingesting = run.seconds - run.listening;
       console.log(
-        `(b) ingest from the stream, ${label}: ${events.toLocaleString('en')} events in ${run.seconds.toFixed(2)} s from start (listening after ${run.listening.toFixed(2)} s), ${rate(events, run.seconds)}; owner CPU ${run.ownerCpu.map((cpu) => cores(cpu, run.seconds)).join(' + ')}, nats-server nodes ${cores(run.natsCpu, run.seconds)}`,
+        `(b) ingest from the stream, ${label}: ${events.toLocaleString('en')} events in ${run.seconds.toFixed(2)} s from start, ${rate(events, run.seconds)} (${rate(events, ingesting)} after the ${run.listening.toFixed(2)} s start); ${boundBy(
+          [
+            ...run.ownerCpu.map((cpu, index): [string, number] => [`owner ${index + 1}`, cpu]),
+            ['3 nats-server nodes', run.natsCpu],
+          ],
+          run.machine,
+          run.seconds,
+        )}`,
       );
     }
     console.log(`(b) ratio two owners / one: ${(one.seconds / two.seconds).toFixed(2)}`);
