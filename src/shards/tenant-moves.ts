@@ -63,14 +63,29 @@ export class TenantMoves {
       await this.copyIn(entry);
     } else if (!here) {
       if (taken) await this.loop.release(tenantId);
-      if (assignment.state === 'active' && (await holdsTenant(this.context, tenantId))) {
-        await deleteTenantRows(this.context, tenantId);
-        log().info(
-          { tenant_id: tenantId, shard: assignment.shard },
-          'tenant rows deleted: another shard owns it now',
-        );
-      }
+      if (assignment.state === 'active' && (await holdsTenant(this.context, tenantId)))
+        await this.dropCopy(tenantId, assignment.epoch, assignment.shard);
     }
+  }
+
+  /**
+   * Step 4 on A. Only a tenant that was moved (epoch past its first assignment) is deleted: rows
+   * of a tenant assigned elsewhere from the start mean two databases were given the same tenant,
+   * which an operator must look at, not a move that finished.
+   */
+  private async dropCopy(tenantId: string, epoch: number, owner: string): Promise<void> {
+    if (epoch <= 1) {
+      log().error(
+        { tenant_id: tenantId, shard: owner },
+        'this database holds a tenant assigned to another shard from the start; its rows are left as they are',
+      );
+      return;
+    }
+    await deleteTenantRows(this.context, tenantId);
+    log().info(
+      { tenant_id: tenantId, shard: owner },
+      'tenant rows deleted: another shard owns it now',
+    );
   }
 
   /** Step 2: stop consuming T, then say where it stopped. */
