@@ -23,6 +23,12 @@ export async function runBusInit(globals: GlobalOptions, flags: BusInitFlags): P
       replicas: flags.replicas,
       maxAgeMs: flags.maxAgeHours * 3600 * 1000,
       maxBytes: flags.maxBytes,
+    }).catch((error: Error) => {
+      if (!/Permissions Violation/.test(error.message)) throw error;
+      throw new ConfigError(
+        '--bus-creds',
+        `the bus refused these credentials (${error.message}): cds bus init needs the admin's`,
+      );
     });
     output(globals.json, result, (value) =>
       printLine(`stream CDS_EVENTS ${value.stream}; buckets ${value.buckets.join(', ')}`),

@@ -102,40 +102,28 @@ async function ownerBus(context: Context): Promise<BusConnection | null> {
   return connectBus(settings, 'owner');
 }
 
-/** Cluster mode: what the API routes each tenant's requests by, and how to let it go. */
-interface ServeCluster {
-  view: ClusterView;
-  close(): Promise<void>;
-}
-
 /**
- * Cluster mode (`--bus` with `--shard`): the shard map and owners the API routes each tenant's
- * requests by, on a connection of its own as an owner.
+ * Cluster mode with a shard (`--bus --shard`): the shard map and owners the API routes each
+ * tenant's requests by (api/cluster-routing.ts), watched on the owner's connection.
  */
-async function openServeCluster(context: Context): Promise<ServeCluster | null> {
-  const { bus, shard, bus_creds, default_shard } = context.config;
+async function openClusterRouting(
+  context: Context,
+  bus: BusConnection | null,
+): Promise<ClusterView | null> {
+  const { shard, default_shard } = context.config;
   if (!bus || !shard) return null;
-  const { connectBus } = await import('../bus/connect.js');
   const { openClusterView } = await import('../shards/cluster-view.js');
-  const connection = await connectBus({ servers: bus, credsPath: bus_creds }, 'owner');
-  const view = await cleaningUpOnFailure(
-    openClusterView(connection, { shard, defaultShard: default_shard }),
-    () => connection.close(),
-  );
-  return {
-    view,
-    async close() {
-      view.stop();
-      await connection.close();
-    },
-  };
+  return openClusterView(bus, { shard, defaultShard: default_shard });
 }
 
 export async function startServer(context: Context, options: ServeOptions): Promise<RunningServer> {
   const bus = await ownerBus(context);
-  const cluster = await openServeCluster(context);
   const sender = configuredSender(context);
   const { collector, landing } = await openCollector(context, bus);
+  const cluster = await cleaningUpOnFailure(openClusterRouting(context, bus), async () => {
+    await collector.close();
+    await bus?.close();
+  });
   let owner: RunningOwner | null = null;
   const loop =
     options.ingest && bus === null
@@ -147,7 +135,7 @@ export async function startServer(context: Context, options: ServeOptions): Prom
       : null;
   const app = buildApp(context, {
     collector,
-    ...(cluster ? { cluster: cluster.view } : {}),
+    ...(cluster ? { cluster } : {}),
     ingestFailure: () => loop?.failure ?? owner?.failure() ?? null,
     logRequests: options.logRequests,
   });
@@ -155,8 +143,8 @@ export async function startServer(context: Context, options: ServeOptions): Prom
   const address = await cleaningUpOnFailure(
     listenOn(app, context.config.port, context.config.host),
     async () => {
+      cluster?.stop();
       await collector.close();
-      await cluster?.close();
       await bus?.close();
     },
   );
@@ -198,7 +186,7 @@ export async function startServer(context: Context, options: ServeOptions): Prom
     close() {
       closing ??= (async () => {
         await app.close();
-        await cluster?.close();
+        cluster?.stop();
         await collector.close();
         await loop?.stop();
         await owner?.close();

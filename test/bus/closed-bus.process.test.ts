@@ -79,3 +79,40 @@ describe('a closed bus (issue 30, item 7)', () => {
     expect(crlf.duplicate).toBe(false);
   });
 });
+
+describe('cds bus init', () => {
+  it('is run again to resize the stream, changing nothing else', async () => {
+    const { cdsInProcess } = await import('../helpers/cli-in-process.js');
+    const bus = ['--bus', cluster.servers.join(','), '--bus-creds', cluster.creds.admin];
+    const result = await cdsInProcess(['bus', 'init', ...bus, '--max-age-hours', '26', '--json']);
+    expect(result.code, result.stderr).toBe(0);
+    expect(JSON.parse(result.stdout)).toEqual({
+      stream: 'updated',
+      buckets: ['cds_registry', 'cds_shards', 'cds_owners', 'cds_collectors'],
+    });
+    const admin = await cluster.connect('admin');
+    const info = await (await admin.manager()).streams.info('CDS_EVENTS');
+    expect(info.config.max_age).toBe(26 * 3600 * 1e9);
+    expect(info.config.num_replicas).toBe(3);
+  });
+
+  it('refuses to run without the bus, or with credentials that may not create streams', async () => {
+    const { cdsInProcess } = await import('../helpers/cli-in-process.js');
+    const missing = await cdsInProcess(['bus', 'init']);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/--bus.*is required/);
+    const asCollector = await cdsInProcess([
+      'bus',
+      'init',
+      '--bus',
+      cluster.servers.join(','),
+      '--bus-creds',
+      cluster.creds.collector,
+    ]);
+    expect(asCollector.code).toBe(2);
+    expect(asCollector.stderr).toMatch(
+      /--bus-creds: the bus refused these credentials .*Permissions Violation.*needs the admin/,
+    );
+    expect(asCollector.stderr).not.toMatch(/ {4}at /);
+  });
+});
