@@ -19,17 +19,19 @@ const START_TIMEOUT_MS = 60_000;
 const START_ATTEMPTS = 10;
 const RESTART_PAUSE_MS = 1_000;
 
-/** Runs `start` until a process stays up, at most START_ATTEMPTS times; counts the retries. */
+/** Runs `start` until a process stays up, at most START_ATTEMPTS times; notes each retry. */
 async function supervised(
+  name: string,
   start: () => Promise<ChildServer>,
-  retried: { count: number },
+  retried: string[],
 ): Promise<ChildServer> {
   for (let attempt = 1; ; attempt += 1) {
     try {
       return await start();
     } catch (error) {
       if (attempt >= START_ATTEMPTS) throw error;
-      retried.count += 1;
+      const reason = /^\w*Error: .*$/m.exec((error as Error).message)?.[0] ?? 'exited';
+      retried.push(`${name}: ${reason}`);
       await sleep(RESTART_PAUSE_MS);
     }
   }
@@ -72,8 +74,8 @@ export interface CdsCluster {
   masterKey: string;
   owners: Map<string, Owner>;
   collectors: Collector[];
-  /** Starts of an owner or a collector that exited and were tried again. */
-  startsRetried: { count: number };
+  /** Starts of an owner or a collector that exited and were tried again, each with why. */
+  startsRetried: string[];
   /** `--bus URLS --bus-creds FILE` of a role. */
   busArgs(role: BusRole): string[];
   /** Runs `cds` with the cluster's master key; fails with its stderr unless it exits 0. */
@@ -102,7 +104,7 @@ export async function startCdsCluster(): Promise<CdsCluster> {
   const env = { CDS_MASTER_KEY: masterKey };
   const owners = new Map<string, Owner>();
   const collectors: Collector[] = [];
-  const startsRetried = { count: 0 };
+  const startsRetried: string[] = [];
   const admin = await nats.connect('admin');
   const busArgs = (role: BusRole) => [
     '--bus',
@@ -148,6 +150,7 @@ export async function startCdsCluster(): Promise<CdsCluster> {
       };
       if (dir) owner.dir = dir;
       owner.server = await supervised(
+        `owner ${shard}`,
         () =>
           startCli(
             [
@@ -178,6 +181,7 @@ export async function startCdsCluster(): Promise<CdsCluster> {
         url: '',
       };
       collector.server = await supervised(
+        `collector ${index}`,
         () =>
           startCli(
             [
