@@ -21,7 +21,7 @@ async function load(options: autocannon.Options): Promise<autocannon.Result> {
 }
 
 /** CPU seconds (user + system) a process has used so far, from /proc (Linux). */
-function cpuSeconds(pid: number): number {
+export function cpuSeconds(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
   // utime and stime are fields 14 and 15 of stat; after the command's ")" they are 12 and 13.
   return (Number(fields[11]) + Number(fields[12])) / 100;

@@ -1,4 +1,5 @@
 import { benchCli } from './cli.js';
+import { benchCluster } from './cluster.js';
 import { benchCollector } from './collector.js';
 import { benchErase } from './erase.js';
 import { benchIngest } from './ingest.js';
@@ -6,7 +7,7 @@ import { benchSegments } from './segments.js';
 import { removeBenchDirs } from './setup.js';
 
 /**
- * `npm run bench [-- ingest|collector|segments|erase|cli] [--events N] [--profiles N]`: prints figures and
+ * `npm run bench [-- ingest|collector|segments|erase|cli|cluster] [--events N] [--profiles N]`: prints figures and
  * ratios, asserts nothing.
  */
 const args = process.argv.slice(2);
@@ -14,7 +15,9 @@ const eventsFlag = args.indexOf('--events');
 const events = eventsFlag >= 0 ? Number(args[eventsFlag + 1]) : 1_000_000;
 const profilesFlag = args.indexOf('--profiles');
 const profiles = profilesFlag >= 0 ? Number(args[profilesFlag + 1]) : 1_000_000;
-const only = args.find((arg) => ['ingest', 'collector', 'segments', 'erase', 'cli'].includes(arg));
+const only = args.find((arg) =>
+  ['ingest', 'collector', 'segments', 'erase', 'cli', 'cluster'].includes(arg),
+);
 
 try {
   if (!only || only === 'ingest') await benchIngest(events);
@@ -23,6 +26,8 @@ try {
   if (!only || only === 'erase')
     await benchErase(Number(process.env.BENCH_ERASE_EVENTS ?? 1_000_000));
   if (!only || only === 'cli') await benchCli();
+  // Needs nats-server (scripts/system-packages.sh), so only when asked for by name.
+  if (only === 'cluster') await benchCluster();
 } finally {
   removeBenchDirs();
 }

@@ -23,10 +23,16 @@ export function removeBenchDirs(): void {
   for (const dir of benchDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 }
 
+/** A fresh folder under the system's temp dir, removed when the run ends. */
+export function makeBenchDir(prefix = 'cds-bench-'): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  benchDirs.push(dir);
+  return dir;
+}
+
 /** A fresh data dir with the bench tenant and its event types, and the tenant's token. */
 export async function prepareDataDir(): Promise<{ dir: string; tenantToken: string }> {
-  const dir = mkdtempSync(join(tmpdir(), 'cds-bench-'));
-  benchDirs.push(dir);
+  const dir = makeBenchDir();
   mkdirSync(dir, { recursive: true });
   const config = loadConfig({ data_dir: dir }, {});
   const dataDir = openDataDir(config.data_dir);

@@ -44,24 +44,36 @@ function cds(args, env = {}) {
   });
 }
 
-/** Starts a daemon and resolves with the URL its log announces. */
+/** The end of a daemon's log kept to explain its exit. */
+const LOG_TAIL = 8192;
+
+/**
+ * Starts a daemon and resolves with the URL its log announces (an info record, so the log stays
+ * at info; it goes to a pipe, not to this terminal, which shows only the entry points).
+ */
 function daemon(name, args) {
   return new Promise((done, fail) => {
     const child = spawn(process.execPath, [bin, ...args], {
-      env: { ...process.env, CDS_MASTER_KEY: masterKey, CDS_LOG_LEVEL: 'warn' },
+      env: { ...process.env, CDS_MASTER_KEY: masterKey },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     children.push(child);
     let err = '';
     const listening = /listening on (http:\/\/[^\s"]+)/;
     child.stderr.on('data', (chunk) => {
-      err += chunk;
+      err = (err + chunk).slice(-LOG_TAIL);
       const match = listening.exec(err);
       if (match) done(match[1]);
     });
     child.on('exit', (code) => fail(new Error(`${name} exited (${code}):\n${err}`)));
   });
 }
+
+// Installed first: Ctrl-C during the setup must still stop what was started, not leave it running.
+const interrupted = new Promise((done) => {
+  process.once('SIGINT', done);
+  process.once('SIGTERM', done);
+});
 
 let nats;
 async function stopAll() {
@@ -80,7 +92,6 @@ try {
   const as = (role) => [...bus, '--bus-creds', nats.creds[role]];
   await cds(['bus', 'init', ...as('admin')]);
   const owners = {};
-  // Each log level stays at warn so this terminal shows the entry points, not request lines.
   for (const shard of ['a', 'b']) {
     owners[shard] = await daemon(`owner ${shard}`, [
       'serve',
@@ -134,7 +145,7 @@ try {
         '--server',
         owners.a,
         '--token',
-        created.token,
+        created.tenant_token.token,
         '--json',
         'tokens',
         'issue',
@@ -149,14 +160,22 @@ try {
     // Registered through owner b: a write forwarded to the tenant's owner when it is on a.
     const registered = await fetch(`${owners.b}/v1/tenants/${tenant}/event-types/page_view`, {
       method: 'PUT',
-      headers: { authorization: `Bearer ${created.token}`, 'content-type': 'application/json' },
+      headers: {
+        authorization: `Bearer ${created.tenant_token.token}`,
+        'content-type': 'application/json',
+      },
       body: '{}',
     });
     if (!registered.ok)
       throw new Error(
         `registering page_view for ${tenant}: ${registered.status} ${await registered.text()}`,
       );
-    tenants.push({ tenant, shard, token: created.token, collector: collector.token });
+    tenants.push({
+      tenant,
+      shard,
+      token: created.tenant_token.token,
+      collector: collector.token,
+    });
   }
   const lines = [
     '',
@@ -184,10 +203,7 @@ try {
     'Press Ctrl-C to stop every process.',
   ];
   console.log(lines.join('\n'));
-  await new Promise((done) => {
-    process.once('SIGINT', done);
-    process.once('SIGTERM', done);
-  });
+  await interrupted;
 } catch (error) {
   console.error(error instanceof Error ? error.message : error);
   process.exitCode = 1;
