@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { DuckDBInstance } from '@duckdb/node-api';
 import type { BusRole } from '../../src/bus/connect.js';
 import { EVENTS_STREAM } from '../../src/bus/subjects.js';
@@ -12,31 +11,6 @@ import { waitUntil } from './wait.js';
 /** A daemon announces its address in its log, plain or JSON. */
 const LISTENING = /listening on (http:\/\/[^\s"]+)/;
 const START_TIMEOUT_MS = 60_000;
-/**
- * Starts of one process, as a supervisor (systemd's Restart=on-failure, RestartSec=1) tries
- * them: a process started while a NATS node is down can exit when its registry watch times out.
- */
-const START_ATTEMPTS = 10;
-const RESTART_PAUSE_MS = 1_000;
-
-/** Runs `start` until a process stays up, at most START_ATTEMPTS times; notes each retry. */
-async function supervised(
-  name: string,
-  start: () => Promise<ChildServer>,
-  retried: string[],
-): Promise<ChildServer> {
-  for (let attempt = 1; ; attempt += 1) {
-    try {
-      return await start();
-    } catch (error) {
-      if (attempt >= START_ATTEMPTS) throw error;
-      const reason = /^\w*Error: .*$/m.exec((error as Error).message)?.[0] ?? 'exited';
-      retried.push(`${name}: ${reason}`);
-      await sleep(RESTART_PAUSE_MS);
-    }
-  }
-}
-
 export interface CdsProcess {
   /** The running process, or null while it is down. */
   server: ChildServer | null;
@@ -74,8 +48,6 @@ export interface CdsCluster {
   masterKey: string;
   owners: Map<string, Owner>;
   collectors: Collector[];
-  /** Starts of an owner or a collector that exited and were tried again, each with why. */
-  startsRetried: string[];
   /** `--bus URLS --bus-creds FILE` of a role. */
   busArgs(role: BusRole): string[];
   /** Runs `cds` with the cluster's master key; fails with its stderr unless it exits 0. */
@@ -104,7 +76,6 @@ export async function startCdsCluster(): Promise<CdsCluster> {
   const env = { CDS_MASTER_KEY: masterKey };
   const owners = new Map<string, Owner>();
   const collectors: Collector[] = [];
-  const startsRetried: string[] = [];
   const admin = await nats.connect('admin');
   const busArgs = (role: BusRole) => [
     '--bus',
@@ -133,7 +104,6 @@ export async function startCdsCluster(): Promise<CdsCluster> {
     masterKey,
     owners,
     collectors,
-    startsRetried,
     busArgs,
     cds,
     async operatorToken() {
@@ -149,26 +119,11 @@ export async function startCdsCluster(): Promise<CdsCluster> {
         url: '',
       };
       if (dir) owner.dir = dir;
-      owner.server = await supervised(
-        `owner ${shard}`,
-        () =>
-          startCli(
-            [
-              'serve',
-              '-d',
-              owner.dir,
-              ...busArgs('owner'),
-              '--shard',
-              shard,
-              '--port',
-              '0',
-              '--quiet',
-            ],
-            LISTENING,
-            START_TIMEOUT_MS,
-            env,
-          ),
-        startsRetried,
+      owner.server = await startCli(
+        ['serve', '-d', owner.dir, ...busArgs('owner'), '--shard', shard, '--port', '0', '--quiet'],
+        LISTENING,
+        START_TIMEOUT_MS,
+        env,
       );
       owner.url = owner.server.url;
       owners.set(shard, owner);
@@ -180,23 +135,11 @@ export async function startCdsCluster(): Promise<CdsCluster> {
         server: null,
         url: '',
       };
-      collector.server = await supervised(
-        `collector ${index}`,
-        () =>
-          startCli(
-            [
-              'collect',
-              '-d',
-              join(root, `collector-${index}`),
-              ...busArgs('collector'),
-              '--port',
-              '0',
-            ],
-            LISTENING,
-            START_TIMEOUT_MS,
-            env,
-          ),
-        startsRetried,
+      collector.server = await startCli(
+        ['collect', '-d', join(root, `collector-${index}`), ...busArgs('collector'), '--port', '0'],
+        LISTENING,
+        START_TIMEOUT_MS,
+        env,
       );
       collector.url = collector.server.url;
       collectors[index] = collector;
