@@ -314,3 +314,78 @@ describe('the owner loop across crashes (in process, on the cluster)', () => {
     );
   });
 });
+
+describe('an erasure on the owner (issue 30, One API any node)', () => {
+  it('holds against events of the erased person still in the stream', async () => {
+    const dir = tempDir();
+    await seedShardDir(dir, []);
+    const e = await owner('e', dir);
+    const operator = operatorToken(Buffer.from(SHARED_MASTER_KEY, 'hex'));
+    const api = (method: string, path: string, token: string, body?: unknown) =>
+      fetch(`${e.url}${path}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${token}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+    const created = await api('POST', '/v1/operator/tenants', operator, {
+      tenant_id: 'eris',
+      workspaces: ['w1'],
+    });
+    expect(created.status).toBe(201);
+    const tenantToken = ((await created.json()) as { tenant_token: { token: string } }).tenant_token
+      .token;
+    expect(
+      (await api('PUT', '/v1/tenants/eris/event-types/page_viewed', tenantToken, {})).status,
+    ).toBeLessThan(300);
+    await expect
+      .poll(async () => (await (await ShardMap.open(admin)).get('eris'))?.assignment.shard, {
+        timeout: 20_000,
+      })
+      .toBe('e');
+
+    await publishEvent(collector, 'eris', 'before-erasure');
+    await waitDrained(admin, ['eris']);
+    const email = encodeURIComponent('before-erasure@shop.test');
+    const found = await api(
+      'GET',
+      `/v1/tenants/eris/workspaces/w1/profiles/lookup?email=${email}`,
+      tenantToken,
+    );
+    expect(found.status).toBe(200);
+    const { profile_id } = (await found.json()) as { profile_id: string };
+    const receivedBefore = new Date().toISOString();
+    const erased = await api(
+      'DELETE',
+      `/v1/tenants/eris/workspaces/w1/profiles/${profile_id}`,
+      tenantToken,
+    );
+    expect(erased.status).toBe(200);
+
+    // Accepted by a collector before the erasure, reaching the owner after it: the same person.
+    const inFlight = envelope({
+      id: 'in-flight',
+      tenant: 'eris',
+      workspace: 'w1',
+      identifiers: { email: 'before-erasure@shop.test' },
+    });
+    await publishEvent(
+      collector,
+      'eris',
+      'in-flight',
+      landingLineText(receivedBefore, 'server', 'test-collector', inFlight as never),
+    );
+    await waitDrained(admin, ['eris']);
+    const lookedUp = await api(
+      'GET',
+      `/v1/tenants/eris/workspaces/w1/profiles/lookup?email=${email}`,
+      tenantToken,
+    );
+    expect(lookedUp.status).toBe(404);
+    await e.stop();
+    const stored = (await shardRows(dir)).events.get('eris') ?? new Map();
+    expect([...stored.keys()]).toEqual([]);
+  }, 120_000);
+});
