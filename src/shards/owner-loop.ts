@@ -17,8 +17,10 @@ import { ensureConsumers } from './consumers.js';
 /**
  * M: the most messages one fetch takes from a tenant's consumer, and the consumer's
  * `max_ack_pending` (docs/cluster-design.md §4). A consumer found with another is re-created.
+ * A batch's fixed cost (about forty statements) is paid per round, so a tenant with a backlog
+ * is taken 5,000 at a time: 1,000 held one owner to about 11k events/s.
  */
-export const FETCH_SIZE = 1000;
+export const FETCH_SIZE = 5000;
 
 const MAX_RETRY_DELAY_MS = 60_000;
 /** The client refuses a fetch that expires sooner. */
@@ -81,6 +83,8 @@ export class OwnerLoop {
   private retryAt = 0;
   private upkeepError: string | null = null;
   private nextRoundWaiters: (() => void)[] = [];
+  /** Where the next round starts among the consumers, when not all fit in one. */
+  private turn = 0;
   private taking: Promise<void> = Promise.resolve();
   failure: IngestFailure | null = null;
 
@@ -190,7 +194,7 @@ export class OwnerLoop {
     if (this.broken.size > 0) await this.take([...this.broken]);
     await this.upkeep();
     const fetched = await Promise.all(
-      [...this.consumers].map(async ([tenantId, consumer]) => {
+      this.consumersThisRound().map(async ([tenantId, consumer]) => {
         try {
           return await fetchAll(
             consumer,
@@ -198,6 +202,15 @@ export class OwnerLoop {
             Math.max(MIN_EXPIRES_MS, this.config.intervalMs),
           );
         } catch (error) {
+          // The servers too busy to send the fetch's heartbeats in time: nothing is wrong with
+          // the consumer, and the next round fetches again.
+          if ((error as Error).message === 'heartbeats missed') {
+            log().debug(
+              { tenant_id: tenantId },
+              'fetch heartbeats missed; fetched again next round',
+            );
+            return [];
+          }
           // A consumer deleted or moved under us: the restart rule sets it right next round.
           log().warn(
             { tenant_id: tenantId, err: error },
@@ -232,6 +245,19 @@ export class OwnerLoop {
     } finally {
       await this.bus.nc.flush();
     }
+  }
+
+  /**
+   * The consumers one round fetches from: all of them, unless their fetches together could hold
+   * more than `max_batch_events` messages in memory; then as many as fit, taking turns.
+   */
+  private consumersThisRound(): [string, Consumer][] {
+    const all = [...this.consumers];
+    const fit = Math.max(1, Math.floor(this.config.maxBatchEvents / FETCH_SIZE));
+    if (all.length <= fit) return all;
+    const start = this.turn % all.length;
+    this.turn = start + fit;
+    return [...all, ...all].slice(start, start + fit);
   }
 
   private async ingest(messages: JsMsg[]): Promise<void> {

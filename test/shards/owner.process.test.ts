@@ -236,6 +236,34 @@ describe('a tenant created on a running owner', () => {
 });
 
 describe('the owner loop across crashes (in process, on the cluster)', () => {
+  it('takes turns among its tenants when their fetches would hold more than a batch takes', async () => {
+    const dir = tempDir();
+    const tenants = ['turn-1', 'turn-2', 'turn-3'];
+    await seedShardDir(dir, tenants);
+    const env = await openTestEnvIn(dir, { config: { master_key: SHARED_MASTER_KEY } });
+    try {
+      const published = new Map<string, string[]>();
+      for (const tenant of tenants) published.set(tenant, await publishMany(collector, tenant, 40));
+      // One fetch fills a batch: each round fetches from one tenant, in turn.
+      const loop = new OwnerLoop(env.context, await cluster.connect('owner'), {
+        intervalMs: 1000,
+        maxBatchEvents: FETCH_SIZE,
+      });
+      await loop.take(tenants);
+      loop.start();
+      await waitDrained(admin, tenants);
+      await loop.stop();
+      for (const tenant of tenants) {
+        const stored = await storedIds(env.context, tenant);
+        expect([...stored.keys()].sort(), tenant).toEqual(
+          [...(published.get(tenant) ?? [])].sort(),
+        );
+      }
+    } finally {
+      await env.close({ keepDir: true });
+    }
+  }, 120_000);
+
   it('skips a batch committed but not acked, and ingests once one fetched but not committed', async () => {
     const dir = tempDir();
     await seedShardDir(dir, ['crash']);
