@@ -214,11 +214,33 @@ describe('a cds cluster under faults (issue 30, Must show)', () => {
   });
 
   it('gives the same control-plane answers through either owner', async () => {
-    for (const { tenant: id, token } of tenants.values()) {
+    for (const { tenant: id, token, shard } of tenants.values()) {
+      // Written through the owner of the other shard: forwarded to the tenant's own.
+      const other = owner(shard === 'a' ? 'b' : 'a');
+      const write = (path: string, body: unknown) =>
+        fetch(`${other.url}${path}`, {
+          method: 'PUT',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
+      const metric = await write(`/v1/tenants/${id}/metric-definitions`, {
+        metric_name: 'views',
+        event_name: 'page_view',
+        value_kind: 'count',
+      });
+      expect(metric.status, await metric.text()).toBe(201);
+      const segment = await write(`/v1/tenants/${id}/segments/viewers`, {
+        workspace_id: 'web',
+        display_name: 'Viewers',
+        predicate: { metric: 'views', op: 'gte', value: 1 },
+      });
+      expect(segment.status, await segment.text()).toBe(201);
       for (const path of [
         `/v1/tenants/${id}/workspaces`,
         `/v1/tenants/${id}/event-types`,
+        `/v1/tenants/${id}/metric-definitions`,
         `/v1/tenants/${id}/segments?workspace_id=web`,
+        `/v1/tenants/${id}/segments/viewers/definition?workspace_id=web`,
         '/v1/whoami',
       ]) {
         const answers = await Promise.all(
