@@ -8,6 +8,7 @@ import { loneSurrogatePath } from '../well-formed.js';
 import { registerAuth } from './auth.js';
 import { createBaseApp } from './base-app.js';
 import { registerClusterRouting } from './cluster-routing.js';
+import { consoleRoutes } from './console.js';
 import { serveApiDocument } from './openapi.js';
 import { erasureRoutes } from './routes/erasures.js';
 import { eventTypeRoutes } from './routes/event-types.js';
@@ -40,6 +41,8 @@ export interface AppOptions {
    * then answered by the owner of its shard, whichever owner it reached (cluster-routing.ts).
    */
   cluster?: ClusterView;
+  /** Serve the web console at `/console/` (`cds serve`; the CLI's in-process client leaves it out). */
+  console?: boolean;
 }
 
 const CONTROL_PLANE_WRITE = /^\/v1\/(tenants|operator)\//;
@@ -85,6 +88,7 @@ export function buildApp(context: Context, options: AppOptions = {}): FastifyIns
     );
   }
   if (options.apiDocument !== false) serveApiDocument(app);
+  if (options.console) consoleRoutes(app);
   // A changed event type, workspace or token is in this process's collector and in
   // registry.json before the change is acknowledged, so the caller's next event is judged by it,
   // here and in every `cds collect` process (which re-reads the file within a second). Admin

@@ -139,6 +139,7 @@ export async function startServer(context: Context, options: ServeOptions): Prom
   const app = buildApp(context, {
     collector,
     ...(cluster ? { cluster } : {}),
+    console: true,
     ingestFailure: () => loop?.failure ?? owner?.failure() ?? null,
     logRequests: options.logRequests,
   });

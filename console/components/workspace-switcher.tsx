@@ -1,0 +1,103 @@
+import { useSignal, useSignalEffect } from '@preact/signals';
+import { api, pathOf } from '../api.js';
+import { session } from '../session.js';
+
+interface Page<T> {
+  next_cursor: string | null;
+  items: T[];
+}
+
+async function everyPage<T>(path: string, key: string): Promise<T[]> {
+  const items: T[] = [];
+  let cursor: string | null = null;
+  do {
+    const separator = path.includes('?') ? '&' : '?';
+    const query: string = cursor ? `${separator}cursor=${encodeURIComponent(cursor)}` : '';
+    const page = await api<Record<string, unknown>>('GET', `${path}${query}`);
+    const { next_cursor } = page as unknown as Page<T>;
+    items.push(...(page[key] as T[]));
+    cursor = next_cursor;
+  } while (cursor);
+  return items;
+}
+
+/**
+ * The tenant (operator tokens) and workspace (tenant and operator tokens) the pages show. A
+ * workspace token sees one workspace, so it has nothing to switch.
+ */
+export function WorkspaceSwitcher() {
+  const tenants = useSignal<string[]>([]);
+  const workspaces = useSignal<string[]>([]);
+  const who = session.whoami.value;
+
+  useSignalEffect(() => {
+    if (session.whoami.value?.kind !== 'operator') return;
+    everyPage<{ tenant_id: string }>('/v1/operator/tenants?limit=500', 'tenants').then(
+      (list) => {
+        tenants.value = list.map((tenant) => tenant.tenant_id);
+        session.tenant.value ??= tenants.value[0] ?? null;
+      },
+      () => undefined,
+    );
+  });
+  useSignalEffect(() => {
+    const tenant = session.tenant.value;
+    if (!tenant || session.whoami.value?.kind === 'workspace') return;
+    everyPage<{ workspace_id: string }>(
+      `${pathOf`/v1/tenants/${tenant}/workspaces`}?limit=500`,
+      'workspaces',
+    ).then(
+      (list) => {
+        workspaces.value = list.map((workspace) => workspace.workspace_id);
+        if (!session.workspace.value || !workspaces.value.includes(session.workspace.value))
+          session.workspace.value = workspaces.value[0] ?? null;
+      },
+      () => undefined,
+    );
+  });
+
+  if (!who) return null;
+  if (who.kind === 'workspace')
+    return (
+      <p class="scope">
+        {who.tenant_id} / {who.workspace_id}
+      </p>
+    );
+  return (
+    <div class="scope">
+      {who.kind === 'operator' && (
+        <label>
+          Tenant
+          <select
+            value={session.tenant.value ?? ''}
+            onChange={(event) => {
+              session.tenant.value = (event.target as HTMLSelectElement).value;
+              session.workspace.value = null;
+            }}
+          >
+            {tenants.value.map((tenant) => (
+              <option key={tenant} value={tenant}>
+                {tenant}
+              </option>
+            ))}
+          </select>
+        </label>
+      )}
+      <label>
+        Workspace
+        <select
+          value={session.workspace.value ?? ''}
+          onChange={(event) => {
+            session.workspace.value = (event.target as HTMLSelectElement).value;
+          }}
+        >
+          {workspaces.value.map((workspace) => (
+            <option key={workspace} value={workspace}>
+              {workspace}
+            </option>
+          ))}
+        </select>
+      </label>
+    </div>
+  );
+}

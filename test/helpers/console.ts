@@ -1,0 +1,83 @@
+import { existsSync } from 'node:fs';
+import { AxeBuilder } from '@axe-core/playwright';
+import { type Browser, chromium, type Page } from 'playwright-core';
+import { expect } from 'vitest';
+import { type RunningServer, startServer } from '../../src/cli/serve.js';
+import { openSeededEnv } from './seeded.js';
+import type { Tokens } from './tenant.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+
+export interface ConsoleServer {
+  url: string;
+  tokens: Tokens;
+  server: RunningServer;
+  close(): Promise<void>;
+}
+
+/**
+ * A listening `cds serve` over a seeded data dir (tenant `acme` with workspaces `eu` and `us`,
+ * tokens of every kind, the usual event types), with the console its build put in dist/console.
+ */
+export async function startConsoleServer(): Promise<ConsoleServer> {
+  const { env, tokens } = await openSeededEnv({ config: { port: 0 } });
+  // The test env's own app is not the one served: startServer builds `cds serve`'s.
+  await env.app.close();
+  const server = await startServer(env.context, { logRequests: false, ingest: true });
+  return { url: server.url, tokens, server, close: () => server.close() };
+}
+
+/** What the tests read in a console page (the test files are typed without the DOM). */
+export interface ConsoleGlobals {
+  sessionStorage: { readonly length: number; key(index: number): string | null };
+  localStorage: { readonly length: number };
+  document: { cookie: string };
+  location: { href: string };
+}
+
+/** The storage, cookies and address of the page, as the browser holds them. */
+export function browserState(page: Page): Promise<{
+  session: string[];
+  localItems: number;
+  cookies: string;
+  url: string;
+}> {
+  return page.evaluate(() => {
+    const globals = globalThis as unknown as ConsoleGlobals;
+    const session: string[] = [];
+    for (let index = 0; index < globals.sessionStorage.length; index += 1)
+      session.push(globals.sessionStorage.key(index) ?? '');
+    return {
+      session,
+      localItems: globals.localStorage.length,
+      cookies: globals.document.cookie,
+      url: globals.location.href,
+    };
+  });
+}
+
+/** Debian's Chromium, headless; never a browser playwright would download. */
+export function launchChromium(): Promise<Browser> {
+  if (!existsSync(CHROMIUM))
+    throw new Error(
+      `${CHROMIUM} is missing: run scripts/system-packages.sh (apt-get install chromium)`,
+    );
+  return chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
+}
+
+/** Opens the console and signs in with `token`, as a user pastes it. */
+export async function signIn(page: Page, url: string, token: string): Promise<void> {
+  await page.goto(`${url}/console/`);
+  await page.getByLabel('Token').fill(token);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('navigation', { name: 'Console' }).waitFor();
+}
+
+/** No serious or critical axe-core violation on the page as it is now (issue 31, item 9). */
+export async function expectAccessible(page: Page, what: string): Promise<void> {
+  const results = await new AxeBuilder({ page }).analyze();
+  const grave = results.violations
+    .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
+    .map((violation) => `${violation.id}: ${violation.help} (${violation.nodes.length} nodes)`);
+  expect(grave, `axe on ${what}`).toEqual([]);
+}
