@@ -1,13 +1,14 @@
 import { benchCli } from './cli.js';
 import { benchCluster } from './cluster.js';
 import { benchCollector } from './collector.js';
+import { benchConsole } from './console.js';
 import { benchErase } from './erase.js';
 import { benchIngest } from './ingest.js';
 import { benchSegments } from './segments.js';
 import { removeBenchDirs } from './setup.js';
 
 /**
- * `npm run bench [-- ingest|collector|segments|erase|cli|cluster] [--events N] [--profiles N]`: prints figures and
+ * `npm run bench [-- ingest|collector|segments|erase|cli|cluster|console] [--events N] [--profiles N]`: prints figures and
  * ratios, asserts nothing.
  */
 const args = process.argv.slice(2);
@@ -16,7 +17,7 @@ const events = eventsFlag >= 0 ? Number(args[eventsFlag + 1]) : 1_000_000;
 const profilesFlag = args.indexOf('--profiles');
 const profiles = profilesFlag >= 0 ? Number(args[profilesFlag + 1]) : 1_000_000;
 const only = args.find((arg) =>
-  ['ingest', 'collector', 'segments', 'erase', 'cli', 'cluster'].includes(arg),
+  ['ingest', 'collector', 'segments', 'erase', 'cli', 'cluster', 'console'].includes(arg),
 );
 
 try {
@@ -26,6 +27,7 @@ try {
   if (!only || only === 'erase')
     await benchErase(Number(process.env.BENCH_ERASE_EVENTS ?? 1_000_000));
   if (!only || only === 'cli') await benchCli();
+  if (!only || only === 'console') await benchConsole(profiles);
   // Needs nats-server (scripts/system-packages.sh), so only when asked for by name.
   if (only === 'cluster') await benchCluster();
 } finally {

@@ -29,7 +29,7 @@ const METRICS = DEMO_METRICS.filter((metric) =>
   ),
 );
 
-function percentile(values: number[], p: number): number {
+export function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 }
@@ -40,7 +40,7 @@ const ms = (value: number) => `${value.toFixed(1)} ms`;
  * Fifty segments of the shapes stores use (thresholds, categories, combinations), each selecting a
  * few percent of the profiles, as segments that drive campaigns do.
  */
-function segmentPredicates(): unknown[] {
+export function segmentPredicates(): unknown[] {
   const predicates: unknown[] = [];
   for (let i = 0; i < 50; i++) {
     const category = CATEGORIES[i % CATEGORIES.length];
@@ -84,7 +84,7 @@ function segmentPredicates(): unknown[] {
   return predicates;
 }
 
-async function openBenchContext(dir: string): Promise<Context> {
+export async function openBenchContext(dir: string): Promise<Context> {
   const config = loadConfig({ data_dir: dir }, {});
   const dataDir = openDataDir(config.data_dir);
   return {
@@ -100,7 +100,7 @@ async function openBenchContext(dir: string): Promise<Context> {
  * A workspace of `profiles` profiles with five metric values each, written straight into the
  * tables ingest fills (seeding a million profiles through ingest would time ingest, not segments).
  */
-async function seedProfiles(context: Context, profiles: number): Promise<void> {
+export async function seedProfiles(context: Context, profiles: number): Promise<void> {
   for (const metric of METRICS) {
     await createMetricDefinition(context, TENANT, metricDefinitionInputSchema.parse(metric));
   }

@@ -499,6 +499,10 @@ describe('cds CLI', () => {
         'shoe-browsers-no-order',
       ]);
       expect(text.match(/^ {2}curl /gm)).toHaveLength(4);
+      // The console's address, answered by the demo's server.
+      const consoleUrl = /Console: (http:\/\/\S+\/console\/)/.exec(text)?.[1];
+      expect(consoleUrl).toBe(`${url}/console/`);
+      expect((await fetch(consoleUrl as string)).status).toBe(200);
       expect(text).toMatch(/Sent \d{4} demo events through the collector/);
       expect(text).toMatch(/brand-eu +repeat-buyers +[1-9]\d* members/);
       expect(text).toMatch(
