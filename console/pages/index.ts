@@ -1,7 +1,11 @@
+import { Catalog } from './catalog.js';
 import { Overview } from './overview.js';
+import { Profiles } from './profiles.js';
 import type { ConsolePage } from './registry.js';
 
 /** The console's pages, in the order of the navigation. */
 export const PAGES: readonly ConsolePage[] = [
   { path: '/', title: 'Overview', component: Overview },
+  { path: '/catalog', title: 'Catalog', component: Catalog },
+  { path: '/profiles', title: 'Profiles', component: Profiles },
 ];
