@@ -1,4 +1,5 @@
 import { Catalog } from './catalog.js';
+import { Operations } from './operations.js';
 import { Overview } from './overview.js';
 import { Profiles } from './profiles.js';
 import type { ConsolePage } from './registry.js';
@@ -8,4 +9,5 @@ export const PAGES: readonly ConsolePage[] = [
   { path: '/', title: 'Overview', component: Overview },
   { path: '/catalog', title: 'Catalog', component: Catalog },
   { path: '/profiles', title: 'Profiles', component: Profiles },
+  { path: '/operations', title: 'Operations', component: Operations, operatorOnly: true },
 ];

@@ -1,5 +1,6 @@
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { maskIdentifier } from '../../src/identity/mask.js';
 import {
   type ConsoleServer,
   expectAccessible,
@@ -194,8 +195,17 @@ describe('the profiles page (issue 31, item 6)', () => {
     expect(profileId).toMatch(/^p_/);
 
     // Identifiers masked as the API masks them; the whole email appears nowhere on the page.
-    const identifiers = await page.getByRole('table').first().locator('tbody tr').allTextContents();
-    expect(identifiers.some((row) => row.startsWith('email'))).toBe(true);
+    const identifiers = page.getByRole('table').first().locator('tbody tr');
+    await expect
+      .poll(async () =>
+        (
+          await identifiers
+            .filter({ hasText: /^email/ })
+            .locator('td')
+            .allTextContents()
+        ).at(-1),
+      )
+      .toBe(maskIdentifier('email', EMAIL));
     expect(await page.locator('main').textContent()).not.toContain(EMAIL);
     await expect.poll(() => page.getByRole('cell', { name: /signed_up/ }).count()).toBe(1);
     await expectAccessible(page, 'a profile');
@@ -226,6 +236,67 @@ describe('the profiles page (issue 31, item 6)', () => {
     }
     await page.goBack();
     expect(page.url()).not.toContain('lovelace');
+    await page.context().close();
+  });
+});
+
+describe('the operations page (issue 31, item 7)', () => {
+  it('shows the operator the ingest backlog, quarantine, failed deliveries, rejections and erasures', async () => {
+    // An erasure of the tenant's to find in the audit list.
+    await sendEvents([event('signed_up', { identifiers: { email: 'grace@example.com' } })]);
+    const found = await apiGet(
+      '/v1/tenants/acme/workspaces/eu/profiles/lookup?email=grace%40example.com',
+      served.tokens.tenant,
+    );
+    const { profile_id: erasedId } = (await found.json()) as { profile_id: string };
+    const erased = await fetch(`${served.url}/v1/tenants/acme/workspaces/eu/profiles/${erasedId}`, {
+      method: 'DELETE',
+      headers: { authorization: `Bearer ${served.tokens.tenant}` },
+    });
+    expect(erased.status).toBe(200);
+
+    const page = await signedIn(served.operator);
+    expect(await page.getByRole('link', { name: 'Operations' }).count()).toBe(1);
+    await open(page, '#/operations', 'Operations');
+    const ingest = page.getByRole('region', { name: 'Ingest' });
+    await expect
+      .poll(() => ingest.locator('dt:has-text("Backlog") + dd').textContent())
+      .toMatch(/^\d+ files, \d+ bytes$/);
+    await expect
+      .poll(() => ingest.locator('dt:has-text("Lag") + dd').textContent())
+      .toMatch(/^[\d.]+ s$/);
+    await expect
+      .poll(() => ingest.locator('dt:has-text("State") + dd').textContent())
+      .toBe('keeping up');
+    await expect
+      .poll(() => page.getByRole('region', { name: 'Quarantined parts' }).textContent())
+      .toContain('Nothing quarantined.');
+    await expect
+      .poll(() => page.getByRole('region', { name: /failed deliveries/ }).textContent())
+      .toContain('No failed delivery.');
+    await page.getByRole('region', { name: 'Rejections in acme / eu' }).waitFor();
+    const erasures = page.getByRole('region', { name: 'Erasures in acme' });
+    await erasures.getByRole('rowheader', { name: erasedId }).waitFor();
+    expect(
+      await erasures
+        .getByRole('row', { name: new RegExp(erasedId) })
+        .locator('td')
+        .last()
+        .textContent(),
+    ).toBe('not yet');
+    await expectAccessible(page, 'the operations page');
+    await page.context().close();
+  });
+
+  it('is neither listed nor shown to a tenant token', async () => {
+    const page = await signedIn(served.tokens.tenant);
+    expect(await page.getByRole('link', { name: 'Operations' }).count()).toBe(0);
+    await page.evaluate(() => {
+      (globalThis as unknown as { location: { hash: string } }).location.hash = '#/operations';
+    });
+    // The hash falls through to the page that takes every path.
+    await page.getByRole('heading', { level: 1, name: 'Overview' }).waitFor();
+    expect(await page.getByRole('heading', { name: 'Operations' }).count()).toBe(0);
     await page.context().close();
   });
 });
