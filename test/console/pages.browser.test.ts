@@ -155,6 +155,16 @@ describe('the catalog page (issue 31, item 4)', () => {
       .poll(() => types.getByRole('rowheader', { name: 'order_refunded' }).count())
       .toBe(0);
     await expectAccessible(page, 'the catalog');
+
+    // At 360 px the page scrolls down, never sideways: wide tables scroll in their own box.
+    await page.setViewportSize({ width: 360, height: 740 });
+    expect(
+      await page.evaluate(
+        () =>
+          (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } })
+            .document.documentElement.scrollWidth,
+      ),
+    ).toBeLessThanOrEqual(360);
     await page.context().close();
   });
 
@@ -213,6 +223,14 @@ describe('the profiles page (issue 31, item 6)', () => {
     await page.getByRole('button', { name: /Dry run/ }).click();
     const planned = page.getByLabel('What erasing would remove');
     await planned.waitFor();
+    // Focus follows the dry run to the counts and the confirmation.
+    expect(
+      await page.evaluate(
+        () =>
+          (globalThis as unknown as { document: { activeElement: { textContent: string } | null } })
+            .document.activeElement?.textContent ?? '',
+      ),
+    ).toContain('Erase profile');
     expect(await planned.locator('dt:has-text("Profiles") + dd').textContent()).toBe('1');
     expect(await planned.locator('dt:has-text("Events") + dd').textContent()).toBe('2');
     // The dry run erased nothing.

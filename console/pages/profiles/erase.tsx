@@ -1,4 +1,5 @@
 import { useSignal } from '@preact/signals';
+import { useEffect, useRef } from 'preact/hooks';
 import { api, pathOf } from '../../api.js';
 import { messageOf } from '../../components/field.js';
 
@@ -44,6 +45,12 @@ export function EraseProfile(props: {
   const planned = useSignal<ErasedCounts | null>(null);
   const failure = useSignal<string | null>(null);
   const busy = useSignal(false);
+  // The dry-run button goes away once clicked: keyboard focus moves to what it found.
+  const confirmation = useRef<HTMLDivElement>(null);
+  const shown = planned.value !== null;
+  useEffect(() => {
+    if (shown) confirmation.current?.focus();
+  }, [shown]);
   const path = pathOf`/v1/tenants/${props.tenant}/workspaces/${props.workspace}/profiles/${props.profileId}`;
 
   const call = async (dryRun: boolean) => {
@@ -72,7 +79,7 @@ export function EraseProfile(props: {
           Dry run: count what would be erased
         </button>
       ) : (
-        <div class="stack">
+        <div class="stack" ref={confirmation} tabIndex={-1}>
           <Counts counts={planned.value} label="What erasing would remove" />
           <p>
             Erase profile <code>{props.profileId}</code> and everything above? This cannot be
