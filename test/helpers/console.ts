@@ -3,6 +3,7 @@ import { AxeBuilder } from '@axe-core/playwright';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { expect } from 'vitest';
 import { type RunningServer, startServer } from '../../src/cli/serve.js';
+import type { DataDir } from '../../src/store/data-dir.js';
 import { operatorToken } from '../../src/tenancy/operator.js';
 import { openSeededEnv } from './seeded.js';
 import type { Tokens } from './tenant.js';
@@ -14,6 +15,8 @@ export interface ConsoleServer {
   tokens: Tokens;
   /** The operator credential of the data dir (derived from its master key). */
   operator: string;
+  /** The served data dir, for a test that sets up what only ingest makes (a quarantined part). */
+  dataDir: DataDir;
   server: RunningServer;
   close(): Promise<void>;
 }
@@ -31,6 +34,7 @@ export async function startConsoleServer(): Promise<ConsoleServer> {
     url: server.url,
     tokens,
     operator: operatorToken(env.context.dataDir.masterKey),
+    dataDir: env.context.dataDir,
     server,
     close: () => server.close(),
   };

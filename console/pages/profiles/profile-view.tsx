@@ -9,7 +9,14 @@ interface ProfileView {
   created_at: string;
   last_seen_at: string;
   merged_into: string | null;
-  identifiers: { type: string; tier: string; masked_value: string; key: string }[];
+  /** `value` only for the tenant's plaintext types; every other type is masked. */
+  identifiers: {
+    type: string;
+    tier: string;
+    value: string | null;
+    masked_value: string;
+    key: string;
+  }[];
   metrics: Record<string, number | string | string[] | null>;
   segments: { segment_id: string; entered_at: string }[];
   merged_profile_ids: string[];
@@ -41,7 +48,7 @@ function historyText(entry: HistoryEntry): string {
   }
 }
 
-/** One profile as the API shows it: identifiers masked per type, never their values. */
+/** One profile as the API shows it: identifiers masked per type, as the API masks them. */
 export function ProfilePage(props: { tenant: string; workspace: string; profileId: string }) {
   const profile = useSignal<ProfileView | null>(null);
   const history = useSignal<HistoryEntry[]>([]);
@@ -125,7 +132,7 @@ export function ProfilePage(props: { tenant: string; workspace: string; profileI
             <tr>
               <th scope="col">Type</th>
               <th scope="col">Tier</th>
-              <th scope="col">Value (masked)</th>
+              <th scope="col">Value</th>
             </tr>
           </thead>
           <tbody>
@@ -133,7 +140,7 @@ export function ProfilePage(props: { tenant: string; workspace: string; profileI
               <tr key={identifier.key}>
                 <td>{identifier.type}</td>
                 <td>{identifier.tier}</td>
-                <td>{identifier.masked_value}</td>
+                <td>{identifier.value ?? identifier.masked_value}</td>
               </tr>
             ))}
           </tbody>
