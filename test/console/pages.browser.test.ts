@@ -27,8 +27,8 @@ afterAll(async () => {
   await served?.close();
 });
 
-async function signedIn(token: string): Promise<Page> {
-  const page = await (await browser.newContext()).newPage();
+async function signedIn(token: string, colorScheme: 'light' | 'dark' = 'light'): Promise<Page> {
+  const page = await (await browser.newContext({ colorScheme })).newPage();
   // A script run by an injected name would set this.
   await page.addInitScript(() => {
     (globalThis as unknown as { injected: boolean }).injected = false;
@@ -175,7 +175,7 @@ describe('the catalog page (issue 31, item 4)', () => {
   });
 
   it('shows a workspace token no write control', async () => {
-    const page = await signedIn(served.tokens.workspace);
+    const page = await signedIn(served.tokens.workspace, 'dark');
     await open(page, '#/catalog', 'Catalog');
     await page
       .getByRole('region', { name: 'Event types' })
@@ -183,7 +183,7 @@ describe('the catalog page (issue 31, item 4)', () => {
       .waitFor();
     expect(await page.getByRole('button', { name: /Delete|Register|Create/ }).count()).toBe(0);
     expect(await page.locator('main form').count()).toBe(0);
-    await expectAccessible(page, 'the catalog of a workspace token');
+    await expectAccessible(page, 'the catalog of a workspace token, in dark mode');
     await page.context().close();
   });
 });
