@@ -77,6 +77,7 @@ export function MetricDefinitions(props: {
           {failure.value}
         </p>
       )}
+      {definitions.value.length === 0 && <p>No metric definitions yet.</p>}
       <div class="table-wrap">
         <table>
           <thead>
