@@ -336,6 +336,7 @@ describe('the operations page (issue 31, item 7)', () => {
       .poll(() => rejections.getByRole('row', { name: new RegExp(rejectedId) }).textContent())
       .toContain('coupon_used');
     const erasures = page.getByRole('region', { name: 'Erasures in acme' });
+    // Purged when the store next rewrites its file: either may be true by now.
     await erasures.getByRole('rowheader', { name: erasedId }).waitFor();
     expect(
       await erasures
@@ -343,7 +344,7 @@ describe('the operations page (issue 31, item 7)', () => {
         .locator('td')
         .last()
         .textContent(),
-    ).toBe('not yet');
+    ).toMatch(/^(not yet|\d{4}-\d\d-\d\dT[\d:.]+Z)$/);
     await expectAccessible(page, 'the operations page');
     await page.context().close();
   });
