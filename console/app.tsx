@@ -2,11 +2,12 @@ import { useSignal, useSignalEffect } from '@preact/signals';
 import { checkToken, SignIn } from './components/sign-in.js';
 import { WorkspaceSwitcher } from './components/workspace-switcher.js';
 import { PAGES } from './pages/index.js';
+import type { ConsolePage } from './pages/registry.js';
 import { route } from './router.js';
 import { session, signOut } from './session.js';
 
-function pageOf(path: string) {
-  const matches = PAGES.filter(
+function pageOf(path: string, pages: readonly ConsolePage[]) {
+  const matches = pages.filter(
     (page) => path === page.path || path.startsWith(page.path === '/' ? '/' : `${page.path}/`),
   );
   // The longest prefix wins: `/` matches everything.
@@ -28,7 +29,8 @@ export function App() {
   if (!session.whoami.value) return <SignIn />;
   const operator = session.whoami.value.kind === 'operator';
   const visible = PAGES.filter((page) => operator || !page.operatorOnly);
-  const page = pageOf(route.value);
+  // Among the visible pages only: an operator page typed into the hash is not shown either.
+  const page = pageOf(route.value, visible);
   const Page = page?.component;
   return (
     <div class="layout">

@@ -25,3 +25,16 @@ DELETE FROM event_types WHERE tenant_id = $tenant_id AND event_name = $event_nam
 /* @name metric_names_using_event */
 SELECT DISTINCT metric_name FROM metric_definitions
 WHERE tenant_id = $tenant_id AND event_name = $event_name ORDER BY metric_name;
+
+/* @name event_counts_by_name */
+-- Stored events (not duplicates, not rejections) by when the collector received them;
+-- $workspace_id NULL counts every workspace of the tenant.
+SELECT event_name,
+  (count(*) FILTER (WHERE received_at >= $now::TIMESTAMP - INTERVAL 1 DAY))::INTEGER AS last_24h,
+  count(*)::INTEGER AS last_7d
+FROM events
+WHERE tenant_id = $tenant_id
+  AND ($workspace_id IS NULL OR workspace_id = $workspace_id)
+  AND received_at >= $now::TIMESTAMP - INTERVAL 7 DAY
+GROUP BY event_name
+ORDER BY event_name;

@@ -151,6 +151,12 @@ const ROUTES: RouteCase[] = [
     expected: [401, 401, W, 200, 200, W, 200],
   },
   {
+    route: 'count events by type',
+    method: 'GET',
+    url: '/v1/tenants/acme/event-type-counts',
+    expected: [401, 401, W, 200, 200, W, 200],
+  },
+  {
     route: 'delete event type',
     method: 'DELETE',
     url: '/v1/tenants/acme/event-types/page_viewed',

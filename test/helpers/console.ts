@@ -3,6 +3,8 @@ import { AxeBuilder } from '@axe-core/playwright';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { expect } from 'vitest';
 import { type RunningServer, startServer } from '../../src/cli/serve.js';
+import type { DataDir } from '../../src/store/data-dir.js';
+import { operatorToken } from '../../src/tenancy/operator.js';
 import { openSeededEnv } from './seeded.js';
 import type { Tokens } from './tenant.js';
 
@@ -11,6 +13,10 @@ const CHROMIUM = '/usr/bin/chromium';
 export interface ConsoleServer {
   url: string;
   tokens: Tokens;
+  /** The operator credential of the data dir (derived from its master key). */
+  operator: string;
+  /** The served data dir, for a test that sets up what only ingest makes (a quarantined part). */
+  dataDir: DataDir;
   server: RunningServer;
   close(): Promise<void>;
 }
@@ -24,7 +30,14 @@ export async function startConsoleServer(): Promise<ConsoleServer> {
   // The test env's own app is not the one served: startServer builds `cds serve`'s.
   await env.app.close();
   const server = await startServer(env.context, { logRequests: false, ingest: true });
-  return { url: server.url, tokens, server, close: () => server.close() };
+  return {
+    url: server.url,
+    tokens,
+    operator: operatorToken(env.context.dataDir.masterKey),
+    dataDir: env.context.dataDir,
+    server,
+    close: () => server.close(),
+  };
 }
 
 /** What the tests read in a console page (the test files are typed without the DOM). */

@@ -655,6 +655,7 @@ export const ROUTE_INPUTS: Record<string, RouteInput> = {
         .map(present),
   },
   'DELETE /v1/tenants/:tenant/event-types/:event_name': { callers: TENANT_CALLERS },
+  'GET /v1/tenants/:tenant/event-type-counts': { callers: MEMBER_CALLERS, query: workspaceQuery },
   'GET /v1/tenants/:tenant/erasures': { callers: TENANT_CALLERS, query: pagingQuery },
   'GET /v1/tenants/:tenant/rejections': { callers: MEMBER_CALLERS, query: pagingQuery },
   'PUT /v1/tenants/:tenant/metric-definitions': {

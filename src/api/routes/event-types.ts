@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
+import { eventCountSchema, eventCounts } from '../../catalog/event-counts.js';
 import {
   deleteEventType,
   eventTypeSchema,
@@ -8,7 +9,8 @@ import {
   putEventType,
 } from '../../catalog/event-types.js';
 import type { Context } from '../../context.js';
-import { propertyPathSchema } from '../../ids.js';
+import { idSchema, propertyPathSchema } from '../../ids.js';
+import { requestedWorkspace } from '../auth.js';
 import { eventTypeParams, noContent, optionalBody, pagingQuery, tenantParams } from '../schemas.js';
 
 const registerBody = optionalBody(
@@ -79,6 +81,24 @@ export function eventTypeRoutes(app: FastifyInstance, context: Context): void {
       });
       return { event_types: page.items, next_cursor: page.next_cursor };
     },
+  );
+  api.get(
+    '/v1/tenants/:tenant/event-type-counts',
+    {
+      config: { access: 'workspace-member' },
+      schema: {
+        params: tenantParams,
+        querystring: z.object({ workspace_id: idSchema.optional() }),
+        response: { 200: z.object({ counts: z.array(eventCountSchema) }) },
+      },
+    },
+    async (request) => ({
+      counts: await eventCounts(
+        context,
+        request.params.tenant,
+        requestedWorkspace(request) ?? null,
+      ),
+    }),
   );
   api.delete(
     '/v1/tenants/:tenant/event-types/:event_name',

@@ -1,0 +1,290 @@
+import { useSignal, useSignalEffect } from '@preact/signals';
+import { ApiError, api, pathOf } from '../../api.js';
+import { Field, inputValue, messageOf, reasonsByField } from '../../components/field.js';
+import { canWrite } from '../../session.js';
+
+interface MetricDefinition {
+  workspace_id: string;
+  metric_name: string;
+  event_name: string;
+  value_kind: string;
+  value_path: string | null;
+  display_name: string | null;
+  description: string | null;
+  window_days: number | null;
+  aggregation: string | null;
+  keep: number | null;
+}
+
+/** What `src/metrics/definition-schema.ts` takes; the API checks how they combine. */
+const VALUE_KINDS = ['count', 'property_number', 'property_string'] as const;
+const AGGREGATIONS = ['latest', 'recent'] as const;
+
+function optionsOf(definition: MetricDefinition): string {
+  const parts: string[] = [];
+  if (definition.value_path) parts.push(`of ${definition.value_path}`);
+  if (definition.aggregation) parts.push(definition.aggregation);
+  if (definition.keep !== null) parts.push(`keep ${definition.keep}`);
+  if (definition.window_days !== null) parts.push(`${definition.window_days} days`);
+  return parts.join(', ');
+}
+
+/** The metric definitions a workspace sees (its own and the tenant-wide `*` ones). */
+export function MetricDefinitions(props: {
+  tenant: string;
+  workspace: string;
+  eventNames: string[];
+}) {
+  const definitions = useSignal<MetricDefinition[]>([]);
+  const failure = useSignal<string | null>(null);
+  const reload = useSignal(0);
+
+  useSignalEffect(() => {
+    reload.value;
+    api<{ metric_definitions: MetricDefinition[] }>(
+      'GET',
+      `${pathOf`/v1/tenants/${props.tenant}/metric-definitions`}?limit=500&workspace_id=${encodeURIComponent(props.workspace)}`,
+    ).then(
+      (listed) => {
+        definitions.value = listed.metric_definitions;
+        failure.value = null;
+      },
+      (error) => {
+        failure.value = messageOf(error);
+      },
+    );
+  });
+
+  const remove = async (definition: MetricDefinition) => {
+    const query = new URLSearchParams({
+      metric_name: definition.metric_name,
+      event_name: definition.event_name,
+      workspace_id: definition.workspace_id,
+    });
+    try {
+      await api('DELETE', `${pathOf`/v1/tenants/${props.tenant}/metric-definitions`}?${query}`);
+      reload.value += 1;
+    } catch (error) {
+      failure.value = messageOf(error);
+    }
+  };
+
+  return (
+    <section aria-labelledby="metrics-title">
+      <h2 id="metrics-title">Metric definitions</h2>
+      {failure.value && (
+        <p role="alert" class="error">
+          {failure.value}
+        </p>
+      )}
+      {definitions.value.length === 0 && <p>No metric definitions yet.</p>}
+      <div class="table-wrap">
+        <table>
+          <thead>
+            <tr>
+              <th scope="col">Metric</th>
+              <th scope="col">Event</th>
+              <th scope="col">Kind</th>
+              <th scope="col">Options</th>
+              <th scope="col">Workspace</th>
+              <th scope="col">Display name</th>
+              {canWrite.value && <th scope="col">Actions</th>}
+            </tr>
+          </thead>
+          <tbody>
+            {definitions.value.map((definition) => (
+              <tr
+                key={JSON.stringify([
+                  definition.metric_name,
+                  definition.event_name,
+                  definition.workspace_id,
+                ])}
+              >
+                <th scope="row">{definition.metric_name}</th>
+                <td>{definition.event_name}</td>
+                <td>{definition.value_kind}</td>
+                <td>{optionsOf(definition)}</td>
+                <td>
+                  {definition.workspace_id === '*' ? 'every workspace' : definition.workspace_id}
+                </td>
+                <td>{definition.display_name ?? ''}</td>
+                {canWrite.value && (
+                  <td>
+                    <button
+                      type="button"
+                      class="quiet"
+                      aria-label={`Delete metric ${definition.metric_name} of ${definition.event_name}`}
+                      onClick={() => remove(definition)}
+                    >
+                      Delete
+                    </button>
+                  </td>
+                )}
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      </div>
+      {canWrite.value && (
+        <CreateMetric
+          tenant={props.tenant}
+          eventNames={props.eventNames}
+          onDone={() => {
+            reload.value += 1;
+          }}
+        />
+      )}
+    </section>
+  );
+}
+
+interface Draft {
+  metric_name: string;
+  event_name: string;
+  value_kind: string;
+  value_path: string;
+  aggregation: string;
+  keep: string;
+  window_days: string;
+  workspace_id: string;
+  display_name: string;
+  description: string;
+}
+
+const EMPTY: Draft = {
+  metric_name: '',
+  event_name: '',
+  value_kind: 'count',
+  value_path: '',
+  aggregation: '',
+  keep: '',
+  window_days: '',
+  workspace_id: '*',
+  display_name: '',
+  description: '',
+};
+
+/** The body as the user wrote it: blank fields are left out, numbers sent as numbers. */
+function bodyOf(draft: Draft): Record<string, unknown> {
+  const body: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(draft) as [keyof Draft, string][]) {
+    const text = value.trim();
+    if (text === '') continue;
+    body[key] = key === 'keep' || key === 'window_days' ? Number(text) : text;
+  }
+  return body;
+}
+
+function CreateMetric(props: { tenant: string; eventNames: string[]; onDone: () => void }) {
+  const draft = useSignal<Draft>({ ...EMPTY, event_name: props.eventNames[0] ?? '' });
+  const reasons = useSignal(new Map<string, string>());
+  const failure = useSignal<string | null>(null);
+  const set = (key: keyof Draft) => (event: Event) => {
+    draft.value = { ...draft.value, [key]: inputValue(event) };
+  };
+  const eventName = draft.value.event_name || props.eventNames[0] || '';
+
+  const submit = async (event: Event) => {
+    event.preventDefault();
+    try {
+      await api(
+        'PUT',
+        pathOf`/v1/tenants/${props.tenant}/metric-definitions`,
+        bodyOf({ ...draft.value, event_name: eventName }),
+      );
+      draft.value = { ...EMPTY, event_name: eventName };
+      reasons.value = new Map();
+      failure.value = null;
+      props.onDone();
+    } catch (error) {
+      reasons.value = error instanceof ApiError ? reasonsByField(error) : new Map();
+      failure.value = messageOf(error);
+    }
+  };
+
+  const text = (key: keyof Draft, label: string, hint?: string) => (
+    <Field
+      id={`metric-${key}`}
+      label={label}
+      reason={reasons.value.get(key)}
+      {...(hint ? { hint } : {})}
+    >
+      {(described) => <input {...described} value={draft.value[key]} onInput={set(key)} />}
+    </Field>
+  );
+  const number = (key: keyof Draft, label: string, hint: string) => (
+    <Field id={`metric-${key}`} label={label} reason={reasons.value.get(key)} hint={hint}>
+      {(described) => (
+        <input
+          {...described}
+          type="number"
+          inputMode="numeric"
+          value={draft.value[key]}
+          onInput={set(key)}
+        />
+      )}
+    </Field>
+  );
+
+  return (
+    <form class="stack" onSubmit={submit} aria-labelledby="create-metric-title">
+      <h3 id="create-metric-title">Create a metric</h3>
+      {text('metric_name', 'Metric name', 'Lowercase letters, digits and _')}
+      <Field id="metric-event_name" label="Event" reason={reasons.value.get('event_name')}>
+        {(described) => (
+          <select {...described} value={eventName} onChange={set('event_name')}>
+            {props.eventNames.map((name) => (
+              <option key={name} value={name}>
+                {name}
+              </option>
+            ))}
+          </select>
+        )}
+      </Field>
+      <Field id="metric-value_kind" label="Value kind" reason={reasons.value.get('value_kind')}>
+        {(described) => (
+          <select {...described} value={draft.value.value_kind} onChange={set('value_kind')}>
+            {VALUE_KINDS.map((kind) => (
+              <option key={kind} value={kind}>
+                {kind}
+              </option>
+            ))}
+          </select>
+        )}
+      </Field>
+      {text('value_path', 'Value path', 'For property kinds, such as properties.total')}
+      <Field
+        id="metric-aggregation"
+        label="Aggregation"
+        hint="For property_string only"
+        reason={reasons.value.get('aggregation')}
+      >
+        {(described) => (
+          <select {...described} value={draft.value.aggregation} onChange={set('aggregation')}>
+            <option value="">none</option>
+            {AGGREGATIONS.map((aggregation) => (
+              <option key={aggregation} value={aggregation}>
+                {aggregation}
+              </option>
+            ))}
+          </select>
+        )}
+      </Field>
+      {number('keep', 'Keep', 'How many recent values, 1 to 10 (aggregation recent)')}
+      {number('window_days', 'Window in days', '1 to 730 (count and property_number)')}
+      {text('workspace_id', 'Workspace', '* for every workspace of the tenant')}
+      {text('display_name', 'Display name')}
+      <Field id="metric-description" label="Description" reason={reasons.value.get('description')}>
+        {(described) => (
+          <textarea {...described} value={draft.value.description} onInput={set('description')} />
+        )}
+      </Field>
+      {failure.value && (
+        <p role="alert" class="error">
+          {failure.value}
+        </p>
+      )}
+      <button type="submit">Create metric</button>
+    </form>
+  );
+}

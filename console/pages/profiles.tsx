@@ -1,0 +1,32 @@
+import { routeParts } from '../router.js';
+import { ProfileLookup } from './profiles/lookup.js';
+import { ProfilePage } from './profiles/profile-view.js';
+import { currentScope } from './scope.js';
+
+/** `#/profiles`: find one by email or phone; `#/profiles/<id>`: the profile. */
+export function Profiles(props: { path: string }) {
+  const scope = currentScope();
+  const [profileId] = routeParts('/profiles', props.path) ?? [];
+  if (!scope)
+    return (
+      <section>
+        <h1>Profiles</h1>
+        <p>Choose a workspace.</p>
+      </section>
+    );
+  if (profileId)
+    return (
+      <ProfilePage
+        key={`${scope.tenant}\u0000${scope.workspace}\u0000${profileId}`}
+        tenant={scope.tenant}
+        workspace={scope.workspace}
+        profileId={profileId}
+      />
+    );
+  return (
+    <section aria-labelledby="profiles-title">
+      <h1 id="profiles-title">Profiles</h1>
+      <ProfileLookup tenant={scope.tenant} workspace={scope.workspace} />
+    </section>
+  );
+}
