@@ -1,0 +1,44 @@
+import { z } from 'zod';
+import type { Context } from '../context.js';
+import { requireSegment, type SegmentKey } from './definitions.js';
+
+/** Points of a segment's member count over time, at most (the newest are kept). */
+export const MAX_MEMBER_COUNT_POINTS = 500;
+
+export const memberCountPointSchema = z.object({
+  /** When an evaluation changed the membership (one point per batch or full evaluation). */
+  at: z.string(),
+  member_count: z.number(),
+  /** Entries less exits at that moment. */
+  change: z.number(),
+});
+
+export type MemberCountPoint = z.infer<typeof memberCountPointSchema>;
+
+/**
+ * The member count after each change of a segment's membership, oldest first, from its history
+ * (design §13): what the console charts.
+ */
+export async function segmentMemberCounts(
+  context: Context,
+  key: SegmentKey,
+  limit = MAX_MEMBER_COUNT_POINTS,
+): Promise<MemberCountPoint[]> {
+  return context.store.read(async (session) => {
+    await requireSegment(session, key);
+    const rows = await session.all<{ at: string; member_count: number; delta: number }>(
+      'segment_member_counts',
+      {
+        tenant_id: key.tenantId,
+        workspace_id: key.workspaceId,
+        segment_id: key.segmentId,
+        limit,
+      },
+    );
+    return rows.reverse().map((row) => ({
+      at: row.at,
+      member_count: Number(row.member_count),
+      change: Number(row.delta),
+    }));
+  });
+}
