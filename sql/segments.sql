@@ -180,6 +180,10 @@ WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id
 DROP TABLE IF EXISTS segment_scope; DROP TABLE IF EXISTS segment_evaluated; 
 DROP TABLE IF EXISTS segment_new_masks; DROP TABLE IF EXISTS segment_current_masks; DROP TABLE IF EXISTS segment_changes;
 
+/* @name segment_member_count */
+SELECT count(*) AS member_count FROM segment_members
+WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND segment_id = $segment_id;
+
 /* @name segment_member_counts */
 -- One point per moment the membership changed (each batch writes one changed_at), the newest
 -- $limit. Counts are walked back from the current member count, so the newest point is the count

@@ -15,30 +15,42 @@ export const memberCountPointSchema = z.object({
 
 export type MemberCountPoint = z.infer<typeof memberCountPointSchema>;
 
+export const memberCountsSchema = z.object({
+  /** Now, as the segment list counts it. */
+  member_count: z.number(),
+  points: z.array(memberCountPointSchema),
+});
+
+export type MemberCounts = z.infer<typeof memberCountsSchema>;
+
 /**
- * The member count after each change of a segment's membership, oldest first, from its history
- * (design §13): what the console charts.
+ * The member count now and after each change of a segment's membership, oldest first, from its
+ * history (design §13): what the console charts.
  */
 export async function segmentMemberCounts(
   context: Context,
   key: SegmentKey,
   limit = MAX_MEMBER_COUNT_POINTS,
-): Promise<MemberCountPoint[]> {
+): Promise<MemberCounts> {
   return context.store.read(async (session) => {
     await requireSegment(session, key);
+    const params = {
+      tenant_id: key.tenantId,
+      workspace_id: key.workspaceId,
+      segment_id: key.segmentId,
+    };
+    const now = await session.one<{ member_count: number }>('segment_member_count', params);
     const rows = await session.all<{ at: string; member_count: number; delta: number }>(
       'segment_member_counts',
-      {
-        tenant_id: key.tenantId,
-        workspace_id: key.workspaceId,
-        segment_id: key.segmentId,
-        limit,
-      },
+      { ...params, limit },
     );
-    return rows.reverse().map((row) => ({
-      at: row.at,
-      member_count: Number(row.member_count),
-      change: Number(row.delta),
-    }));
+    return {
+      member_count: Number(now?.member_count ?? 0),
+      points: rows.reverse().map((row) => ({
+        at: row.at,
+        member_count: Number(row.member_count),
+        change: Number(row.delta),
+      })),
+    };
   });
 }

@@ -16,7 +16,7 @@ import {
   segmentSchema,
   setSegmentStatus,
 } from '../../segments/definitions.js';
-import { memberCountPointSchema, segmentMemberCounts } from '../../segments/member-counts.js';
+import { memberCountsSchema, segmentMemberCounts } from '../../segments/member-counts.js';
 import { segmentMembers } from '../../segments/members.js';
 import { previewResultSchema, previewSegment } from '../../segments/preview.js';
 import {
@@ -165,16 +165,15 @@ export function segmentRoutes(app: FastifyInstance, context: Context): void {
       schema: {
         params: segmentParams,
         querystring: workspaceQuery,
-        response: { 200: z.object({ points: z.array(memberCountPointSchema) }) },
+        response: { 200: memberCountsSchema },
       },
     },
-    async (request) => ({
-      points: await segmentMemberCounts(context, {
+    async (request) =>
+      segmentMemberCounts(context, {
         tenantId: request.params.tenant,
         workspaceId: workspaceOf(request),
         segmentId: request.params.segment_id,
       }),
-    }),
   );
   api.get(
     '/v1/tenants/:tenant/segments/:segment_id/webhooks',
