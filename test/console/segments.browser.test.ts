@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { type AddressInfo, createServer } from 'node:net';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -50,8 +51,21 @@ async function visit(anon: string, name: string, properties: Record<string, unkn
   expect(response.status, await response.text()).toBe(202);
 }
 
+/** A port nothing listens on any more: connections to it are refused. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
 beforeAll(async () => {
-  served = await startConsoleServer();
+  // A receiver that refuses every connection: deliveries fail with an error to show.
+  served = await startConsoleServer({
+    webhook_url: `http://127.0.0.1:${await closedPort()}/hooks`,
+    webhook_secret: `whsec_${Buffer.from('console segments test secret').toString('base64')}`,
+  });
   browser = await launchChromium();
   for (const metric of [
     { metric_name: 'views', event_name: 'page_viewed', value_kind: 'count' },
@@ -101,7 +115,7 @@ const NESTED = {
 describe('segments in the console (issue 31, item 5)', () => {
   it('builds a nested segment whose preview is the API preview, saves it and lists it', async () => {
     const page = await signedIn(served.tokens.tenant);
-    await page.getByRole('link', { name: 'Segments' }).click();
+    await page.getByRole('link', { name: 'Segments', exact: true }).click();
     await page.getByRole('link', { name: 'New segment' }).click();
     await expectAccessible(page, 'the segment builder');
 
@@ -154,23 +168,62 @@ describe('segments in the console (issue 31, item 5)', () => {
     await page.getByLabel('Id').fill('keen');
     await page.getByRole('button', { name: 'Save segment' }).click();
     await page.waitForURL(/#\/segments\/keen$/);
+    await expect
+      .poll(() => page.getByTestId('member-count').textContent(), { timeout: 20_000 })
+      .toBe('2');
     const saved = await callApi('GET', `${SEGMENTS}/keen/definition?workspace_id=eu`);
     expect(saved.body.predicate).toEqual(NESTED);
     expect(saved.body.status).toBe('active');
 
-    await page.getByRole('link', { name: 'Segments' }).click();
+    await page.getByRole('link', { name: 'Segments', exact: true }).click();
     await expect
       .poll(() => page.getByTestId('members-keen').textContent(), { timeout: 20_000 })
       .toBe('2');
     await expectAccessible(page, 'the segment list');
 
-    // d views twice: now in by views >= 2 as well as shoes.
+    // d, shoes only so far, views a page: now in by views >= 1 and shoes.
     await visit('d', 'page_viewed');
     await served.server.ingestNow();
     await expect
       .poll(() => page.getByTestId('members-keen').textContent(), { timeout: 20_000 })
       .toBe('3');
 
+    // The segment page: rule in words, the count over time (chart hidden, table read), members.
+    await page.getByRole('link', { name: 'Keen viewers' }).click();
+    await expect.poll(() => page.getByTestId('member-count').textContent()).toBe('3');
+    const rule = await page.locator('pre.rule-text').textContent();
+    expect(rule).toBe(
+      [
+        'All of:',
+        '  views is at least 1',
+        '  Any of:',
+        '    last_category is "shoes"',
+        '    None of:',
+        '      views is less than 2',
+      ].join('\n'),
+    );
+    expect(await page.locator('.chart').getAttribute('aria-hidden')).toBe('true');
+    await expect.poll(() => page.locator('.chart canvas').count()).toBe(1);
+    const overTime = page.getByRole('table').filter({ hasText: 'Member count after each change' });
+    await expect
+      .poll(() => overTime.locator('tbody tr').first().locator('td').nth(1).textContent())
+      .toBe('3');
+    // e views twice, in by not(views < 2): the page's count and table rise without a reload.
+    await visit('e', 'page_viewed');
+    await visit('e', 'page_viewed');
+    await served.server.ingestNow();
+    await expect
+      .poll(() => page.getByTestId('member-count').textContent(), { timeout: 20_000 })
+      .toBe('4');
+    await expect
+      .poll(() => overTime.locator('tbody tr').first().locator('td').nth(1).textContent())
+      .toBe('4');
+    await page.getByRole('button', { name: 'Refresh members' }).click();
+    const membersTable = page.getByRole('table').filter({ hasText: 'Identifiers masked' });
+    await expect.poll(() => membersTable.locator('tbody tr').count()).toBe(4);
+    await expectAccessible(page, 'the segment page');
+
+    await page.getByRole('link', { name: 'Segments', exact: true }).click();
     // Status changes in place.
     await page.getByLabel('Status of Keen viewers').selectOption('paused');
     await expect
@@ -179,8 +232,55 @@ describe('segments in the console (issue 31, item 5)', () => {
           (await callApi('GET', `${SEGMENTS}/keen/definition?workspace_id=eu`)).body.status,
       )
       .toBe('paused');
+
     await page.context().close();
   }, 120_000);
+
+  it("shows a segment's deliveries with their errors, and retries a failed one", async () => {
+    const created = await callApi('PUT', `${SEGMENTS}/shoppers`, {
+      workspace_id: 'eu',
+      display_name: 'Shoppers',
+      predicate: { metric: 'last_category', op: 'exists', value: true },
+      automations: { on_backfill: true },
+    });
+    expect(created.status).toBe(201);
+    await served.server.ingestNow();
+    const deliveries = async () =>
+      (await callApi('GET', `${SEGMENTS}/shoppers/webhooks?workspace_id=eu`)).body.webhooks as {
+        webhook_id: string;
+        status: string;
+        last_error: string | null;
+      }[];
+    // The server's sender tries the refusing receiver on its own schedule.
+    await expect
+      .poll(async () => (await deliveries()).map((row) => row.last_error), { timeout: 20_000 })
+      .toEqual(['connection refused', 'connection refused']);
+    // A day of refusals, as a test cannot wait for it: the deliveries are given up.
+    await served.context.store.write((session) =>
+      session.runText(
+        "UPDATE webhook_outbox SET status = 'failed', next_attempt_at = NULL WHERE segment_id = 'shoppers'",
+      ),
+    );
+    const page = await signedIn(served.tokens.tenant);
+    await page.goto(`${served.url}/console/#/segments/shoppers`);
+    const table = page.getByRole('table').filter({ hasText: 'Last error' });
+    await expect.poll(() => table.locator('tbody tr').count()).toBe(2);
+    expect(await table.getByText('connection refused').count()).toBe(2);
+    expect(await table.getByText('failed').count()).toBe(2);
+    await expectAccessible(page, 'the segment page with failed deliveries');
+    const [first] = await deliveries();
+    await page.getByRole('button', { name: `Retry delivery ${first?.webhook_id}` }).click();
+    await expect
+      .poll(() => page.getByRole('status').textContent())
+      .toBe('1 delivery queued again.');
+    expect((await deliveries()).map((row) => row.status).sort()).toEqual(['failed', 'pending']);
+    await page.getByRole('button', { name: 'Retry every failed delivery' }).click();
+    await expect
+      .poll(() => page.getByRole('status').textContent())
+      .toBe('1 delivery queued again.');
+    expect((await deliveries()).map((row) => row.status)).toEqual(['pending', 'pending']);
+    await page.context().close();
+  });
 
   it('shows a display_name made of markup as text, running nothing', async () => {
     const name = '<img src=x onerror=alert(1)>';
@@ -199,11 +299,16 @@ describe('segments in the console (issue 31, item 5)', () => {
 
   it('shows a workspace token no write control', async () => {
     const page = await signedIn(served.tokens.workspace);
-    await page.getByRole('link', { name: 'Segments' }).click();
+    await page.getByRole('link', { name: 'Segments', exact: true }).click();
     await expect.poll(() => page.getByRole('link', { name: 'Taken' }).count()).toBe(1);
     expect(await page.getByRole('link', { name: 'New segment' }).count()).toBe(0);
     expect(await page.getByRole('combobox', { name: /^Status of/ }).count()).toBe(0);
     await expectAccessible(page, 'the segment list of a workspace token');
+    await page.getByRole('link', { name: 'Taken' }).click();
+    await expect.poll(() => page.getByRole('heading', { name: 'Taken' }).count()).toBe(1);
+    expect(await page.getByRole('combobox', { name: 'Status' }).count()).toBe(0);
+    expect(await page.getByRole('button', { name: /^Retry/ }).count()).toBe(0);
+    await expectAccessible(page, 'the segment page of a workspace token');
     await page.goto(`${served.url}/console/#/segments/new`);
     await expect.poll(() => page.getByText(/read-only/).count()).toBe(1);
     expect(await page.getByRole('button', { name: 'Save segment' }).count()).toBe(0);

@@ -3,6 +3,8 @@ import { AxeBuilder } from '@axe-core/playwright';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { expect } from 'vitest';
 import { type RunningServer, startServer } from '../../src/cli/serve.js';
+import type { Context } from '../../src/context.js';
+import type { TestEnvOptions } from './context.js';
 import { openSeededEnv } from './seeded.js';
 import type { Tokens } from './tenant.js';
 
@@ -12,6 +14,8 @@ export interface ConsoleServer {
   url: string;
   tokens: Tokens;
   server: RunningServer;
+  /** The served store, for a test to set up what no route makes (a delivery given up). */
+  context: Context;
   close(): Promise<void>;
 }
 
@@ -19,12 +23,14 @@ export interface ConsoleServer {
  * A listening `cds serve` over a seeded data dir (tenant `acme` with workspaces `eu` and `us`,
  * tokens of every kind, the usual event types), with the console its build put in dist/console.
  */
-export async function startConsoleServer(): Promise<ConsoleServer> {
-  const { env, tokens } = await openSeededEnv({ config: { port: 0 } });
+export async function startConsoleServer(
+  config: TestEnvOptions['config'] = {},
+): Promise<ConsoleServer> {
+  const { env, tokens } = await openSeededEnv({ config: { ...config, port: 0 } });
   // The test env's own app is not the one served: startServer builds `cds serve`'s.
   await env.app.close();
   const server = await startServer(env.context, { logRequests: false, ingest: true });
-  return { url: server.url, tokens, server, close: () => server.close() };
+  return { url: server.url, tokens, server, context: env.context, close: () => server.close() };
 }
 
 /** What the tests read in a console page (the test files are typed without the DOM). */
