@@ -9,7 +9,7 @@ import {
 } from './data.js';
 
 /** Member counts are live as of the last ingest batch; the list asks again this often. */
-export const LIST_REFRESH_MS = 3000;
+const LIST_REFRESH_MS = 3000;
 
 function StatusCell({ segment, onChanged }: { segment: SegmentItem; onChanged: () => void }) {
   const failure = useSignal<string | null>(null);
