@@ -48,6 +48,8 @@ function instructions(url: string, tokens: DemoTokens): string {
     `  workspace token  ${tokens.workspace}   (brand-eu, read-only)`,
     `  collector token  ${tokens.collector}`,
     '',
+    `Console: ${url}/console/ (paste the tenant token; the workspace token shows it read-only)`,
+    '',
     'Try:',
     `  curl -s ${url}/v1/whoami -H 'authorization: Bearer ${tokens.workspace}'`,
     `  curl -s '${url}/v1/tenants/${DEMO_TENANT}/segments?workspace_id=brand-eu' -H 'authorization: Bearer ${tokens.workspace}'`,

@@ -489,6 +489,9 @@ describe('cds CLI', () => {
       const url = /curl -s (http:\/\/[^/\s]+)\/v1\/whoami/.exec(text)?.[1];
       const workspaceToken = /workspace token\s+(cpw_\S+)/.exec(text)?.[1];
       expect((await fetch(`${url}/healthz`)).status).toBe(200);
+      const consoleUrl = /^Console: (\S+) /m.exec(text)?.[1];
+      expect(consoleUrl).toBe(`${url}/console/`);
+      expect((await fetch(`${consoleUrl}`)).status).toBe(200);
       const segments = await fetch(`${url}/v1/tenants/demo/segments?workspace_id=brand-eu`, {
         headers: { authorization: `Bearer ${workspaceToken}` },
       });
