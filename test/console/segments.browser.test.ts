@@ -6,6 +6,7 @@ import {
   type ConsoleServer,
   expectAccessible,
   launchChromium,
+  screenshot,
   signIn,
   startConsoleServer,
 } from '../helpers/console.js';
@@ -159,6 +160,7 @@ describe('segments in the console (issue 31, item 5)', () => {
       )
       .toBe(String(api.body.workspace_profiles));
     await expectAccessible(page, 'the segment builder with a preview');
+    await screenshot(page, 'segment-builder');
 
     // A 409 is shown beside the id it names.
     await callApi('PUT', `${SEGMENTS}/taken`, {
@@ -186,6 +188,7 @@ describe('segments in the console (issue 31, item 5)', () => {
       .poll(() => page.getByTestId('members-keen').textContent(), { timeout: 20_000 })
       .toBe('2');
     await expectAccessible(page, 'the segment list');
+    await screenshot(page, 'segment-list');
 
     // d, shoes only so far, views a page: now in by views >= 1 and shoes.
     await visit('d', 'page_viewed');
@@ -228,6 +231,7 @@ describe('segments in the console (issue 31, item 5)', () => {
     const membersTable = page.getByRole('table').filter({ hasText: 'Identifiers masked' });
     await expect.poll(() => membersTable.locator('tbody tr').count()).toBe(4);
     await expectAccessible(page, 'the segment page');
+    await screenshot(page, 'segment-page');
 
     await page.getByRole('link', { name: 'Segments', exact: true }).click();
     // Status changes in place.
@@ -274,6 +278,7 @@ describe('segments in the console (issue 31, item 5)', () => {
     expect(await table.getByText('connection refused').count()).toBe(2);
     expect(await table.getByText('failed').count()).toBe(2);
     await expectAccessible(page, 'the segment page with failed deliveries');
+    await screenshot(page, 'segment-deliveries');
     const [first] = await deliveries();
     await page.getByRole('button', { name: `Retry delivery ${first?.webhook_id}` }).click();
     await expect

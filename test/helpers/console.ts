@@ -1,4 +1,5 @@
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { AxeBuilder } from '@axe-core/playwright';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { expect } from 'vitest';
@@ -77,6 +78,19 @@ export async function signIn(page: Page, url: string, token: string): Promise<vo
   await page.getByLabel('Token').fill(token);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('navigation', { name: 'Console' }).waitFor();
+}
+
+/** Where `npm run screenshots` (CDS_SCREENSHOTS=1) puts the pictures docs/console.md shows. */
+const SCREENSHOTS = 'docs/console';
+
+/**
+ * Saves the page as docs/console/<name>.png when the run is `npm run screenshots`, and does
+ * nothing otherwise, so the tests are what produces the documentation's pictures.
+ */
+export async function screenshot(page: Page, name: string): Promise<void> {
+  if (process.env.CDS_SCREENSHOTS !== '1') return;
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
 }
 
 /** No serious or critical axe-core violation on the page as it is now (issue 31, item 9). */

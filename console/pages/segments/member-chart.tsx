@@ -29,7 +29,14 @@ export function MemberChart({ points }: { points: MemberCountPoint[] }) {
         width: Math.max(240, element.clientWidth),
         height: 220,
         legend: { show: false },
-        scales: { y: { range: (_plot, _min, max) => [0, Math.max(1, max * 1.1)] } },
+        scales: {
+          // One change (or several in one second) still gets an hour either side to sit in.
+          x: {
+            time: true,
+            range: (_plot, min, max) => (min === max ? [min - 3600, max + 3600] : [min, max]),
+          },
+          y: { range: (_plot, _min, max) => [0, Math.max(1, max * 1.1)] },
+        },
         series: [{}, { label: 'Members', stroke: accent, width: 2, points: { show: true } }],
         axes: [axis, axis],
       },
