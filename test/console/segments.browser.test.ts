@@ -308,6 +308,34 @@ describe('segments in the console (issue 31, item 5)', () => {
     await page.context().close();
   });
 
+  it('fits 360 px wide: list, builder and segment page scroll down, never sideways', async () => {
+    await callApi('PUT', `${SEGMENTS}/narrow`, {
+      workspace_id: 'eu',
+      display_name: 'A segment whose display name is long enough to wrap on a phone',
+      predicate: { metric: 'views', op: 'gte', value: 1 },
+    });
+    const page = await signedIn(served.tokens.tenant);
+    await page.setViewportSize({ width: 360, height: 740 });
+    const overflow = () =>
+      page.evaluate(() => {
+        const root = (
+          globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }
+        ).document.documentElement;
+        return root.scrollWidth;
+      });
+    for (const [path, ready] of [
+      ['#/segments', 'New segment'],
+      ['#/segments/new', 'Save segment'],
+      ['#/segments/narrow', 'Refresh members'],
+    ] as const) {
+      await page.goto(`${served.url}/console/${path}`);
+      await page.getByText(ready).first().waitFor();
+      expect(await overflow(), path).toBeLessThanOrEqual(360);
+    }
+    await screenshot(page, 'segment-page-narrow');
+    await page.context().close();
+  });
+
   it('shows a workspace token no write control', async () => {
     const page = await signedIn(served.tokens.workspace);
     await page.getByRole('link', { name: 'Segments', exact: true }).click();

@@ -24,6 +24,9 @@ export function MemberChart({ points }: { points: MemberCountPoint[] }) {
     const accent = themeColour('--accent', '#0550ae');
     const muted = themeColour('--muted', '#57606a');
     const axis = { stroke: muted, grid: { stroke: themeColour('--line', '#d0d7de') } };
+    const times = points.map((point) => Date.parse(point.at) / 1000);
+    const first = times[0] as number;
+    const last = times.at(-1) as number;
     const chart = new uPlot(
       {
         width: Math.max(240, element.clientWidth),
@@ -33,17 +36,15 @@ export function MemberChart({ points }: { points: MemberCountPoint[] }) {
           // One change (or several in one second) still gets an hour either side to sit in.
           x: {
             time: true,
-            range: (_plot, min, max) => (min === max ? [min - 3600, max + 3600] : [min, max]),
+            auto: false,
+            range: [first - (first === last ? 3600 : 0), last + (first === last ? 3600 : 0)],
           },
           y: { range: (_plot, _min, max) => [0, Math.max(1, max * 1.1)] },
         },
         series: [{}, { label: 'Members', stroke: accent, width: 2, points: { show: true } }],
         axes: [axis, axis],
       },
-      [
-        points.map((point) => Date.parse(point.at) / 1000),
-        points.map((point) => point.member_count),
-      ],
+      [times, points.map((point) => point.member_count)],
       element,
     );
     const resize = () => chart.setSize({ width: Math.max(240, element.clientWidth), height: 220 });
