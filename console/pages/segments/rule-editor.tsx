@@ -26,9 +26,17 @@ function metricOf(metrics: WorkspaceMetric[], name: string) {
   return metrics.find((metric) => metric.name === name);
 }
 
-function ValueInput({ condition, props }: { condition: Condition; props: EditorProps }) {
+function ValueInput({
+  condition,
+  place,
+  props,
+}: {
+  condition: Condition;
+  place: string;
+  props: EditorProps;
+}) {
   const metric = metricOf(props.metrics, condition.metric);
-  const label = `Value of condition ${condition.id}`;
+  const label = `Value of condition ${place}`;
   const set = (text: string) =>
     change(props.root, condition.id, (node) => ({ ...node, text }) as Condition);
   if (condition.op === 'exists')
@@ -62,7 +70,16 @@ function ValueInput({ condition, props }: { condition: Condition; props: EditorP
   );
 }
 
-function ConditionRow({ condition, props }: { condition: Condition; props: EditorProps }) {
+/** `place` names a node by its position (`2.1`: the first in the second of the rule), as users count. */
+function ConditionRow({
+  condition,
+  place,
+  props,
+}: {
+  condition: Condition;
+  place: string;
+  props: EditorProps;
+}) {
   const metric = metricOf(props.metrics, condition.metric);
   const ops = OPS_BY_SHAPE[metric?.shape ?? 'number'];
   const reason = props.reasons.get(condition.id);
@@ -83,7 +100,7 @@ function ConditionRow({ condition, props }: { condition: Condition; props: Edito
         not
       </label>
       <select
-        aria-label={`Metric of condition ${condition.id}`}
+        aria-label={`Metric of condition ${place}`}
         value={condition.metric}
         onChange={(event) => {
           const name = (event.target as HTMLSelectElement).value;
@@ -105,7 +122,7 @@ function ConditionRow({ condition, props }: { condition: Condition; props: Edito
         ))}
       </select>
       <select
-        aria-label={`Operator of condition ${condition.id}`}
+        aria-label={`Operator of condition ${place}`}
         value={condition.op}
         onChange={(event) =>
           change(props.root, condition.id, (node) => ({
@@ -121,11 +138,11 @@ function ConditionRow({ condition, props }: { condition: Condition; props: Edito
           </option>
         ))}
       </select>
-      <ValueInput condition={condition} props={props} />
+      <ValueInput condition={condition} place={place} props={props} />
       <button
         type="button"
         class="quiet"
-        aria-label={`Remove condition ${condition.id}`}
+        aria-label={`Remove condition ${place}`}
         onClick={() => change(props.root, condition.id, () => null)}
       >
         Remove
@@ -139,9 +156,20 @@ function ConditionRow({ condition, props }: { condition: Condition; props: Edito
   );
 }
 
-function GroupBox({ group, props, depth }: { group: Group; props: EditorProps; depth: number }) {
+function GroupBox({
+  group,
+  place,
+  props,
+  depth,
+}: {
+  group: Group;
+  place: string;
+  props: EditorProps;
+  depth: number;
+}) {
   const reason = props.reasons.get(group.id);
   const first = props.metrics[0];
+  const placeOf = (index: number) => (place ? `${place}.${index + 1}` : `${index + 1}`);
   const add = (node: RuleNode) =>
     change(props.root, group.id, (current) => ({
       ...(current as Group),
@@ -149,7 +177,7 @@ function GroupBox({ group, props, depth }: { group: Group; props: EditorProps; d
     }));
   return (
     <fieldset class="rule-group">
-      <legend>{depth === 0 ? 'Rule' : `Group ${group.id}`}</legend>
+      <legend>{depth === 0 ? 'Rule' : `Group ${place}`}</legend>
       <div class="group-head">
         <label class="inline">
           <input
@@ -183,7 +211,7 @@ function GroupBox({ group, props, depth }: { group: Group; props: EditorProps; d
           <button
             type="button"
             class="quiet"
-            aria-label={`Remove group ${group.id}`}
+            aria-label={`Remove group ${place}`}
             onClick={() => change(props.root, group.id, () => null)}
           >
             Remove group
@@ -192,12 +220,12 @@ function GroupBox({ group, props, depth }: { group: Group; props: EditorProps; d
       </div>
       {group.children.length === 0 && <p class="help">Empty: add a condition or a group.</p>}
       <ul class="rule-children">
-        {group.children.map((child) =>
+        {group.children.map((child, index) =>
           child.type === 'condition' ? (
-            <ConditionRow key={child.id} condition={child} props={props} />
+            <ConditionRow key={child.id} condition={child} place={placeOf(index)} props={props} />
           ) : (
             <li key={child.id}>
-              <GroupBox group={child} props={props} depth={depth + 1} />
+              <GroupBox group={child} place={placeOf(index)} props={props} depth={depth + 1} />
             </li>
           ),
         )}
@@ -209,7 +237,7 @@ function GroupBox({ group, props, depth }: { group: Group; props: EditorProps; d
           disabled={!first}
           onClick={() => add(newCondition(first?.name, first?.shape))}
         >
-          Add condition{depth > 0 ? ` to group ${group.id}` : ''}
+          Add condition{depth > 0 ? ` to group ${place}` : ''}
         </button>
         {depth < 6 && (
           <button
@@ -219,7 +247,7 @@ function GroupBox({ group, props, depth }: { group: Group; props: EditorProps; d
               add(newGroup('any', first ? [newCondition(first.name, first.shape)] : []))
             }
           >
-            Add group{depth > 0 ? ` to group ${group.id}` : ''}
+            Add group{depth > 0 ? ` to group ${place}` : ''}
           </button>
         )}
       </div>
@@ -231,5 +259,5 @@ function GroupBox({ group, props, depth }: { group: Group; props: EditorProps; d
 /** The nested all / any / not groups of a rule, edited in place. */
 export function RuleEditor(props: EditorProps) {
   const root = props.root.value;
-  return root.type === 'group' ? <GroupBox group={root} props={props} depth={0} /> : null;
+  return root.type === 'group' ? <GroupBox group={root} place="" props={props} depth={0} /> : null;
 }
