@@ -233,6 +233,19 @@ describe('segments in the console (issue 31, item 5)', () => {
     await expectAccessible(page, 'the segment page');
     await screenshot(page, 'segment-page');
 
+    // Segments are create-only: a new one starts from this rule, with the same preview.
+    await page.getByRole('button', { name: 'New segment from this rule' }).click();
+    await page.waitForURL(/#\/segments\/new$/);
+    const again = await callApi('POST', `${SEGMENTS}/preview`, {
+      workspace_id: 'eu',
+      predicate: NESTED,
+    });
+    await expect
+      .poll(() => page.getByTestId('preview-count').textContent())
+      .toBe(String(again.body.matched_profiles));
+    expect(await value(2).inputValue()).toBe('2');
+    expect(await page.locator('li.condition').nth(2).getByLabel('not').isChecked()).toBe(true);
+
     await page.getByRole('link', { name: 'Segments', exact: true }).click();
     // Status changes in place.
     await page.getByLabel('Status of Keen viewers').selectOption('paused');

@@ -5,6 +5,7 @@ import { canWrite, session } from '../../session.js';
 import {
   SEGMENT_STATUSES,
   type SegmentStatus,
+  startingPredicate,
   type WorkspaceMetric,
   workspaceMetrics,
 } from './data.js';
@@ -14,6 +15,7 @@ import {
   newCondition,
   newGroup,
   type RuleNode,
+  ruleFromPredicate,
 } from './rule.js';
 import { RuleEditor } from './rule-editor.js';
 
@@ -120,7 +122,10 @@ export function SegmentBuilder() {
       (list) => {
         metrics.value = list;
         const first = list[0];
-        if (first) root.value = newGroup('all', [newCondition(first.name, first.shape)]);
+        const started = ruleFromPredicate(startingPredicate.peek());
+        startingPredicate.value = null;
+        if (started) root.value = started.type === 'group' ? started : newGroup('all', [started]);
+        else if (first) root.value = newGroup('all', [newCondition(first.name, first.shape)]);
       },
       (error: Error) => {
         loadError.value = error.message;

@@ -1,3 +1,4 @@
+import { signal } from '@preact/signals';
 import { api, pathOf } from '../../api.js';
 import type { MetricShape } from './rule.js';
 
@@ -91,3 +92,9 @@ export function setStatus(
     status,
   });
 }
+
+/**
+ * The predicate a new segment starts from, set by "New segment from this rule" on a segment page
+ * (segments are create-only, so this is how a rule is changed): kept in memory, not in the URL.
+ */
+export const startingPredicate = signal<unknown>(null);

@@ -174,3 +174,35 @@ export function describePredicate(predicate: unknown, depth = 0): string[] {
   }
   return [`${indent}${JSON.stringify(predicate)}`];
 }
+
+/**
+ * The rule a stored predicate stands for, to start a new segment from a saved one (segments are
+ * create-only); null for anything the builder cannot show.
+ */
+export function ruleFromPredicate(predicate: unknown): RuleNode | null {
+  if (typeof predicate !== 'object' || predicate === null || Array.isArray(predicate)) return null;
+  const record = predicate as Record<string, unknown>;
+  const keys = Object.keys(record);
+  if (keys.length === 1 && keys[0] === 'not') {
+    const inner = ruleFromPredicate(record.not);
+    return inner && !inner.negated ? { ...inner, negated: true } : null;
+  }
+  for (const combinator of ['all', 'any'] as const)
+    if (keys.length === 1 && Array.isArray(record[combinator])) {
+      const children = (record[combinator] as unknown[]).map(ruleFromPredicate);
+      return children.every((child) => child !== null)
+        ? newGroup(combinator, children as RuleNode[])
+        : null;
+    }
+  const { metric, op, value } = record;
+  if (typeof metric !== 'string' || typeof op !== 'string') return null;
+  const text =
+    op === 'exists'
+      ? value === false
+        ? 'no'
+        : 'yes'
+      : Array.isArray(value)
+        ? value.join('\n')
+        : String(value);
+  return { type: 'condition', id: nextId(), negated: false, metric, op, text };
+}

@@ -1,7 +1,14 @@
 import { useSignal, useSignalEffect } from '@preact/signals';
 import { api, pathOf } from '../../api.js';
+import { navigate } from '../../router.js';
 import { canWrite, session } from '../../session.js';
-import { SEGMENT_STATUSES, type SegmentItem, type SegmentStatus, setStatus } from './data.js';
+import {
+  SEGMENT_STATUSES,
+  type SegmentItem,
+  type SegmentStatus,
+  setStatus,
+  startingPredicate,
+} from './data.js';
 import { MemberChart, type MemberCountPoint } from './member-chart.js';
 import { describePredicate } from './rule.js';
 import { SegmentDeliveries } from './segment-deliveries.js';
@@ -69,6 +76,27 @@ function Definition({ segment, onChanged }: { segment: SegmentItem; onChanged: (
       <dd>{automations.length > 0 ? automations.join('; ') : 'none'}</dd>
       <dt>Created</dt>
       <dd>{new Date(segment.created_at).toLocaleString()}</dd>
+      {canWrite.value && (
+        <>
+          <dt>Change</dt>
+          <dd>
+            <button
+              type="button"
+              class="quiet"
+              onClick={() => {
+                startingPredicate.value = segment.predicate;
+                navigate('/segments/new');
+              }}
+            >
+              New segment from this rule
+            </button>
+            <p class="help">
+              A saved rule does not change (its members and webhooks follow it): build the new one,
+              then archive this one.
+            </p>
+          </dd>
+        </>
+      )}
     </dl>
   );
 }

@@ -6,6 +6,7 @@ import {
   type MetricShape,
   newCondition,
   newGroup,
+  ruleFromPredicate,
   updateNode,
 } from '../../../../console/pages/segments/rule.js';
 
@@ -95,5 +96,35 @@ describe('the builder rule (console/pages/segments/rule.ts)', () => {
       '  orders between 1',
       '  {"odd":true}',
     ]);
+  });
+});
+
+describe('ruleFromPredicate', () => {
+  it('gives back a rule that builds the same predicate, for a new segment started from a saved one', () => {
+    const predicate = {
+      all: [
+        { metric: 'orders', op: 'gte', value: 2.5 },
+        {
+          not: {
+            any: [
+              { metric: 'plan', op: 'in', value: ['gold', 'silver'] },
+              { not: { metric: 'categories', op: 'exists', value: false } },
+            ],
+          },
+        },
+      ],
+    };
+    const rule = ruleFromPredicate(predicate);
+    expect(rule && buildPredicate(rule, SHAPES)?.predicate).toEqual(predicate);
+  });
+
+  it('refuses what the builder cannot show', () => {
+    for (const odd of [
+      null,
+      [],
+      { odd: true },
+      { not: { not: { metric: 'orders', op: 'gt', value: 1 } } },
+    ])
+      expect(ruleFromPredicate(odd)).toBeNull();
   });
 });
