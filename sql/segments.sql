@@ -179,3 +179,29 @@ WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id
 /* @name segments_drop_evaluation_tables */
 DROP TABLE IF EXISTS segment_scope; DROP TABLE IF EXISTS segment_evaluated; 
 DROP TABLE IF EXISTS segment_new_masks; DROP TABLE IF EXISTS segment_current_masks; DROP TABLE IF EXISTS segment_changes;
+
+/* @name segment_member_count */
+SELECT count(*) AS member_count FROM segment_members
+WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND segment_id = $segment_id;
+
+/* @name segment_member_counts */
+-- One point per moment the membership changed (each batch writes one changed_at), the newest
+-- $limit. Counts are walked back from the current member count, so the newest point is the count
+-- the list shows even where a frozen segment's merge moved a membership without a history entry.
+WITH changes AS (
+  SELECT changed_at, sum(CASE change WHEN 'enter' THEN 1 ELSE -1 END) AS delta
+  FROM segment_history
+  WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND segment_id = $segment_id
+  GROUP BY changed_at
+),
+members AS (
+  SELECT count(*) AS current FROM segment_members
+  WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND segment_id = $segment_id
+)
+SELECT changed_at AS at,
+  (SELECT current FROM members) - coalesce(sum(delta) OVER (
+    ORDER BY changed_at DESC ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING), 0) AS member_count,
+  delta
+FROM changes
+ORDER BY changed_at DESC
+LIMIT $limit;

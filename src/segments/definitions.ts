@@ -87,7 +87,7 @@ async function findSegment(session: Session, key: SegmentKey): Promise<Segment |
   return row && toSegment(row);
 }
 
-async function requireSegment(session: Session, key: SegmentKey): Promise<Segment> {
+export async function requireSegment(session: Session, key: SegmentKey): Promise<Segment> {
   await requireWorkspace(session, key.tenantId, key.workspaceId);
   const segment = await findSegment(session, key);
   if (!segment)

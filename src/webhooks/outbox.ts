@@ -58,3 +58,55 @@ export async function retryFailedWebhooks(
     session.run('webhooks_requeue_failed', { webhook_id: webhookId }),
   );
 }
+
+/** One segment's place in the outbox: a tenant sees and retries its own segment's deliveries. */
+export interface OutboxSegment {
+  tenantId: string;
+  workspaceId: string;
+  segmentId: string;
+}
+
+function segmentParams(segment: OutboxSegment) {
+  return {
+    tenant_id: segment.tenantId,
+    workspace_id: segment.workspaceId,
+    segment_id: segment.segmentId,
+  };
+}
+
+export async function listSegmentWebhooks(
+  context: Context,
+  segment: OutboxSegment,
+  query: PageQuery & { status: WebhookStatus | null },
+): Promise<Page<OutboxEntry>> {
+  const after = query.cursor === null ? null : decodeCursor(query.cursor, webhookCursor);
+  const rows = await context.store.read((session) =>
+    session.all<OutboxEntry>('webhooks_list_for_segment', {
+      ...segmentParams(segment),
+      status: query.status,
+      after_created: after?.c ?? null,
+      after_webhook: after?.h ?? null,
+      limit: query.limit + 1,
+    }),
+  );
+  return toPage(
+    rows,
+    query.limit,
+    (row) => ({ c: row.created_at, h: row.webhook_id }),
+    (row) => row,
+  );
+}
+
+/** Puts one segment's failed deliveries (one, or all) back in the queue; answers how many. */
+export async function retrySegmentWebhooks(
+  context: Context,
+  segment: OutboxSegment,
+  webhookId: string | null,
+): Promise<number> {
+  return context.store.write((session) =>
+    session.run('webhooks_requeue_failed_for_segment', {
+      ...segmentParams(segment),
+      webhook_id: webhookId,
+    }),
+  );
+}

@@ -489,6 +489,9 @@ describe('cds CLI', () => {
       const url = /curl -s (http:\/\/[^/\s]+)\/v1\/whoami/.exec(text)?.[1];
       const workspaceToken = /workspace token\s+(cpw_\S+)/.exec(text)?.[1];
       expect((await fetch(`${url}/healthz`)).status).toBe(200);
+      const consoleUrl = /^Console: (\S+) /m.exec(text)?.[1];
+      expect(consoleUrl).toBe(`${url}/console/`);
+      expect((await fetch(`${consoleUrl}`)).status).toBe(200);
       const segments = await fetch(`${url}/v1/tenants/demo/segments?workspace_id=brand-eu`, {
         headers: { authorization: `Bearer ${workspaceToken}` },
       });
@@ -499,10 +502,6 @@ describe('cds CLI', () => {
         'shoe-browsers-no-order',
       ]);
       expect(text.match(/^ {2}curl /gm)).toHaveLength(4);
-      // The console's address, answered by the demo's server.
-      const consoleUrl = /Console: (http:\/\/\S+\/console\/)/.exec(text)?.[1];
-      expect(consoleUrl).toBe(`${url}/console/`);
-      expect((await fetch(consoleUrl as string)).status).toBe(200);
       expect(text).toMatch(/Sent \d{4} demo events through the collector/);
       expect(text).toMatch(/brand-eu +repeat-buyers +[1-9]\d* members/);
       expect(text).toMatch(

@@ -1,10 +1,13 @@
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { AxeBuilder } from '@axe-core/playwright';
 import { type Browser, chromium, type Page } from 'playwright-core';
 import { expect } from 'vitest';
 import { type RunningServer, startServer } from '../../src/cli/serve.js';
+import type { Context } from '../../src/context.js';
 import type { DataDir } from '../../src/store/data-dir.js';
 import { operatorToken } from '../../src/tenancy/operator.js';
+import type { TestEnvOptions } from './context.js';
 import { openSeededEnv } from './seeded.js';
 import type { Tokens } from './tenant.js';
 
@@ -18,6 +21,8 @@ export interface ConsoleServer {
   /** The served data dir, for a test that sets up what only ingest makes (a quarantined part). */
   dataDir: DataDir;
   server: RunningServer;
+  /** The served store, for a test to set up what no route makes (a delivery given up). */
+  context: Context;
   close(): Promise<void>;
 }
 
@@ -25,8 +30,10 @@ export interface ConsoleServer {
  * A listening `cds serve` over a seeded data dir (tenant `acme` with workspaces `eu` and `us`,
  * tokens of every kind, the usual event types), with the console its build put in dist/console.
  */
-export async function startConsoleServer(): Promise<ConsoleServer> {
-  const { env, tokens } = await openSeededEnv({ config: { port: 0 } });
+export async function startConsoleServer(
+  config: TestEnvOptions['config'] = {},
+): Promise<ConsoleServer> {
+  const { env, tokens } = await openSeededEnv({ config: { ...config, port: 0 } });
   // The test env's own app is not the one served: startServer builds `cds serve`'s.
   await env.app.close();
   const server = await startServer(env.context, { logRequests: false, ingest: true });
@@ -36,6 +43,7 @@ export async function startConsoleServer(): Promise<ConsoleServer> {
     operator: operatorToken(env.context.dataDir.masterKey),
     dataDir: env.context.dataDir,
     server,
+    context: env.context,
     close: () => server.close(),
   };
 }
@@ -84,6 +92,19 @@ export async function signIn(page: Page, url: string, token: string): Promise<vo
   await page.getByLabel('Token').fill(token);
   await page.getByRole('button', { name: 'Sign in' }).click();
   await page.getByRole('navigation', { name: 'Console' }).waitFor();
+}
+
+/** Where `npm run screenshots` (CDS_SCREENSHOTS=1) puts the pictures docs/console.md shows. */
+const SCREENSHOTS = 'docs/console';
+
+/**
+ * Saves the page as docs/console/<name>.png when the run is `npm run screenshots`, and does
+ * nothing otherwise, so the tests are what produces the documentation's pictures.
+ */
+export async function screenshot(page: Page, name: string): Promise<void> {
+  if (process.env.CDS_SCREENSHOTS !== '1') return;
+  mkdirSync(SCREENSHOTS, { recursive: true });
+  await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
 }
 
 /** No serious or critical axe-core violation on the page as it is now (issue 31, item 9). */

@@ -728,6 +728,27 @@ export const ROUTE_INPUTS: Record<string, RouteInput> = {
     callers: MEMBER_CALLERS,
     query: pagingQuery,
   },
+  'GET /v1/tenants/:tenant/segments/:segment_id/member-counts': {
+    callers: MEMBER_CALLERS,
+    query: workspaceQuery,
+  },
+  'GET /v1/tenants/:tenant/segments/:segment_id/webhooks': {
+    callers: MEMBER_CALLERS,
+    query: (fixture) => ({
+      ...pagingQuery(fixture),
+      status: ['pending', 'delivered', 'failed', 'lost'],
+    }),
+  },
+  'POST /v1/tenants/:tenant/segments/:segment_id/webhooks/retry': {
+    callers: TENANT_CALLERS,
+    body: (fixture) =>
+      fc
+        .record({
+          workspace_id: textOf(fixture.workspaces),
+          webhook_id: optionalOf(hostileString),
+        })
+        .map(present),
+  },
   'PUT /v1/tenants/:tenant/segments/:segment_id/status': {
     callers: TENANT_CALLERS,
     body: (fixture) =>

@@ -16,8 +16,15 @@ import {
   segmentSchema,
   setSegmentStatus,
 } from '../../segments/definitions.js';
+import { memberCountsSchema, segmentMemberCounts } from '../../segments/member-counts.js';
 import { segmentMembers } from '../../segments/members.js';
 import { previewResultSchema, previewSegment } from '../../segments/preview.js';
+import {
+  listSegmentWebhooks,
+  outboxEntrySchema,
+  retrySegmentWebhooks,
+  WEBHOOK_STATUSES,
+} from '../../webhooks/outbox.js';
 import { requestedWorkspace } from '../auth.js';
 import { noContent, pagingQuery, segmentParams, tenantParams } from '../schemas.js';
 
@@ -149,6 +156,80 @@ export function segmentRoutes(app: FastifyInstance, context: Context): void {
         { limit: request.query.limit, cursor: request.query.cursor ?? null },
       );
       return { members: page.items, next_cursor: page.next_cursor };
+    },
+  );
+  api.get(
+    '/v1/tenants/:tenant/segments/:segment_id/member-counts',
+    {
+      config: { access: 'workspace-member' },
+      schema: {
+        params: segmentParams,
+        querystring: workspaceQuery,
+        response: { 200: memberCountsSchema },
+      },
+    },
+    async (request) =>
+      segmentMemberCounts(context, {
+        tenantId: request.params.tenant,
+        workspaceId: workspaceOf(request),
+        segmentId: request.params.segment_id,
+      }),
+  );
+  api.get(
+    '/v1/tenants/:tenant/segments/:segment_id/webhooks',
+    {
+      config: { access: 'workspace-member' },
+      schema: {
+        params: segmentParams,
+        querystring: pagingQuery.extend(workspaceQuery.shape).extend({
+          status: z.enum(WEBHOOK_STATUSES).optional(),
+        }),
+        response: {
+          200: z.object({
+            webhooks: z.array(outboxEntrySchema),
+            next_cursor: z.string().nullable(),
+          }),
+        },
+      },
+    },
+    async (request) => {
+      const key = {
+        tenantId: request.params.tenant,
+        workspaceId: workspaceOf(request),
+        segmentId: request.params.segment_id,
+      };
+      await getSegment(context, key);
+      const page = await listSegmentWebhooks(context, key, {
+        limit: request.query.limit,
+        cursor: request.query.cursor ?? null,
+        status: request.query.status ?? null,
+      });
+      return { webhooks: page.items, next_cursor: page.next_cursor };
+    },
+  );
+  api.post(
+    '/v1/tenants/:tenant/segments/:segment_id/webhooks/retry',
+    {
+      config: { access: 'tenant-token' },
+      schema: {
+        params: segmentParams,
+        body: z.object({
+          workspace_id: idSchema,
+          webhook_id: z.string().min(1).max(100).nullish(),
+        }),
+        response: { 200: z.object({ requeued: z.number() }) },
+      },
+    },
+    async (request) => {
+      const key = {
+        tenantId: request.params.tenant,
+        workspaceId: request.body.workspace_id,
+        segmentId: request.params.segment_id,
+      };
+      await getSegment(context, key);
+      return {
+        requeued: await retrySegmentWebhooks(context, key, request.body.webhook_id ?? null),
+      };
     },
   );
   api.put(

@@ -1,0 +1,336 @@
+import { useComputed, useSignal, useSignalEffect } from '@preact/signals';
+import { ApiError, api, pathOf } from '../../api.js';
+import { navigate } from '../../router.js';
+import { canWrite, session } from '../../session.js';
+import {
+  SEGMENT_STATUSES,
+  type SegmentStatus,
+  startingPredicate,
+  type WorkspaceMetric,
+  workspaceMetrics,
+} from './data.js';
+import {
+  type BuiltPredicate,
+  buildPredicate,
+  newCondition,
+  newGroup,
+  type RuleNode,
+  ruleFromPredicate,
+} from './rule.js';
+import { RuleEditor } from './rule-editor.js';
+
+/** Waits this long after the last change before asking for a preview (the rule is still being typed). */
+const PREVIEW_DEBOUNCE_MS = 300;
+
+interface Preview {
+  matched_profiles: number;
+  scanned_profiles: number;
+  truncated: boolean;
+  workspace_profiles: number;
+  workspace_identified_profiles: number;
+}
+
+type PreviewState =
+  | { kind: 'incomplete' }
+  | { kind: 'loading'; last: Preview | null }
+  | { kind: 'done'; preview: Preview }
+  | { kind: 'failed'; message: string };
+
+/** The API's reasons (paths like `predicate.any[0].value`) by the rule node they name. */
+function nodeReasons(error: unknown, built: BuiltPredicate | null): Map<number, string> {
+  const reasons = new Map<number, string>();
+  if (!(error instanceof ApiError) || !built) return reasons;
+  for (const [path, message] of error.fieldReasons()) {
+    const id = built.paths.get(path);
+    if (id !== undefined) reasons.set(id, message);
+  }
+  return reasons;
+}
+
+function PreviewPanel({ state }: { state: PreviewState }) {
+  const shown =
+    state.kind === 'done' ? state.preview : state.kind === 'loading' ? state.last : null;
+  return (
+    <section
+      class="preview"
+      aria-labelledby="preview-title"
+      aria-live="polite"
+      aria-busy={state.kind === 'loading'}
+    >
+      <h2 id="preview-title">Preview</h2>
+      {state.kind === 'incomplete' && (
+        <p class="help">Complete every condition to see who matches.</p>
+      )}
+      {state.kind === 'failed' && <p class="error">{state.message}</p>}
+      {shown && (
+        <dl class="facts">
+          <dt>Matching profiles</dt>
+          <dd data-testid="preview-count">{shown.matched_profiles}</dd>
+          <dt>Profiles scanned</dt>
+          <dd>
+            {shown.scanned_profiles}
+            {shown.truncated && (
+              <strong class="warning">
+                {' '}
+                Not every profile was scanned: the count is exact over the first{' '}
+                {shown.scanned_profiles} of {shown.workspace_profiles}, and the saved segment will
+                count them all.
+              </strong>
+            )}
+          </dd>
+          <dt>Profiles in the workspace</dt>
+          <dd>{shown.workspace_profiles}</dd>
+          <dt>Identified profiles</dt>
+          <dd>{shown.workspace_identified_profiles}</dd>
+        </dl>
+      )}
+      {state.kind === 'loading' && <p class="help">Counting…</p>}
+    </section>
+  );
+}
+
+/**
+ * A new segment: its rule, the exact preview as the rule changes, and the save. The API's segments
+ * are create-only (a definition is never rewritten under the members it already has), so there is
+ * no editing of a saved one here.
+ */
+export function SegmentBuilder() {
+  const tenant = session.tenant.value;
+  const workspace = session.workspace.value;
+  const metrics = useSignal<WorkspaceMetric[] | null>(null);
+  const loadError = useSignal<string | null>(null);
+  const root = useSignal<RuleNode>(newGroup('all'));
+  const preview = useSignal<PreviewState>({ kind: 'incomplete' });
+  const previewError = useSignal<unknown>(null);
+  const saveError = useSignal<ApiError | null>(null);
+  const saving = useSignal(false);
+  const form = useSignal({
+    segment_id: '',
+    display_name: '',
+    status: 'active' as SegmentStatus,
+    on_enter: true,
+    on_exit: true,
+    on_backfill: false,
+  });
+
+  useSignalEffect(() => {
+    const t = session.tenant.value;
+    const w = session.workspace.value;
+    if (!t || !w) return;
+    metrics.value = null;
+    workspaceMetrics(t, w).then(
+      (list) => {
+        metrics.value = list;
+        const first = list[0];
+        const started = ruleFromPredicate(startingPredicate.peek());
+        startingPredicate.value = null;
+        if (started) root.value = started.type === 'group' ? started : newGroup('all', [started]);
+        else if (first) root.value = newGroup('all', [newCondition(first.name, first.shape)]);
+      },
+      (error: Error) => {
+        loadError.value = error.message;
+      },
+    );
+  });
+
+  const shapes = useComputed(
+    () => new Map((metrics.value ?? []).map((metric) => [metric.name, metric.shape])),
+  );
+  const built = useComputed(() => buildPredicate(root.value, shapes.value));
+
+  // Debounced preview; an answer to a rule since changed is dropped, so the count shown is always
+  // the current rule's.
+  useSignalEffect(() => {
+    const current = built.value;
+    const t = session.tenant.value;
+    const w = session.workspace.value;
+    previewError.value = null;
+    if (!current || !t || !w) {
+      preview.value = { kind: 'incomplete' };
+      return;
+    }
+    const last = preview.peek();
+    preview.value = {
+      kind: 'loading',
+      last: last.kind === 'done' ? last.preview : last.kind === 'loading' ? last.last : null,
+    };
+    let cancelled = false;
+    const timer = setTimeout(() => {
+      api<Preview>('POST', pathOf`/v1/tenants/${t}/segments/preview`, {
+        workspace_id: w,
+        predicate: current.predicate,
+      }).then(
+        (answer) => {
+          if (!cancelled) preview.value = { kind: 'done', preview: answer };
+        },
+        (error: Error) => {
+          if (cancelled) return;
+          previewError.value = error;
+          preview.value = { kind: 'failed', message: error.message };
+        },
+      );
+    }, PREVIEW_DEBOUNCE_MS);
+    return () => {
+      cancelled = true;
+      clearTimeout(timer);
+    };
+  });
+
+  const reasons = useComputed(() => {
+    const merged = nodeReasons(previewError.value, built.value);
+    for (const [id, reason] of nodeReasons(saveError.value, built.value)) merged.set(id, reason);
+    return merged;
+  });
+
+  if (!canWrite.value)
+    return (
+      <section>
+        <h1>New segment</h1>
+        <p>This token is read-only: it cannot create segments.</p>
+      </section>
+    );
+  if (!tenant || !workspace) return <p class="loading">Choose a workspace.</p>;
+  if (loadError.value)
+    return <p class="error">The metrics could not be loaded: {loadError.value}</p>;
+  if (!metrics.value) return <p class="loading">Loading the workspace's metrics…</p>;
+
+  const fields = form.value;
+  const fieldReasons = saveError.value?.fieldReasons() ?? new Map<string, string>();
+  const idReason =
+    fieldReasons.get('segment_id') ??
+    (saveError.value?.status === 409 ? saveError.value.message : undefined);
+  const set = (patch: Partial<typeof fields>) => {
+    form.value = { ...form.value, ...patch };
+  };
+
+  const save = async (event: Event) => {
+    event.preventDefault();
+    const current = built.value;
+    if (!current) return;
+    saving.value = true;
+    saveError.value = null;
+    try {
+      await api('PUT', pathOf`/v1/tenants/${tenant}/segments/${fields.segment_id}`, {
+        workspace_id: workspace,
+        display_name: fields.display_name,
+        predicate: current.predicate,
+        status: fields.status,
+        automations: {
+          on_enter: fields.on_enter,
+          on_exit: fields.on_exit,
+          on_backfill: fields.on_backfill,
+        },
+      });
+      navigate(`/segments/${fields.segment_id}`);
+    } catch (error) {
+      saveError.value =
+        error instanceof ApiError ? error : new ApiError(0, 'network', String(error), null);
+    } finally {
+      saving.value = false;
+    }
+  };
+
+  const otherReason =
+    saveError.value &&
+    !idReason &&
+    !fieldReasons.has('display_name') &&
+    !fieldReasons.has('status') &&
+    !fieldReasons.has('workspace_id') &&
+    reasons.value.size === 0
+      ? saveError.value.message
+      : null;
+
+  return (
+    <section aria-labelledby="builder-title">
+      <h1 id="builder-title">New segment in {workspace}</h1>
+      {metrics.value.length === 0 ? (
+        <p>
+          This workspace has no metrics yet: define one in the catalog, then build a rule on it.
+        </p>
+      ) : (
+        <div class="builder">
+          <RuleEditor root={root} metrics={metrics.value} reasons={reasons.value} />
+          <PreviewPanel state={preview.value} />
+        </div>
+      )}
+      <form class="segment-form" onSubmit={save}>
+        <h2>Save</h2>
+        <label for="segment-id">Id</label>
+        <input
+          id="segment-id"
+          required
+          pattern="[a-z0-9][a-z0-9_\-]{0,63}"
+          aria-describedby="segment-id-help"
+          aria-invalid={idReason ? true : undefined}
+          value={fields.segment_id}
+          onInput={(event) => set({ segment_id: (event.target as HTMLInputElement).value })}
+        />
+        <p id="segment-id-help" class="help">
+          Lowercase letters, digits, - and _; it names the segment in webhooks and cannot change.
+        </p>
+        {idReason && <p class="error field-reason">{idReason}</p>}
+        <label for="segment-name">Display name</label>
+        <input
+          id="segment-name"
+          required
+          maxLength={200}
+          value={fields.display_name}
+          onInput={(event) => set({ display_name: (event.target as HTMLInputElement).value })}
+        />
+        {fieldReasons.get('display_name') && (
+          <p class="error field-reason">{fieldReasons.get('display_name')}</p>
+        )}
+        <label for="segment-status">Status</label>
+        <select
+          id="segment-status"
+          value={fields.status}
+          onChange={(event) =>
+            set({ status: (event.target as HTMLSelectElement).value as SegmentStatus })
+          }
+        >
+          {SEGMENT_STATUSES.map((status) => (
+            <option key={status} value={status}>
+              {status}
+            </option>
+          ))}
+        </select>
+        <fieldset>
+          <legend>Webhooks</legend>
+          <label class="inline">
+            <input
+              type="checkbox"
+              checked={fields.on_enter}
+              onChange={(event) => set({ on_enter: (event.target as HTMLInputElement).checked })}
+            />
+            when a profile enters
+          </label>
+          <label class="inline">
+            <input
+              type="checkbox"
+              checked={fields.on_exit}
+              onChange={(event) => set({ on_exit: (event.target as HTMLInputElement).checked })}
+            />
+            when a profile leaves
+          </label>
+          <label class="inline">
+            <input
+              type="checkbox"
+              checked={fields.on_backfill}
+              onChange={(event) => set({ on_backfill: (event.target as HTMLInputElement).checked })}
+            />
+            for the profiles already matching when it becomes active
+          </label>
+        </fieldset>
+        <button type="submit" disabled={saving.value || !built.value}>
+          Save segment
+        </button>
+        {!built.value && <p class="help">Complete the rule to save it.</p>}
+        {otherReason && (
+          <p role="alert" class="error">
+            {otherReason}
+          </p>
+        )}
+      </form>
+    </section>
+  );
+}

@@ -1,0 +1,263 @@
+import type { Signal } from '@preact/signals';
+import type { WorkspaceMetric } from './data.js';
+import {
+  type Condition,
+  type Group,
+  newCondition,
+  newGroup,
+  OP_LABELS,
+  OPS_BY_SHAPE,
+  type RuleNode,
+  updateNode,
+} from './rule.js';
+
+interface EditorProps {
+  root: Signal<RuleNode>;
+  metrics: WorkspaceMetric[];
+  /** The API's reason for a node, by node id (a 422 of the preview or the save). */
+  reasons: Map<number, string>;
+}
+
+function change(root: Signal<RuleNode>, id: number, edit: (node: RuleNode) => RuleNode | null) {
+  root.value = updateNode(root.value, id, edit) ?? root.value;
+}
+
+function metricOf(metrics: WorkspaceMetric[], name: string) {
+  return metrics.find((metric) => metric.name === name);
+}
+
+function ValueInput({
+  condition,
+  place,
+  props,
+}: {
+  condition: Condition;
+  place: string;
+  props: EditorProps;
+}) {
+  const metric = metricOf(props.metrics, condition.metric);
+  const label = `Value of condition ${place}`;
+  const set = (text: string) =>
+    change(props.root, condition.id, (node) => ({ ...node, text }) as Condition);
+  if (condition.op === 'exists')
+    return (
+      <select
+        aria-label={label}
+        value={condition.text === 'no' ? 'no' : 'yes'}
+        onChange={(event) => set((event.target as HTMLSelectElement).value)}
+      >
+        <option value="yes">yes</option>
+        <option value="no">no</option>
+      </select>
+    );
+  if (condition.op === 'in' || condition.op === 'not_in')
+    return (
+      <textarea
+        aria-label={`${label}, one per line`}
+        rows={2}
+        value={condition.text}
+        onInput={(event) => set((event.target as HTMLTextAreaElement).value)}
+      />
+    );
+  return (
+    <input
+      aria-label={label}
+      type={metric?.shape === 'number' ? 'number' : 'text'}
+      step="any"
+      value={condition.text}
+      onInput={(event) => set((event.target as HTMLInputElement).value)}
+    />
+  );
+}
+
+/** `place` names a node by its position (`2.1`: the first in the second of the rule), as users count. */
+function ConditionRow({
+  condition,
+  place,
+  props,
+}: {
+  condition: Condition;
+  place: string;
+  props: EditorProps;
+}) {
+  const metric = metricOf(props.metrics, condition.metric);
+  const ops = OPS_BY_SHAPE[metric?.shape ?? 'number'];
+  const reason = props.reasons.get(condition.id);
+  const reasonId = `reason-${condition.id}`;
+  return (
+    <li class="condition" aria-describedby={reason ? reasonId : undefined}>
+      <label class="inline">
+        <input
+          type="checkbox"
+          checked={condition.negated}
+          onChange={(event) =>
+            change(props.root, condition.id, (node) => ({
+              ...node,
+              negated: (event.target as HTMLInputElement).checked,
+            }))
+          }
+        />
+        not
+      </label>
+      <select
+        aria-label={`Metric of condition ${place}`}
+        value={condition.metric}
+        onChange={(event) => {
+          const name = (event.target as HTMLSelectElement).value;
+          const shape = metricOf(props.metrics, name)?.shape ?? 'number';
+          change(props.root, condition.id, (node) => {
+            const kept = OPS_BY_SHAPE[shape].includes((node as Condition).op);
+            return {
+              ...(node as Condition),
+              metric: name,
+              op: kept ? (node as Condition).op : (OPS_BY_SHAPE[shape][0] as string),
+            };
+          });
+        }}
+      >
+        {props.metrics.map((option) => (
+          <option key={option.name} value={option.name}>
+            {option.label} ({option.shape})
+          </option>
+        ))}
+      </select>
+      <select
+        aria-label={`Operator of condition ${place}`}
+        value={condition.op}
+        onChange={(event) =>
+          change(props.root, condition.id, (node) => ({
+            ...(node as Condition),
+            op: (event.target as HTMLSelectElement).value,
+            text: '',
+          }))
+        }
+      >
+        {ops.map((op) => (
+          <option key={op} value={op}>
+            {OP_LABELS[op] ?? op}
+          </option>
+        ))}
+      </select>
+      <ValueInput condition={condition} place={place} props={props} />
+      <button
+        type="button"
+        class="quiet"
+        aria-label={`Remove condition ${place}`}
+        onClick={() => change(props.root, condition.id, () => null)}
+      >
+        Remove
+      </button>
+      {reason && (
+        <p id={reasonId} class="error field-reason">
+          {reason}
+        </p>
+      )}
+    </li>
+  );
+}
+
+function GroupBox({
+  group,
+  place,
+  props,
+  depth,
+}: {
+  group: Group;
+  place: string;
+  props: EditorProps;
+  depth: number;
+}) {
+  const reason = props.reasons.get(group.id);
+  const first = props.metrics[0];
+  const placeOf = (index: number) => (place ? `${place}.${index + 1}` : `${index + 1}`);
+  const add = (node: RuleNode) =>
+    change(props.root, group.id, (current) => ({
+      ...(current as Group),
+      children: [...(current as Group).children, node],
+    }));
+  return (
+    <fieldset class="rule-group">
+      <legend>{depth === 0 ? 'Rule' : `Group ${place}`}</legend>
+      <div class="group-head">
+        <label class="inline">
+          <input
+            type="checkbox"
+            checked={group.negated}
+            onChange={(event) =>
+              change(props.root, group.id, (node) => ({
+                ...node,
+                negated: (event.target as HTMLInputElement).checked,
+              }))
+            }
+          />
+          not
+        </label>
+        <label class="inline">
+          Match
+          <select
+            value={group.combinator}
+            onChange={(event) =>
+              change(props.root, group.id, (node) => ({
+                ...(node as Group),
+                combinator: (event.target as HTMLSelectElement).value as 'all' | 'any',
+              }))
+            }
+          >
+            <option value="all">all of</option>
+            <option value="any">any of</option>
+          </select>
+        </label>
+        {depth > 0 && (
+          <button
+            type="button"
+            class="quiet"
+            aria-label={`Remove group ${place}`}
+            onClick={() => change(props.root, group.id, () => null)}
+          >
+            Remove group
+          </button>
+        )}
+      </div>
+      {group.children.length === 0 && <p class="help">Empty: add a condition or a group.</p>}
+      <ul class="rule-children">
+        {group.children.map((child, index) =>
+          child.type === 'condition' ? (
+            <ConditionRow key={child.id} condition={child} place={placeOf(index)} props={props} />
+          ) : (
+            <li key={child.id}>
+              <GroupBox group={child} place={placeOf(index)} props={props} depth={depth + 1} />
+            </li>
+          ),
+        )}
+      </ul>
+      <div class="group-actions">
+        <button
+          type="button"
+          class="quiet"
+          disabled={!first}
+          onClick={() => add(newCondition(first?.name, first?.shape))}
+        >
+          Add condition{depth > 0 ? ` to group ${place}` : ''}
+        </button>
+        {depth < 6 && (
+          <button
+            type="button"
+            class="quiet"
+            onClick={() =>
+              add(newGroup('any', first ? [newCondition(first.name, first.shape)] : []))
+            }
+          >
+            Add group{depth > 0 ? ` to group ${place}` : ''}
+          </button>
+        )}
+      </div>
+      {reason && <p class="error field-reason">{reason}</p>}
+    </fieldset>
+  );
+}
+
+/** The nested all / any / not groups of a rule, edited in place. */
+export function RuleEditor(props: EditorProps) {
+  const root = props.root.value;
+  return root.type === 'group' ? <GroupBox group={root} place="" props={props} depth={0} /> : null;
+}

@@ -1,0 +1,369 @@
+import { randomUUID } from 'node:crypto';
+import { type AddressInfo, createServer } from 'node:net';
+import type { Browser, Page } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  type ConsoleServer,
+  expectAccessible,
+  launchChromium,
+  screenshot,
+  signIn,
+  startConsoleServer,
+} from '../helpers/console.js';
+
+let served: ConsoleServer;
+let browser: Browser;
+
+const SEGMENTS = '/v1/tenants/acme/segments';
+
+async function callApi(method: string, path: string, body?: unknown, token = served.tokens.tenant) {
+  const response = await fetch(`${served.url}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text === '' ? null : JSON.parse(text) };
+}
+
+/** Events as a site sends them, through the collector the server runs, then ingested. */
+async function visit(anon: string, name: string, properties: Record<string, unknown> = {}) {
+  const response = await fetch(`${served.url}/v1/events/batch`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'x-tenant-id': 'acme', 'x-workspace-id': 'eu' },
+    body: JSON.stringify({
+      events: [
+        {
+          envelop_version: '1.0',
+          id: randomUUID(),
+          name,
+          tenant_id: 'acme',
+          workspace_id: 'eu',
+          anon_id: `cookie:${anon}`,
+          occured_at: new Date().toISOString(),
+          properties,
+        },
+      ],
+    }),
+  });
+  expect(response.status, await response.text()).toBe(202);
+}
+
+/** A port nothing listens on any more: connections to it are refused. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+beforeAll(async () => {
+  // A receiver that refuses every connection: deliveries fail with an error to show.
+  served = await startConsoleServer({
+    webhook_url: `http://127.0.0.1:${await closedPort()}/hooks`,
+    webhook_secret: `whsec_${Buffer.from('console segments test secret').toString('base64')}`,
+  });
+  browser = await launchChromium();
+  for (const metric of [
+    { metric_name: 'views', event_name: 'page_viewed', value_kind: 'count' },
+    {
+      metric_name: 'last_category',
+      event_name: 'product_viewed',
+      value_kind: 'property_string',
+      value_path: 'properties.category',
+      aggregation: 'latest',
+    },
+  ]) {
+    const answer = await callApi('PUT', '/v1/tenants/acme/metric-definitions', metric);
+    expect(answer.status, JSON.stringify(answer.body)).toBe(201);
+  }
+  // a: three views; b: one; c: one view and shoes; d: shoes only.
+  for (const anon of ['a', 'a', 'a', 'b', 'c']) await visit(anon, 'page_viewed');
+  for (const anon of ['c', 'd']) await visit(anon, 'product_viewed', { category: 'shoes' });
+  await served.server.ingestNow();
+}, 90_000);
+
+afterAll(async () => {
+  await browser?.close();
+  await served?.close();
+});
+
+async function signedIn(token: string): Promise<Page> {
+  const page = await (await browser.newContext()).newPage();
+  page.on('dialog', () => {
+    throw new Error('a dialog opened: data ran as script');
+  });
+  await signIn(page, served.url, token);
+  return page;
+}
+
+const NESTED = {
+  all: [
+    { metric: 'views', op: 'gte', value: 1 },
+    {
+      any: [
+        { metric: 'last_category', op: 'eq', value: 'shoes' },
+        { not: { metric: 'views', op: 'lt', value: 2 } },
+      ],
+    },
+  ],
+};
+
+describe('segments in the console (issue 31, item 5)', () => {
+  it('builds a nested segment whose preview is the API preview, saves it and lists it', async () => {
+    const page = await signedIn(served.tokens.tenant);
+    await page.getByRole('link', { name: 'Segments', exact: true }).click();
+    await page.getByRole('link', { name: 'New segment' }).click();
+    await expectAccessible(page, 'the segment builder');
+
+    const metric = (index: number) => page.getByLabel(/^Metric of condition/).nth(index);
+    const operator = (index: number) => page.getByLabel(/^Operator of condition/).nth(index);
+    const value = (index: number) => page.getByLabel(/^Value of condition/).nth(index);
+    await metric(0).selectOption('views');
+    await operator(0).selectOption('gte');
+    // Beyond what a metric value holds exactly: the preview's 422 is shown beside the condition.
+    await value(0).fill('9007199254740993');
+    await expect
+      .poll(() => page.locator('li.condition').first().locator('.field-reason').textContent())
+      .toMatch(/^must be between/);
+    await value(0).fill('1');
+    await expect.poll(() => page.locator('.field-reason').count()).toBe(0);
+    await page.getByRole('button', { name: 'Add group', exact: true }).click();
+    await metric(1).selectOption('last_category');
+    await operator(1).selectOption('eq');
+    await value(1).fill('shoes');
+    await page.getByRole('button', { name: /^Add condition to group/ }).click();
+    await metric(2).selectOption('views');
+    await operator(2).selectOption('lt');
+    await value(2).fill('2');
+    await page.locator('li.condition').nth(2).getByLabel('not').check();
+
+    const api = await callApi('POST', `${SEGMENTS}/preview`, {
+      workspace_id: 'eu',
+      predicate: NESTED,
+    });
+    expect(api.status).toBe(200);
+    expect(api.body.matched_profiles).toBe(2);
+    await expect
+      .poll(() => page.getByTestId('preview-count').textContent())
+      .toBe(String(api.body.matched_profiles));
+    await expect
+      .poll(() =>
+        page
+          .getByText('Profiles in the workspace')
+          .locator('xpath=following-sibling::dd[1]')
+          .textContent(),
+      )
+      .toBe(String(api.body.workspace_profiles));
+    await expectAccessible(page, 'the segment builder with a preview');
+    await screenshot(page, 'segment-builder');
+
+    // A 409 is shown beside the id it names.
+    await callApi('PUT', `${SEGMENTS}/taken`, {
+      workspace_id: 'eu',
+      display_name: 'Taken',
+      predicate: { metric: 'views', op: 'gte', value: 1 },
+    });
+    await page.getByLabel('Id').fill('taken');
+    await page.getByLabel('Display name').fill('Keen viewers');
+    await page.getByRole('button', { name: 'Save segment' }).click();
+    await expect.poll(() => page.getByText(/segment taken already exists/).count()).toBe(1);
+
+    await page.getByLabel('Id').fill('keen');
+    await page.getByRole('button', { name: 'Save segment' }).click();
+    await page.waitForURL(/#\/segments\/keen$/);
+    await expect
+      .poll(() => page.getByTestId('member-count').textContent(), { timeout: 20_000 })
+      .toBe('2');
+    const saved = await callApi('GET', `${SEGMENTS}/keen/definition?workspace_id=eu`);
+    expect(saved.body.predicate).toEqual(NESTED);
+    expect(saved.body.status).toBe('active');
+
+    await page.getByRole('link', { name: 'Segments', exact: true }).click();
+    await expect
+      .poll(() => page.getByTestId('members-keen').textContent(), { timeout: 20_000 })
+      .toBe('2');
+    await expectAccessible(page, 'the segment list');
+    await screenshot(page, 'segment-list');
+
+    // d, shoes only so far, views a page: now in by views >= 1 and shoes.
+    await visit('d', 'page_viewed');
+    await served.server.ingestNow();
+    await expect
+      .poll(() => page.getByTestId('members-keen').textContent(), { timeout: 20_000 })
+      .toBe('3');
+
+    // The segment page: rule in words, the count over time (chart hidden, table read), members.
+    await page.getByRole('link', { name: 'Keen viewers' }).click();
+    await expect.poll(() => page.getByTestId('member-count').textContent()).toBe('3');
+    const rule = await page.locator('pre.rule-text').textContent();
+    expect(rule).toBe(
+      [
+        'All of:',
+        '  views is at least 1',
+        '  Any of:',
+        '    last_category is "shoes"',
+        '    None of:',
+        '      views is less than 2',
+      ].join('\n'),
+    );
+    expect(await page.locator('.chart').getAttribute('aria-hidden')).toBe('true');
+    await expect.poll(() => page.locator('.chart canvas').count()).toBe(1);
+    const overTime = page.getByRole('table').filter({ hasText: 'Member count after each change' });
+    await expect
+      .poll(() => overTime.locator('tbody tr').first().locator('td').nth(1).textContent())
+      .toBe('3');
+    // e views twice, in by not(views < 2): the page's count and table rise without a reload.
+    await visit('e', 'page_viewed');
+    await visit('e', 'page_viewed');
+    await served.server.ingestNow();
+    await expect
+      .poll(() => page.getByTestId('member-count').textContent(), { timeout: 20_000 })
+      .toBe('4');
+    await expect
+      .poll(() => overTime.locator('tbody tr').first().locator('td').nth(1).textContent())
+      .toBe('4');
+    await page.getByRole('button', { name: 'Refresh members' }).click();
+    const membersTable = page.getByRole('table').filter({ hasText: 'Identifiers masked' });
+    await expect.poll(() => membersTable.locator('tbody tr').count()).toBe(4);
+    await expectAccessible(page, 'the segment page');
+    await screenshot(page, 'segment-page');
+
+    // Segments are create-only: a new one starts from this rule, with the same preview.
+    await page.getByRole('button', { name: 'New segment from this rule' }).click();
+    await page.waitForURL(/#\/segments\/new$/);
+    const again = await callApi('POST', `${SEGMENTS}/preview`, {
+      workspace_id: 'eu',
+      predicate: NESTED,
+    });
+    await expect
+      .poll(() => page.getByTestId('preview-count').textContent())
+      .toBe(String(again.body.matched_profiles));
+    expect(await value(2).inputValue()).toBe('2');
+    expect(await page.locator('li.condition').nth(2).getByLabel('not').isChecked()).toBe(true);
+
+    await page.getByRole('link', { name: 'Segments', exact: true }).click();
+    // Status changes in place.
+    await page.getByLabel('Status of Keen viewers').selectOption('paused');
+    await expect
+      .poll(
+        async () =>
+          (await callApi('GET', `${SEGMENTS}/keen/definition?workspace_id=eu`)).body.status,
+      )
+      .toBe('paused');
+
+    await page.context().close();
+  }, 120_000);
+
+  it("shows a segment's deliveries with their errors, and retries a failed one", async () => {
+    const created = await callApi('PUT', `${SEGMENTS}/shoppers`, {
+      workspace_id: 'eu',
+      display_name: 'Shoppers',
+      predicate: { metric: 'last_category', op: 'exists', value: true },
+      automations: { on_backfill: true },
+    });
+    expect(created.status).toBe(201);
+    await served.server.ingestNow();
+    const deliveries = async () =>
+      (await callApi('GET', `${SEGMENTS}/shoppers/webhooks?workspace_id=eu`)).body.webhooks as {
+        webhook_id: string;
+        status: string;
+        last_error: string | null;
+      }[];
+    // The server's sender tries the refusing receiver on its own schedule.
+    await expect
+      .poll(async () => (await deliveries()).map((row) => row.last_error), { timeout: 20_000 })
+      .toEqual(['connection refused', 'connection refused']);
+    // A day of refusals, as a test cannot wait for it: the deliveries are given up.
+    await served.context.store.write((session) =>
+      session.runText(
+        "UPDATE webhook_outbox SET status = 'failed', next_attempt_at = NULL WHERE segment_id = 'shoppers'",
+      ),
+    );
+    const page = await signedIn(served.tokens.tenant);
+    await page.goto(`${served.url}/console/#/segments/shoppers`);
+    const table = page.getByRole('table').filter({ hasText: 'Last error' });
+    await expect.poll(() => table.locator('tbody tr').count()).toBe(2);
+    expect(await table.getByText('connection refused').count()).toBe(2);
+    expect(await table.getByText('failed').count()).toBe(2);
+    await expectAccessible(page, 'the segment page with failed deliveries');
+    await screenshot(page, 'segment-deliveries');
+    const [first] = await deliveries();
+    await page.getByRole('button', { name: `Retry delivery ${first?.webhook_id}` }).click();
+    await expect
+      .poll(() => page.getByRole('status').textContent())
+      .toBe('1 delivery queued again.');
+    expect((await deliveries()).map((row) => row.status).sort()).toEqual(['failed', 'pending']);
+    await page.getByRole('button', { name: 'Retry every failed delivery' }).click();
+    await expect
+      .poll(() => page.getByRole('status').textContent())
+      .toBe('1 delivery queued again.');
+    expect((await deliveries()).map((row) => row.status)).toEqual(['pending', 'pending']);
+    await page.context().close();
+  });
+
+  it('shows a display_name made of markup as text, running nothing', async () => {
+    const name = '<img src=x onerror=alert(1)>';
+    const created = await callApi('PUT', `${SEGMENTS}/markup`, {
+      workspace_id: 'eu',
+      display_name: name,
+      predicate: { metric: 'views', op: 'gte', value: 1 },
+    });
+    expect(created.status).toBe(201);
+    const page = await signedIn(served.tokens.tenant);
+    await page.goto(`${served.url}/console/#/segments`);
+    await expect.poll(() => page.getByRole('link', { name }).count()).toBe(1);
+    expect(await page.locator('main img').count()).toBe(0);
+    await page.context().close();
+  });
+
+  it('fits 360 px wide: list, builder and segment page scroll down, never sideways', async () => {
+    await callApi('PUT', `${SEGMENTS}/narrow`, {
+      workspace_id: 'eu',
+      display_name: 'A segment whose display name is long enough to wrap on a phone',
+      predicate: { metric: 'views', op: 'gte', value: 1 },
+    });
+    const page = await signedIn(served.tokens.tenant);
+    await page.setViewportSize({ width: 360, height: 740 });
+    const overflow = () =>
+      page.evaluate(() => {
+        const root = (
+          globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }
+        ).document.documentElement;
+        return root.scrollWidth;
+      });
+    for (const [path, ready] of [
+      ['#/segments', 'New segment'],
+      ['#/segments/new', 'Save segment'],
+      ['#/segments/narrow', 'Refresh members'],
+    ] as const) {
+      await page.goto(`${served.url}/console/${path}`);
+      await page.getByText(ready).first().waitFor();
+      expect(await overflow(), path).toBeLessThanOrEqual(360);
+    }
+    await screenshot(page, 'segment-page-narrow');
+    await page.context().close();
+  });
+
+  it('shows a workspace token no write control', async () => {
+    const page = await signedIn(served.tokens.workspace);
+    await page.getByRole('link', { name: 'Segments', exact: true }).click();
+    await expect.poll(() => page.getByRole('link', { name: 'Taken' }).count()).toBe(1);
+    expect(await page.getByRole('link', { name: 'New segment' }).count()).toBe(0);
+    expect(await page.getByRole('combobox', { name: /^Status of/ }).count()).toBe(0);
+    await expectAccessible(page, 'the segment list of a workspace token');
+    await page.getByRole('link', { name: 'Taken' }).click();
+    await expect.poll(() => page.getByRole('heading', { name: 'Taken' }).count()).toBe(1);
+    expect(await page.getByRole('combobox', { name: 'Status' }).count()).toBe(0);
+    expect(await page.getByRole('button', { name: /^Retry/ }).count()).toBe(0);
+    await expectAccessible(page, 'the segment page of a workspace token');
+    await page.goto(`${served.url}/console/#/segments/new`);
+    await expect.poll(() => page.getByText(/read-only/).count()).toBe(1);
+    expect(await page.getByRole('button', { name: 'Save segment' }).count()).toBe(0);
+    await page.context().close();
+  });
+});
