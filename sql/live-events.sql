@@ -36,6 +36,17 @@ CREATE OR REPLACE TEMP MACRO live_masked_properties(props) AS
          json_object('identifiers', live_masked_identifiers(json_extract(props, '$.identifiers'))))
        WHEN json_exists(props, '$.identifiers') THEN json_merge_patch(props, '{"identifiers":null}')
        ELSE props END;
+-- Only a workspace's newest $cap lines of the batch are kept, as many as the window holds: a
+-- backlog's batch of 200k lines writes the rows the view will show, not 200k rows to prune.
+-- The window runs over plain columns of a subquery (over rowid itself DuckDB failed fatally).
+CREATE TEMP TABLE live_kept AS
+SELECT seq FROM (
+  SELECT rowid AS seq, tenant_id, workspace_id FROM ingest_checked
+  WHERE tenant_id IS NOT NULL AND workspace_id IS NOT NULL AND reject_reason IS DISTINCT FROM 'unknown_workspace'
+)
+QUALIFY row_number() OVER (PARTITION BY tenant_id, workspace_id ORDER BY seq DESC) <= $cap;
+
+/* @name live_events_outcomes */
 CREATE TEMP TABLE live_outcomes AS
 WITH decided AS (
   SELECT seq, 'stored' AS outcome, NULL::VARCHAR AS reason, profile_id FROM ingest_event_profiles
@@ -44,23 +55,22 @@ WITH decided AS (
   UNION ALL
   SELECT seq, 'erased', NULL, NULL FROM ingest_erased
 )
-SELECT c.rowid AS seq, c.tenant_id, c.workspace_id, c.dedup_hash,
+SELECT c.rowid AS seq, c.tenant_id, c.workspace_id, c.dedup_hash, c.event_id, c.event_name, c.occured_at, c.received_at,
+  c.source, c.properties,
   CASE WHEN c.reject_reason IS NOT NULL THEN 'rejected' ELSE coalesce(d.outcome, 'duplicate') END AS outcome,
   coalesce(c.reject_reason, d.reason) AS reason, d.profile_id
-FROM ingest_checked c LEFT JOIN decided d ON d.seq = c.rowid
-WHERE c.tenant_id IS NOT NULL AND c.workspace_id IS NOT NULL
-  AND c.reject_reason IS DISTINCT FROM 'unknown_workspace' AND d.outcome IS DISTINCT FROM 'erased';
+FROM ingest_checked c SEMI JOIN live_kept k ON k.seq = c.rowid LEFT JOIN decided d ON d.seq = c.rowid
+WHERE d.outcome IS DISTINCT FROM 'erased';
 
 /* @name live_events_insert */
 -- A statement of its own: only the last statement of a text takes the parameters.
 INSERT INTO recent_events
-SELECT o.tenant_id, o.workspace_id, b.last_seq + (o.seq - b.first_rowid) + 1, c.event_id, c.event_name, c.occured_at,
-  c.received_at, c.source, o.outcome, o.reason, coalesce(o.profile_id, f.profile_id),
-  CASE WHEN o.outcome <> 'rejected' THEN live_masked_properties(c.properties) END, $now::TIMESTAMP
+SELECT o.tenant_id, o.workspace_id, b.last_seq + (o.seq - b.first_rowid) + 1, o.event_id, o.event_name, o.occured_at,
+  o.received_at, o.source, o.outcome, o.reason, coalesce(o.profile_id, f.profile_id),
+  CASE WHEN o.outcome <> 'rejected' THEN live_masked_properties(o.properties) END, $now::TIMESTAMP
 FROM live_outcomes o
-JOIN ingest_checked c ON c.rowid = o.seq
 CROSS JOIN (
-  SELECT (SELECT coalesce(max(seq), 0) FROM recent_events) AS last_seq, (SELECT min(rowid) FROM ingest_checked) AS first_rowid
+  SELECT (SELECT coalesce(max(seq), 0) FROM recent_events) AS last_seq, (SELECT min(seq) FROM live_outcomes) AS first_rowid
 ) b
 LEFT JOIN (
   SELECT e.dedup_hash, any_value(e.profile_id) AS profile_id
@@ -69,7 +79,7 @@ LEFT JOIN (
 ) f ON o.outcome = 'duplicate' AND f.dedup_hash = o.dedup_hash;
 
 /* @name live_events_drop_outcomes */
-DROP TABLE IF EXISTS live_outcomes;
+DROP TABLE IF EXISTS live_outcomes; DROP TABLE IF EXISTS live_kept;
 
 /* @name live_events_record_quarantined */
 -- The lines of a quarantined part, as far as they parse, with the quarantine's reason: its

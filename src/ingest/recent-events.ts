@@ -7,6 +7,10 @@ import type { Staged } from './line-source.js';
 import { announceCommitted, type WorkspaceAdvance } from './live-feed.js';
 import type { EventProfiles } from './store-events.js';
 
+/** How long the live view keeps a line, and how many lines of one workspace at most. */
+export const RECENT_EVENTS_WINDOW_MS = 24 * 60 * 60 * 1000;
+export const RECENT_EVENTS_PER_WORKSPACE = 10_000;
+
 /**
  * Records every line's outcome in `recent_events` for the live view: stored, duplicate or
  * rejected (design of issue 31). Reads the stored events to name a duplicate's profile, so it runs
@@ -21,7 +25,8 @@ export async function recordRecentEvents(
 ): Promise<WorkspaceAdvance[]> {
   const session = sessionOf(staged, resolved.accepted, resolved.erased, eventProfiles);
   return recording(session, async () => {
-    await session.run('live_events_record');
+    await session.run('live_events_record', { cap: RECENT_EVENTS_PER_WORKSPACE });
+    await session.run('live_events_outcomes');
     await session.run('live_events_insert', { now });
     await session.run('live_events_drop_outcomes');
   });
@@ -59,10 +64,6 @@ export async function recordQuarantined(context: Context, record: QuarantinedFil
     .catch(() => []);
   announceCommitted(context.store, advances);
 }
-
-/** How long the live view keeps a line, and how many lines of one workspace at most. */
-export const RECENT_EVENTS_WINDOW_MS = 24 * 60 * 60 * 1000;
-export const RECENT_EVENTS_PER_WORKSPACE = 10_000;
 
 /**
  * Keeps `recent_events` to its window: the last day, at most a bounded number of lines per

@@ -132,6 +132,39 @@ describe('GET /v1/tenants/{t}/workspaces/{w}/events', () => {
     expect(body).not.toMatch(/secret@|Secret@|bob\.hidden|9876543210|L-secret|poison\.person/);
   });
 
+  it('masks every identifier as profile views mask it, whatever its type or shape', async () => {
+    const shapes = {
+      email: 'NoAtSign',
+      phone: '+44 20 7946 0958',
+      user_id: 'u-123456',
+      device_id: 7,
+      'a/b~c': 'odd-key',
+    };
+    const event = envelope({ identifiers: { ...shapes, cookie: 'c-1' } });
+    await sendServer(env, tokens.collector, [
+      event,
+      envelope({ identifiers: { email: 'x@localhost' } }),
+      envelope({ identifiers: { email: 'y@.example' } }),
+    ]);
+    await env.ingest();
+    const { items } = await listed(tokens.tenant);
+    const identifiers = items.map(
+      (item) => (item.properties as { identifiers: Record<string, string> }).identifiers,
+    );
+    expect(identifiers.slice(0, 2)).toEqual([
+      { email: maskIdentifier('email', 'y@.example') },
+      { email: maskIdentifier('email', 'x@localhost') },
+    ]);
+    expect(identifiers[2]).toEqual({
+      email: maskIdentifier('email', 'noatsign'),
+      phone: maskIdentifier('phone', '+44 20 7946 0958'),
+      user_id: maskIdentifier('user_id', 'u-123456'),
+      device_id: maskIdentifier('device_id', '7'),
+      'a/b~c': maskIdentifier('a/b~c', 'odd-key'),
+      cookie: maskIdentifier('cookie', 'c-1'),
+    });
+  });
+
   it('filters by name, outcome and profile, and pages through the rest once', async () => {
     const ids = await oneOfEach();
     const names = (page: { items: LiveEvent[] }) => page.items.map((item) => item.event_id);
