@@ -10,12 +10,17 @@ import type { EventProfiles } from './store-events.js';
 /** How long the live view keeps a line, and how many lines of one workspace at most. */
 export const RECENT_EVENTS_WINDOW_MS = 24 * 60 * 60 * 1000;
 export const RECENT_EVENTS_PER_WORKSPACE = 10_000;
+/**
+ * How many lines of one workspace a batch records, its newest: live traffic comes in batches
+ * smaller than this, and a backlog's large batches are not paid for line by line.
+ */
+export const RECENT_LINES_PER_BATCH = 1_000;
 
 /**
- * Records every line's outcome in `recent_events` for the live view: stored, duplicate or
- * rejected (design of issue 31). Reads the stored events to name a duplicate's profile, so it runs
- * after they are inserted; returns what it added per workspace, for the streams to be told once
- * the batch commits.
+ * Records the outcome of each workspace's newest lines of the batch (`RECENT_LINES_PER_BATCH`)
+ * in `recent_events` for the live view: stored, duplicate or rejected. Reads the stored events to
+ * name a duplicate's profile, so it runs after they are inserted; returns what it added per
+ * workspace, for the streams to be told once the batch commits.
  */
 export async function recordRecentEvents(
   staged: Staged,
@@ -25,7 +30,7 @@ export async function recordRecentEvents(
 ): Promise<WorkspaceAdvance[]> {
   const session = sessionOf(staged, resolved.accepted, resolved.erased, eventProfiles);
   return recording(session, async () => {
-    await session.run('live_events_record', { cap: RECENT_EVENTS_PER_WORKSPACE });
+    await session.run('live_events_record', { cap: RECENT_LINES_PER_BATCH });
     await session.run('live_events_outcomes');
     await session.run('live_events_insert', { now });
     await session.run('live_events_drop_outcomes');

@@ -129,6 +129,7 @@ describe('GET /v1/tenants/{t}/workspaces/{w}/events/stream', () => {
       headers: { authorization: `Bearer ${tokens.workspace}`, 'last-event-id': 'not-a-cursor' },
     });
     expect(bad.status).toBe(422);
+    expect(await bad.text()).toContain('last-event-id');
   });
 
   it('sends only the lines its filters name', async () => {

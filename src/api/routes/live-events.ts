@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Context } from '../../context.js';
-import { TooManyStreamsError } from '../../errors.js';
+import { TooManyStreamsError, ValidationError } from '../../errors.js';
 import { idSchema } from '../../ids.js';
 import {
   LINE_OUTCOMES,
@@ -41,6 +41,15 @@ const scopeOf = (params: { tenant: string; workspace: string }): LiveScope => ({
   tenantId: params.tenant,
   workspaceId: params.workspace,
 });
+
+/** The seq a `Last-Event-ID` resumes after; a value no stream sent is refused naming the header. */
+function resumedSeq(lastEventId: string): number {
+  try {
+    return seqOfCursor(lastEventId);
+  } catch {
+    throw ValidationError.field('last-event-id', 'is not an id this stream sent');
+  }
+}
 
 export function liveEventRoutes(app: FastifyInstance, context: Context): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
@@ -90,7 +99,7 @@ export function liveEventRoutes(app: FastifyInstance, context: Context): void {
       const stream = {
         scope: scopeOf(request.params),
         filters: filtersOf(request.query),
-        after: resumeFrom === undefined ? await newestLiveSeq(context) : seqOfCursor(resumeFrom),
+        after: resumeFrom === undefined ? await newestLiveSeq(context) : resumedSeq(resumeFrom),
       };
       // Read before answering, so an unknown workspace is a 404, not an empty stream.
       const first = await liveEventsAfter(
