@@ -108,10 +108,12 @@ async function readRows(
   scope: LiveScope,
   filters: LiveEventFilters,
   window: Window,
-): Promise<LiveRow[]> {
+): Promise<{ rows: LiveRow[]; newest: number }> {
   return context.store.read(async (session) => {
     await requireWorkspace(session, scope.tenantId, scope.workspaceId);
-    return session.all<LiveRow>('live_events_page', {
+    // Read in the same snapshot as the rows: a stream resumed from it misses no line between.
+    const newest = (await session.one<{ last_seq: number }>('live_events_last_seq'))?.last_seq ?? 0;
+    const rows = await session.all<LiveRow>('live_events_page', {
       tenant_id: scope.tenantId,
       workspace_id: scope.workspaceId,
       before: window.before ?? null,
@@ -121,7 +123,16 @@ async function readRows(
       profile_id: filters.profileId ?? null,
       limit: window.limit,
     });
+    return { rows, newest };
   });
+}
+
+export interface LiveEventsPage extends Page<LiveEvent> {
+  /**
+   * On the first page: the `Last-Event-ID` that opens the stream right after this page, so the
+   * lines committed in between are not lost; null on later pages.
+   */
+  stream_cursor: string | null;
 }
 
 /** A page of the workspace's recent lines, newest first. */
@@ -130,9 +141,9 @@ export async function liveEventsPage(
   scope: LiveScope,
   filters: LiveEventFilters,
   page: { limit: number; cursor: string | null },
-): Promise<Page<LiveEvent>> {
+): Promise<LiveEventsPage> {
   const before = page.cursor === null ? undefined : seqOfCursor(page.cursor);
-  const rows = await readRows(context, scope, filters, {
+  const { rows, newest } = await readRows(context, scope, filters, {
     ...(before === undefined ? {} : { before }),
     limit: page.limit + 1,
   });
@@ -141,6 +152,7 @@ export async function liveEventsPage(
   return {
     items: items.map(liveEvent),
     next_cursor: rows.length > page.limit && last !== undefined ? liveCursor(last.seq) : null,
+    stream_cursor: before === undefined ? liveCursor(newest) : null,
   };
 }
 
@@ -157,7 +169,7 @@ export async function liveEventsAfter(
   after: number,
   limit: number,
 ): Promise<LiveEventAfter[]> {
-  const rows = await readRows(context, scope, filters, { after, limit });
+  const { rows } = await readRows(context, scope, filters, { after, limit });
   return rows.map((row) => ({ seq: row.seq, event: liveEvent(row) }));
 }
 

@@ -132,6 +132,21 @@ describe('GET /v1/tenants/{t}/workspaces/{w}/events/stream', () => {
     expect(await bad.text()).toContain('last-event-id');
   });
 
+  it('opens after a page without losing the lines committed in between', async () => {
+    await ingestOne({ identifiers: { email: 'shown@example.com' } });
+    const page = await fetch(`${origin}/v1/tenants/acme/workspaces/eu/events`, {
+      headers: { authorization: `Bearer ${tokens.workspace}` },
+    });
+    const { items, stream_cursor } = (await page.json()) as {
+      items: LiveEvent[];
+      stream_cursor: string;
+    };
+    expect(items).toHaveLength(1);
+    const between = await ingestOne({ identifiers: { email: 'between@example.com' } });
+    const stream = await openStream(tokens.workspace, { lastEventId: stream_cursor });
+    expect((await stream.next())?.event.event_id).toBe(between);
+  });
+
   it('sends only the lines its filters name', async () => {
     const stream = await openStream(tokens.tenant, { query: '?outcome=duplicate' });
     const twice = envelope({ identifiers: { email: 'twice@example.com' } });

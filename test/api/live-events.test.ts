@@ -22,7 +22,7 @@ const BASE = '/v1/tenants/acme/workspaces/eu/events';
 async function listed(
   token: string,
   query = '',
-): Promise<{ items: LiveEvent[]; next_cursor: string | null }> {
+): Promise<{ items: LiveEvent[]; next_cursor: string | null; stream_cursor: string | null }> {
   const response = await call(env.app, token, 'GET', `${BASE}${query}`);
   expect(response.statusCode, response.body).toBe(200);
   return response.json();
@@ -95,8 +95,9 @@ async function oneOfEach() {
 describe('GET /v1/tenants/{t}/workspaces/{w}/events', () => {
   it('lists every line newest first with its outcome, the profile, and masked identifiers', async () => {
     const ids = await oneOfEach();
-    const { items, next_cursor } = await listed(tokens.workspace);
+    const { items, next_cursor, stream_cursor } = await listed(tokens.workspace);
     expect(next_cursor).toBeNull();
+    expect(stream_cursor).toEqual(expect.any(String));
     expect(items.map((item) => [item.event_id, item.outcome, item.reason])).toEqual([
       ['poison-1', 'quarantined', expect.stringMatching(/\S/)],
       [ids.untyped, 'rejected', 'unknown_event_type'],

@@ -69,7 +69,14 @@ export function liveEventRoutes(app: FastifyInstance, context: Context): void {
         params: workspaceParams,
         querystring: pagingQuery.extend(filterQuery.shape),
         response: {
-          200: z.object({ items: z.array(liveEventSchema), next_cursor: z.string().nullable() }),
+          200: z.object({
+            items: z.array(liveEventSchema),
+            next_cursor: z.string().nullable(),
+            stream_cursor: z.string().nullable().meta({
+              description:
+                'First page only: send it as Last-Event-ID to stream the lines after this page',
+            }),
+          }),
         },
       },
     },
