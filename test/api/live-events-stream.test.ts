@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { STREAMS_PER_TOKEN } from '../../src/api/routes/live-events.js';
 import type { LiveEvent } from '../../src/ingest/live-events.js';
 import type { TestEnv } from '../helpers/context.js';
@@ -31,8 +31,6 @@ interface Received {
 class LiveStream {
   private buffer = '';
   private readonly decoder = new TextDecoder();
-  comments = 0;
-
   constructor(
     readonly response: Response,
     private readonly reader: ReadableStreamDefaultReader<Uint8Array>,
@@ -40,28 +38,36 @@ class LiveStream {
 
   /** The next `line` event, or null when the stream ends first. */
   async next(timeoutMs = 10_000): Promise<Received | null> {
+    const block = await this.nextBlock((text) => !text.startsWith(':'), timeoutMs);
+    if (block === null) return null;
+    const fields = new Map(
+      block
+        .split('\n')
+        .map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 2)]),
+    );
+    expect(fields.get('event')).toBe('line');
+    return { id: fields.get('id') ?? '', event: JSON.parse(fields.get('data') ?? 'null') };
+  }
+
+  /** The next comment line (`: …`), or null when the stream ends first. */
+  nextComment(timeoutMs = 10_000): Promise<string | null> {
+    return this.nextBlock((text) => text.startsWith(':'), timeoutMs);
+  }
+
+  private async nextBlock(wanted: (block: string) => boolean, timeoutMs: number) {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const block = this.takeBlock();
       if (block !== null) {
-        if (block.startsWith(':')) {
-          this.comments += 1;
-          continue;
-        }
-        const fields = new Map(
-          block
-            .split('\n')
-            .map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 2)]),
-        );
-        expect(fields.get('event')).toBe('line');
-        return { id: fields.get('id') ?? '', event: JSON.parse(fields.get('data') ?? 'null') };
+        if (!wanted(block)) continue;
+        return block;
       }
       const left = deadline - Date.now();
-      if (left <= 0) throw new Error('no event on the stream in time');
+      if (left <= 0) throw new Error('nothing on the stream in time');
       const chunk = await Promise.race([
         this.reader.read(),
         new Promise<never>((_, reject) =>
-          setTimeout(() => reject(new Error('no event on the stream in time')), left),
+          setTimeout(() => reject(new Error('nothing on the stream in time')), left),
         ),
       ]);
       if (chunk.done) return null;
@@ -191,6 +197,18 @@ describe('GET /v1/tenants/{t}/workspaces/{w}/events/stream', () => {
     expect(elsewhere.status).toBe(403);
     const anonymous = await fetch(`${origin}${STREAM}`);
     expect(anonymous.status).toBe(401);
+  });
+
+  it('sends a comment every 15 s, so an idle connection stays open through proxies', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    try {
+      const stream = await openStream(tokens.workspace);
+      expect(await stream.nextComment()).toBe(': connected');
+      vi.advanceTimersByTime(15_000);
+      expect(await stream.nextComment()).toBe(': heartbeat');
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('ends cleanly when the server shuts down', async () => {
