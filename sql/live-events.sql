@@ -3,11 +3,11 @@
 -- its stream (src/ingest/live-events.ts), pruned by upkeep.
 
 /* @name live_events_record */
--- Every line of the batch with its outcome, after the events are stored: stored (its profile),
+-- The batch's lines with their outcome, after the events are stored: stored (its profile),
 -- duplicate (the profile its first copy went to), rejected (the check's reason, or
 -- no_identifiers). Lines in flight for an erased profile leave no trace, as in events; lines of
--- no known workspace have no reader. seq continues from the largest held, in line order: the
--- batch's rowids are consecutive, so no window is needed. Identifier values are masked here as
+-- no known workspace have no reader. seq continues from the largest held, in line order (offsets
+-- of the batch's rowids, which follow its lines). Identifier values are masked here as
 -- profile views mask them (src/identity/mask.ts), so none reaches the table; a rejected line
 -- keeps no properties at all (as rejected_events: it may hold values of any kind).
 CREATE OR REPLACE TEMP MACRO live_last_position(text, ch) AS
@@ -39,7 +39,8 @@ CREATE OR REPLACE TEMP MACRO live_masked_properties(props) AS
 -- Only a workspace's newest $cap lines of the batch are kept: masking a line's properties costs
 -- about 25 µs, so a backlog's batch of 200k lines would pay seconds for rows nobody watches
 -- (a live view shows the newest lines; the window keeps 10,000 per workspace).
--- The window runs over plain columns of a subquery (over rowid itself DuckDB failed fatally).
+-- Kept in a table of its own: as a CTE read twice, with its window over rowid, the statement
+-- failed DuckDB fatally (a UHUGEINT vector where the executor expected BIGINT).
 CREATE TEMP TABLE live_kept AS
 SELECT seq FROM (
   SELECT rowid AS seq, tenant_id, workspace_id FROM ingest_checked
