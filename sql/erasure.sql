@@ -44,6 +44,12 @@ SELECT DISTINCT $tenant_id, $workspace_id, identifier_key, $now::TIMESTAMP FROM 
 DELETE FROM events
 WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster);
 
+/* @name erasure_drop_recent_events */
+-- The live view's lines of the cluster (stored, or duplicates of its events): masked, but still
+-- the person's activity.
+DELETE FROM recent_events
+WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster);
+
 /* @name erasure_drop_identifiers */
 DELETE FROM profile_identifiers
 WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster);

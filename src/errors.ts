@@ -180,6 +180,17 @@ export class RateLimitedError extends AppError {
   }
 }
 
+/** A token holds as many live streams open as it may (issue 31): one must close first. */
+export class TooManyStreamsError extends AppError {
+  constructor(limit: number) {
+    super(
+      429,
+      'too_many_streams',
+      `this token already holds ${limit} live event streams open; close one first`,
+    );
+  }
+}
+
 /**
  * The collector could not put a request's events on disk (full, a file too large, failing). Some
  * of them may have been stored; a retry is safe, as ingest stores an event that arrives twice once.

@@ -14,6 +14,7 @@ import { erasureRoutes } from './routes/erasures.js';
 import { eventTypeRoutes } from './routes/event-types.js';
 import { healthRoutes } from './routes/health.js';
 import { identityConfigRoutes } from './routes/identity-config.js';
+import { liveEventRoutes } from './routes/live-events.js';
 import { metricDefinitionRoutes } from './routes/metric-definitions.js';
 import { operatorRoutes } from './routes/operator.js';
 import { profileRoutes } from './routes/profiles.js';
@@ -78,6 +79,7 @@ export function buildApp(context: Context, options: AppOptions = {}): FastifyIns
   profileRoutes(app, context);
   erasureRoutes(app, context);
   rejectionRoutes(app, context);
+  liveEventRoutes(app, context);
 
   const collector = options.collector;
   // The collector's modules (its intake pool, CORS, the SDK script) load only where it runs, and

@@ -2,12 +2,20 @@ import type { FastifyInstance, FastifySchema } from 'fastify';
 import { z } from 'zod';
 import type { Access } from '../tenancy/access.js';
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route answers server-sent events: its 200 schema is that of each `data:` line. */
+    eventStream?: boolean;
+  }
+}
+
 /** A route as the document describes it. */
 interface DocumentedRoute {
   method: string;
   url: string;
   schema: FastifySchema | undefined;
   access: Access | undefined;
+  eventStream: boolean;
 }
 
 type JsonSchema = Record<string, unknown>;
@@ -29,6 +37,8 @@ export function recordRoutes(app: FastifyInstance): void {
         url: options.url,
         schema: options.schema,
         access: (options.config as { access?: Access } | undefined)?.access,
+        eventStream:
+          (options.config as { eventStream?: boolean } | undefined)?.eventStream === true,
       });
     }
   });
@@ -156,9 +166,13 @@ function operationOf(route: DocumentedRoute, path: string): JsonSchema {
   const responses: Record<string, JsonSchema> = {};
   const declaredResponses = (schema.response ?? {}) as Record<string, unknown>;
   for (const [status, response] of Object.entries(declaredResponses)) {
+    const type = route.eventStream && status === '200' ? 'text/event-stream' : 'application/json';
     responses[status] = {
-      description: `${status} answer`,
-      content: { 'application/json': { schema: toJsonSchema(response, 'output') } },
+      description:
+        type === 'text/event-stream'
+          ? 'Server-sent events: each `data:` line holds one item, its `id:` a cursor to resume from (`Last-Event-ID`)'
+          : `${status} answer`,
+      content: { [type]: { schema: toJsonSchema(response, 'output') } },
     };
   }
   if (Object.keys(responses).length === 0) responses['200'] = { description: 'The answer' };

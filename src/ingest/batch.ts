@@ -4,6 +4,7 @@ import type { Session } from '../store/session.js';
 import { sessionOf } from '../store/temporary-table.js';
 import { digestFiles, type FileDigest } from './landing-files.js';
 import { landingFiles, originsParam, type Staged } from './line-source.js';
+import { announceCommitted } from './live-feed.js';
 import { type IngestedLines, ingestLines } from './pipeline.js';
 
 export interface BatchResult {
@@ -87,7 +88,7 @@ export async function ingestBatch(context: Context, paths: string[]): Promise<Ba
   }
   // Hashing runs on this thread while DuckDB reads the same files on its own.
   const hashing = digestFiles(pending);
-  const result = await context.store.write(
+  const { batch: result, advances } = await context.store.write(
     async (session) => {
       const now = nowIso(context);
       const ingested = await ingestLines(context, session, landingFiles(pending), now);
@@ -105,10 +106,11 @@ export async function ingestBatch(context: Context, paths: string[]): Promise<Ba
       });
       // On failure the rollback takes the temporary tables with it.
       await session.run('ingest_drop_temporaries');
-      return batch;
+      return { batch, advances: ingested.advances };
     },
     { large: true },
   );
+  announceCommitted(context.store, advances);
   await Promise.all(pending.map((path) => unlink(path).catch(() => undefined)));
   return result;
 }

@@ -7,6 +7,7 @@ import {
   scrubErasedFromQuarantine,
 } from '../quarantine/quarantine.js';
 import { type BatchResult, ingestBatch } from './batch.js';
+import { recordQuarantined } from './recent-events.js';
 import { halveSealedFile } from './split-file.js';
 
 /**
@@ -79,6 +80,7 @@ async function ingestInto(context: Context, paths: string[], outcome: IsolatedIn
     if (record.tenant_id !== null && record.workspace_id !== null) {
       await scrubErasedFromQuarantine(context, record.tenant_id, record.workspace_id);
     }
+    await recordQuarantined(context, record);
     outcome.quarantined.push(record);
     return;
   }

@@ -5,6 +5,8 @@ import { markDuplicates } from './duplicates.js';
 import { resolveAndApply } from './identities.js';
 import { countLines, type LineCounts, recordRejections } from './line-outcomes.js';
 import { type LineSource, type Staged, stageLines } from './line-source.js';
+import type { WorkspaceAdvance } from './live-feed.js';
+import { recordRecentEvents } from './recent-events.js';
 import { assignProfiles, insertEvents, touchProfiles } from './store-events.js';
 import { evaluateAfterMetricStep } from './upkeep.js';
 
@@ -15,6 +17,8 @@ export interface IngestedLines {
   counts: LineCounts;
   droppedIdentifiers: number;
   merges: number;
+  /** What the live view gained per workspace: told to its streams once the batch commits. */
+  advances: WorkspaceAdvance[];
 }
 
 /**
@@ -45,11 +49,13 @@ export async function ingestLines(
   );
   await evaluateAfterMetricStep(context, touched, time);
   await recordRejections(staged, resolved, now);
+  const advances = await recordRecentEvents(staged, resolved, eventProfiles, now);
   const counts = await countLines(staged, resolved, eventProfiles);
   return {
     staged,
     counts,
     droppedIdentifiers: resolved.dropped,
     merges: resolved.mergeCount,
+    advances,
   };
 }

@@ -17,6 +17,7 @@ import {
   hasAwaitingSegments,
 } from '../segments/evaluate.js';
 import { sessionOf } from '../store/temporary-table.js';
+import { pruneRecentEvents } from './recent-events.js';
 
 /** Changes go to the webhook outbox only where a webhook URL is configured. */
 function evaluationOptions(context: Context, time: MetricTime): EvaluationOptions {
@@ -39,11 +40,12 @@ export async function evaluateAfterMetricStep(
 /**
  * The work the ingest loop does besides batches, each part in its own transaction: backfill new
  * metric definitions, let windowed values decay when a day begins, and evaluate segments created
- * or activated since the last pass. An erasure whose file rewrite failed is purged here too, once
+ * or activated since the last pass, and keep the live view's lines to their window. An erasure whose file rewrite failed is purged here too, once
  * its pause is over, so a running server does not wait for a restart to purge it.
  */
 export async function runUpkeep(context: Context): Promise<void> {
   await resumePurges(context);
+  await pruneRecentEvents(context);
   const time = metricTime(nowIso(context));
   const due = await context.store.read(async (session) => ({
     backfill: await hasPendingBackfill(session),

@@ -50,6 +50,7 @@ export interface ErasureRequest {
 /** The deletes, in an order that keeps the cluster findable. */
 const ERASURE_STEPS = [
   'erasure_drop_events',
+  'erasure_drop_recent_events',
   'erasure_drop_identifiers',
   'erasure_drop_metric_values',
   'erasure_drop_vectors',

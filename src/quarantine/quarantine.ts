@@ -40,6 +40,11 @@ export function quarantineDir(dataDir: DataDir): string {
   return join(dataDir.root, 'quarantine');
 }
 
+/** Where a quarantined part's lines lie, as they landed. */
+export function quarantinedLinesPath(dataDir: DataDir, record: QuarantinedFile): string {
+  return join(quarantineDir(dataDir), `${record.quarantine_id}${DATA_SUFFIX}`);
+}
+
 /** `tenant=<t>/workspace=<w>/…`, as collectors lay landing files out (design §2). */
 function partitionOf(landingPath: string): {
   tenant_id: string | null;

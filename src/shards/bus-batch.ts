@@ -5,6 +5,7 @@ import { subjectToken } from '../bus/subjects.js';
 import { type Context, nowIso } from '../context.js';
 import { type BatchResult, batchResult } from '../ingest/batch.js';
 import type { LineSource } from '../ingest/line-source.js';
+import { announceCommitted } from '../ingest/live-feed.js';
 import { ingestLines } from '../ingest/pipeline.js';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../store/file-modes.js';
 
@@ -114,7 +115,7 @@ export async function ingestBusBatch(
   const groups = byTenant(events);
   const { source, files } = await busLines(context, groups);
   try {
-    return await context.store.write(
+    const { batch, advances } = await context.store.write(
       async (session) => {
         const now = nowIso(context);
         const ingested = await ingestLines(context, session, source, now);
@@ -132,10 +133,12 @@ export async function ingestBusBatch(
         });
         // On failure the rollback takes the temporary tables with it.
         await session.run('ingest_drop_temporaries');
-        return batch;
+        return { batch, advances: ingested.advances };
       },
       { large: true },
     );
+    announceCommitted(context.store, advances);
+    return batch;
   } finally {
     await Promise.all(files.map((path) => unlink(path).catch(() => undefined)));
   }

@@ -4,6 +4,7 @@ import { subjectToken } from '../bus/subjects.js';
 import { type Context, nowIso } from '../context.js';
 import type { BatchResult } from '../ingest/batch.js';
 import { isDataFault } from '../ingest/isolate.js';
+import { recordQuarantined } from '../ingest/recent-events.js';
 import {
   type QuarantinedFile,
   quarantineFile,
@@ -42,6 +43,7 @@ async function quarantineEvent(
   );
   if (record.tenant_id !== null && record.workspace_id !== null)
     await scrubErasedFromQuarantine(context, record.tenant_id, record.workspace_id);
+  await recordQuarantined(context, record);
   return record;
 }
 

@@ -107,6 +107,12 @@ describe('GET /openapi.json', () => {
       expect.arrayContaining(['200', '201', '401', '403', '422', '429']),
     );
     expect(JSON.stringify((putWorkspace.requestBody as Json).content)).toContain('allowed_origins');
+    const liveStream = paths['/v1/tenants/{tenant}/workspaces/{workspace}/events/stream']
+      ?.get as Json;
+    const streamed = (liveStream.responses as Record<string, Json>)['200'] as Json;
+    expect(Object.keys(streamed.content as Json)).toEqual(['text/event-stream']);
+    expect(JSON.stringify(streamed.content)).toContain('outcome');
+    expect(liveStream.security).toContainEqual({ workspaceToken: [] });
     const securityOf = (path: string) => (paths[path]?.post as Json | undefined)?.security;
     expect(securityOf('/v1/batch')).toEqual([{ writeKey: [] }, { collectorToken: [] }]);
     expect(securityOf('/v1/events/batch')).toEqual([]);

@@ -375,6 +375,13 @@ const pagingQuery = (fixture: FuzzFixture) => ({
   workspace_id: fixture.workspaces,
 });
 
+/** The live view's filters: names and outcomes that exist, a profile id of the right shape. */
+const liveEventFilters = (fixture: FuzzFixture) => ({
+  name: fixture.eventTypes,
+  outcome: ['stored', 'duplicate', 'rejected', 'quarantined'],
+  profile_id: ['p_000000000000000000000000'],
+});
+
 /** Cursors shaped like the ones the routes hand out, with contents they never hand out. */
 const BAD_CURSORS = [
   '{}',
@@ -591,6 +598,24 @@ export const ROUTE_INPUTS: Record<string, RouteInput> = {
   'GET /v1/tenants/:tenant/workspaces/:workspace/profiles/summary': {
     callers: MEMBER_CALLERS,
     query: (fixture) => ({ ...pagingQuery(fixture), segment_id: fixture.segments }),
+  },
+  'GET /v1/tenants/:tenant/workspaces/:workspace/events': {
+    callers: MEMBER_CALLERS,
+    query: (fixture) => ({ ...pagingQuery(fixture), ...liveEventFilters(fixture) }),
+  },
+  'GET /v1/tenants/:tenant/workspaces/:workspace/events/stream': {
+    callers: MEMBER_CALLERS,
+    query: liveEventFilters,
+    headers: {
+      valid: () => fc.constant({}),
+      any: () =>
+        fc.oneof(
+          fc.constant({}),
+          fc
+            .oneof(fc.constantFrom(...BAD_CURSORS), hostileHeaderValue)
+            .map((cursor) => ({ 'last-event-id': cursor })),
+        ),
+    },
   },
   'GET /v1/tenants/:tenant/workspaces/:workspace/profiles/:profile_id': {
     callers: MEMBER_CALLERS,

@@ -1,0 +1,221 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
+import { STREAMS_PER_TOKEN } from '../../src/api/routes/live-events.js';
+import type { LiveEvent } from '../../src/ingest/live-events.js';
+import type { TestEnv } from '../helpers/context.js';
+import { envelope, sendServer } from '../helpers/events.js';
+import { openSeededEnv } from '../helpers/seeded.js';
+import type { Tokens } from '../helpers/tenant.js';
+
+let env: TestEnv;
+let tokens: Tokens;
+let origin: string;
+const opened: AbortController[] = [];
+
+beforeEach(async () => {
+  ({ env, tokens } = await openSeededEnv({ collector: true }));
+  origin = await env.app.listen({ port: 0, host: '127.0.0.1' });
+});
+afterEach(async () => {
+  for (const controller of opened.splice(0)) controller.abort();
+  await env.close();
+});
+
+const STREAM = '/v1/tenants/acme/workspaces/eu/events/stream';
+
+interface Received {
+  id: string;
+  event: LiveEvent;
+}
+
+/** A stream read as the console reads it: `fetch` with the token in a header, a stream reader. */
+class LiveStream {
+  private buffer = '';
+  private readonly decoder = new TextDecoder();
+  constructor(
+    readonly response: Response,
+    private readonly reader: ReadableStreamDefaultReader<Uint8Array>,
+  ) {}
+
+  /** The next `line` event, or null when the stream ends first. */
+  async next(timeoutMs = 10_000): Promise<Received | null> {
+    const block = await this.nextBlock((text) => !text.startsWith(':'), timeoutMs);
+    if (block === null) return null;
+    const fields = new Map(
+      block
+        .split('\n')
+        .map((line) => [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 2)]),
+    );
+    expect(fields.get('event')).toBe('line');
+    return { id: fields.get('id') ?? '', event: JSON.parse(fields.get('data') ?? 'null') };
+  }
+
+  /** The next comment line (`: …`), or null when the stream ends first. */
+  nextComment(timeoutMs = 10_000): Promise<string | null> {
+    return this.nextBlock((text) => text.startsWith(':'), timeoutMs);
+  }
+
+  private async nextBlock(wanted: (block: string) => boolean, timeoutMs: number) {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const block = this.takeBlock();
+      if (block !== null) {
+        if (!wanted(block)) continue;
+        return block;
+      }
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error('nothing on the stream in time');
+      const chunk = await Promise.race([
+        this.reader.read(),
+        new Promise<never>((_, reject) =>
+          setTimeout(() => reject(new Error('nothing on the stream in time')), left),
+        ),
+      ]);
+      if (chunk.done) return null;
+      this.buffer += this.decoder.decode(chunk.value, { stream: true });
+    }
+  }
+
+  private takeBlock(): string | null {
+    const end = this.buffer.indexOf('\n\n');
+    if (end < 0) return null;
+    const block = this.buffer.slice(0, end);
+    this.buffer = this.buffer.slice(end + 2);
+    return block;
+  }
+}
+
+async function openStream(
+  token: string,
+  options: { query?: string; lastEventId?: string } = {},
+): Promise<LiveStream> {
+  const controller = new AbortController();
+  opened.push(controller);
+  const response = await fetch(`${origin}${STREAM}${options.query ?? ''}`, {
+    headers: {
+      authorization: `Bearer ${token}`,
+      accept: 'text/event-stream',
+      ...(options.lastEventId ? { 'last-event-id': options.lastEventId } : {}),
+    },
+    signal: controller.signal,
+  });
+  const reader = response.body?.getReader();
+  if (!reader) throw new Error('no body');
+  return new LiveStream(response, reader);
+}
+
+async function ingestOne(spec: Parameters<typeof envelope>[0] = {}): Promise<string> {
+  const event = envelope(spec);
+  expect((await sendServer(env, tokens.collector, [event])).statusCode).toBe(202);
+  await env.ingest();
+  return String(event.id);
+}
+
+describe('GET /v1/tenants/{t}/workspaces/{w}/events/stream', () => {
+  it('sends each line after its batch commits, and resumes after Last-Event-ID', async () => {
+    await ingestOne({ identifiers: { email: 'before@example.com' } });
+    const stream = await openStream(tokens.workspace);
+    expect(stream.response.status).toBe(200);
+    expect(stream.response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+
+    const first = await ingestOne({ identifiers: { email: 'first.person@example.com' } });
+    const received = await stream.next();
+    // Lines from before the stream opened are the page's to show, not the stream's.
+    expect(received?.event).toMatchObject({ event_id: first, outcome: 'stored', source: 'server' });
+    expect(received?.event.profile_id).toMatch(/^p_/);
+    expect(JSON.stringify(received)).not.toContain('first.person@example.com');
+    opened.pop()?.abort();
+
+    const whileAway = await ingestOne({ identifiers: { email: 'second@example.com' } });
+    const again = await ingestOne({ identifiers: { email: 'third@example.com' } });
+    const resumed = await openStream(tokens.workspace, { lastEventId: received?.id ?? '' });
+    expect((await resumed.next())?.event.event_id).toBe(whileAway);
+    expect((await resumed.next())?.event.event_id).toBe(again);
+
+    const bad = await fetch(`${origin}${STREAM}`, {
+      headers: { authorization: `Bearer ${tokens.workspace}`, 'last-event-id': 'not-a-cursor' },
+    });
+    expect(bad.status).toBe(422);
+    expect(await bad.text()).toContain('last-event-id');
+  });
+
+  it('opens after a page without losing the lines committed in between', async () => {
+    await ingestOne({ identifiers: { email: 'shown@example.com' } });
+    const page = await fetch(`${origin}/v1/tenants/acme/workspaces/eu/events`, {
+      headers: { authorization: `Bearer ${tokens.workspace}` },
+    });
+    const { items, stream_cursor } = (await page.json()) as {
+      items: LiveEvent[];
+      stream_cursor: string;
+    };
+    expect(items).toHaveLength(1);
+    const between = await ingestOne({ identifiers: { email: 'between@example.com' } });
+    const stream = await openStream(tokens.workspace, { lastEventId: stream_cursor });
+    expect((await stream.next())?.event.event_id).toBe(between);
+  });
+
+  it('sends only the lines its filters name', async () => {
+    const stream = await openStream(tokens.tenant, { query: '?outcome=duplicate' });
+    const twice = envelope({ identifiers: { email: 'twice@example.com' } });
+    await sendServer(env, tokens.collector, [twice]);
+    await env.ingest();
+    await sendServer(env, tokens.collector, [
+      twice,
+      envelope({ identifiers: { email: 'x@example.com' } }),
+    ]);
+    await env.ingest();
+    const received = await stream.next();
+    expect(received?.event).toMatchObject({ event_id: twice.id, outcome: 'duplicate' });
+  });
+
+  it(`holds ${STREAMS_PER_TOKEN} streams per token open at most, and no other workspace's`, async () => {
+    for (let n = 0; n < STREAMS_PER_TOKEN; n++) {
+      expect((await openStream(tokens.workspace)).response.status).toBe(200);
+    }
+    const refused = await fetch(`${origin}${STREAM}`, {
+      headers: { authorization: `Bearer ${tokens.workspace}` },
+    });
+    expect(refused.status).toBe(429);
+    const refusal = (await refused.json()) as { error: { code: string } };
+    expect(refusal.error.code).toBe('too_many_streams');
+    expect((await openStream(tokens.tenant)).response.status).toBe(200);
+
+    // A closed stream frees its place.
+    opened.shift()?.abort();
+    await expect
+      .poll(async () => {
+        const retry = await fetch(`${origin}${STREAM}`, {
+          headers: { authorization: `Bearer ${tokens.workspace}` },
+        });
+        if (retry.status === 200) await retry.body?.cancel();
+        return retry.status;
+      })
+      .toBe(200);
+
+    const elsewhere = await fetch(`${origin}${STREAM}`, {
+      headers: { authorization: `Bearer ${tokens.otherWorkspace}` },
+    });
+    expect(elsewhere.status).toBe(403);
+    const anonymous = await fetch(`${origin}${STREAM}`);
+    expect(anonymous.status).toBe(401);
+  });
+
+  it('sends a comment every 15 s, so an idle connection stays open through proxies', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    try {
+      const stream = await openStream(tokens.workspace);
+      expect(await stream.nextComment()).toBe(': connected');
+      vi.advanceTimersByTime(15_000);
+      expect(await stream.nextComment()).toBe(': heartbeat');
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('ends cleanly when the server shuts down', async () => {
+    const stream = await openStream(tokens.workspace);
+    const started = Date.now();
+    await env.app.close();
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(await stream.next()).toBeNull();
+  });
+});
