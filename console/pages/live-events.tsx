@@ -61,13 +61,14 @@ export function LiveEvents() {
     lines.value = [];
     chosen.value = null;
     const follow = async () => {
-      const page = await api<{ items: LiveEvent[] }>(
+      const page = await api<{ items: LiveEvent[]; stream_cursor: string | null }>(
         'GET',
         `${base}${query(current, { limit: '100' })}`,
       );
       if (abort.signal.aborted) return;
       lines.value = page.items;
-      let lastId: string | null = null;
+      // The feed starts right after the page: no line between the two is lost.
+      let lastId: string | null = page.stream_cursor;
       while (!abort.signal.aborted) {
         try {
           status.value = 'live';
