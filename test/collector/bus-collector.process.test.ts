@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { AckPolicy, DeliverPolicy } from '@nats-io/jetstream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BusConnection } from '../../src/bus/connect.js';
+import { DEFAULT_PUBLISH_POLICY, retryingOnBus } from '../../src/bus/publisher.js';
 import {
   EVENTS_STREAM,
   eventMessageId,
@@ -65,11 +66,16 @@ const collect = (env: NodeJS.ProcessEnv = {}) =>
 /** Every message the stream holds under `filter`, read back by the admin. */
 async function readStream(filter: string) {
   const jsm = await admin.manager();
-  const info = await jsm.consumers.add(EVENTS_STREAM, {
-    filter_subject: filter,
-    ack_policy: AckPolicy.None,
-    deliver_policy: DeliverPolicy.All,
-  });
+  // After the whole cluster restarted, requests time out until it has elected its leaders.
+  const info = await retryingOnBus(
+    () =>
+      jsm.consumers.add(EVENTS_STREAM, {
+        filter_subject: filter,
+        ack_policy: AckPolicy.None,
+        deliver_policy: DeliverPolicy.All,
+      }),
+    { ...DEFAULT_PUBLISH_POLICY, budgetMs: 30_000 },
+  );
   const consumer = await admin.js.consumers.get(EVENTS_STREAM, info.name);
   const messages: { subject: string; msgID: string; body: string }[] = [];
   while (messages.length < info.num_pending) {

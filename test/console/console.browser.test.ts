@@ -5,6 +5,7 @@ import {
   type ConsoleServer,
   expectAccessible,
   launchChromium,
+  screenshot,
   signIn,
   startConsoleServer,
 } from '../helpers/console.js';
@@ -64,6 +65,7 @@ describe('the console (issue 31)', () => {
     await expect
       .poll(() => page.getByLabel('Workspace').locator('option').allTextContents())
       .toEqual(['eu', 'us']);
+    await screenshot(page, 'overview');
     await expectAccessible(page, 'the overview of a tenant token');
     await page.context().close();
   });
@@ -77,6 +79,7 @@ describe('the console (issue 31)', () => {
 
     const refused = await freshPage();
     await refused.goto(`${served.url}/console/`);
+    await screenshot(refused, 'sign-in');
     await expectAccessible(refused, 'the sign-in page');
     await refused.getByLabel('Token').fill(served.tokens.revoked);
     await refused.getByRole('button', { name: 'Sign in' }).click();

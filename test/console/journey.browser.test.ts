@@ -6,6 +6,7 @@ import {
   type ConsoleServer,
   expectAccessible,
   launchChromium,
+  screenshot,
   signIn,
   startConsoleServer,
 } from '../helpers/console.js';
@@ -110,6 +111,7 @@ describe("a marketer's journey through the console (issue 31, Must show)", () =>
     const visit = console_.getByRole('row').filter({ hasText: 'page_viewed' }).first();
     await visit.waitFor({ timeout: 20_000 });
     expect(await visit.textContent()).toMatch(/browser.*stored/);
+    await screenshot(console_, 'live-events');
     await expectAccessible(console_, 'the live view with a visit');
 
     // The visitor's profile, from the live view, erased after its dry run.

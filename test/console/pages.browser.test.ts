@@ -7,6 +7,7 @@ import {
   type ConsoleServer,
   expectAccessible,
   launchChromium,
+  screenshot,
   signIn,
   startConsoleServer,
 } from '../helpers/console.js';
@@ -160,6 +161,7 @@ describe('the catalog page (issue 31, item 4)', () => {
     await expect
       .poll(() => types.getByRole('rowheader', { name: 'order_refunded' }).count())
       .toBe(0);
+    await screenshot(page, 'catalog');
     await expectAccessible(page, 'the catalog');
 
     // At 360 px the page scrolls down, never sideways: wide tables scroll in their own box.
@@ -233,6 +235,7 @@ describe('the profiles page (issue 31, item 6)', () => {
       )
       .toEqual(shown);
     await expect.poll(() => page.getByRole('cell', { name: /signed_up/ }).count()).toBe(1);
+    await screenshot(page, 'profile');
     await expectAccessible(page, 'a profile');
 
     await page.getByRole('button', { name: /Dry run/ }).click();
@@ -251,6 +254,7 @@ describe('the profiles page (issue 31, item 6)', () => {
     // The dry run erased nothing.
     const lookup = `/v1/tenants/acme/workspaces/eu/profiles/lookup?email=${encodeURIComponent(EMAIL)}`;
     expect((await apiGet(lookup, served.tokens.tenant)).status).toBe(200);
+    await screenshot(page, 'profile-erasure');
     await expectAccessible(page, 'the erasure confirmation');
 
     await page.getByRole('button', { name: `Erase profile ${profileId}` }).click();
@@ -380,6 +384,7 @@ describe('the operations page (issue 31, item 7)', () => {
     await row.waitFor();
     expect(await row.textContent()).toContain('the disk said no');
     expect(await row.textContent()).toContain('acme / eu');
+    await screenshot(page, 'operations');
     await expectAccessible(page, 'the operations page with a quarantined part');
 
     await quarantine

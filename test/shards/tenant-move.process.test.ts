@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BusConnection } from '../../src/bus/connect.js';
+import { durableName, EVENTS_STREAM } from '../../src/bus/subjects.js';
 import { type ShardAssignment, ShardMap } from '../../src/shards/shard-map.js';
 import {
   exactlyOnce,
@@ -56,7 +57,15 @@ describe('moving a tenant between shards under load', () => {
       }
     })();
     const ursa = await publishMany(collector, 'ursa', 200);
-    await new Promise((resolve) => setTimeout(resolve, 1500));
+    // A has committed some of tau's events (acks follow commits) before the move asks for them.
+    const jsm = await admin.manager();
+    await expect
+      .poll(
+        async () =>
+          (await jsm.consumers.info(EVENTS_STREAM, durableName('tau'))).ack_floor.stream_seq,
+        { timeout: 30_000, interval: 200 },
+      )
+      .toBeGreaterThan(0);
 
     // What `cds shards move tau b` does; the owners do the rest.
     const before = await map.get('tau');
