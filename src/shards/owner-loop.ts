@@ -202,15 +202,9 @@ export class OwnerLoop {
             Math.max(MIN_EXPIRES_MS, this.config.intervalMs),
           );
         } catch (error) {
-          // The servers too busy to send the fetch's heartbeats in time: nothing is wrong with
-          // the consumer, and the next round fetches again.
-          if ((error as Error).message === 'heartbeats missed') {
-            log().debug(
-              { tenant_id: tenantId },
-              'fetch heartbeats missed; fetched again next round',
-            );
-            return [];
-          }
+          // A fetch that failed part way may have been given messages it never returned; left
+          // pending they would come back after newer ones and be skipped as already in (the
+          // restart rule's case): the consumer is re-created at the stored sequence instead.
           // A consumer deleted or moved under us: the restart rule sets it right next round.
           log().warn(
             { tenant_id: tenantId, err: error },
