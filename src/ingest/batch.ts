@@ -67,6 +67,29 @@ export function batchResult(files: number, ingested: IngestedLines): BatchResult
 }
 
 /**
+ * The end of a batch's transaction, whatever its source: the stats updated, then the batch's
+ * temporary tables dropped (on failure the rollback takes them with it).
+ */
+export async function closeBatch(
+  session: Session,
+  batch: BatchResult,
+  ingested: IngestedLines,
+  now: string,
+): Promise<void> {
+  await session.run('ingest_update_stats', {
+    files: batch.files,
+    stored: batch.stored,
+    duplicates: batch.duplicates,
+    rejected: batch.rejected,
+    unparsable: batch.unparsable,
+    dropped_identifiers: batch.droppedIdentifiers,
+    last_received_at: ingested.counts.last_received_at,
+    now,
+  });
+  await session.run('ingest_drop_temporaries');
+}
+
+/**
  * One micro-batch of landing files (design §9): every given sealed file, in one transaction that
  * stores the events, resolves identities and records the files; the files are deleted after the
  * commit. A crash before the commit leaves the files to be read again; after it, they are skipped.
@@ -94,18 +117,7 @@ export async function ingestBatch(context: Context, paths: string[]): Promise<Ba
       const ingested = await ingestLines(context, session, landingFiles(pending), now);
       await recordFiles(ingested.staged, await hashing, now);
       const batch = batchResult(pending.length, ingested);
-      await session.run('ingest_update_stats', {
-        files: batch.files,
-        stored: batch.stored,
-        duplicates: batch.duplicates,
-        rejected: batch.rejected,
-        unparsable: batch.unparsable,
-        dropped_identifiers: batch.droppedIdentifiers,
-        last_received_at: ingested.counts.last_received_at,
-        now,
-      });
-      // On failure the rollback takes the temporary tables with it.
-      await session.run('ingest_drop_temporaries');
+      await closeBatch(session, batch, ingested, now);
       return { batch, advances: ingested.advances };
     },
     { large: true },

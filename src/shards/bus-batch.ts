@@ -3,7 +3,7 @@ import { mkdir, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { subjectToken } from '../bus/subjects.js';
 import { type Context, nowIso } from '../context.js';
-import { type BatchResult, batchResult } from '../ingest/batch.js';
+import { type BatchResult, batchResult, closeBatch } from '../ingest/batch.js';
 import type { LineSource } from '../ingest/line-source.js';
 import { announceCommitted } from '../ingest/live-feed.js';
 import { ingestLines } from '../ingest/pipeline.js';
@@ -121,18 +121,7 @@ export async function ingestBusBatch(
         const ingested = await ingestLines(context, session, source, now);
         const batch = batchResult(0, ingested);
         await session.run('bus_offsets_advance', { offsets: offsetsParam(groups), now });
-        await session.run('ingest_update_stats', {
-          files: 0,
-          stored: batch.stored,
-          duplicates: batch.duplicates,
-          rejected: batch.rejected,
-          unparsable: batch.unparsable,
-          dropped_identifiers: batch.droppedIdentifiers,
-          last_received_at: ingested.counts.last_received_at,
-          now,
-        });
-        // On failure the rollback takes the temporary tables with it.
-        await session.run('ingest_drop_temporaries');
+        await closeBatch(session, batch, ingested, now);
         return { batch, advances: ingested.advances };
       },
       { large: true },
