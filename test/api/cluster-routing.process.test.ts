@@ -14,9 +14,10 @@ import { generateToken } from '../../src/tenancy/token-format.js';
 import { startCli } from '../helpers/cli.js';
 import { cdsInProcess } from '../helpers/cli-in-process.js';
 import { openTestEnv, type TestEnv, tempDir } from '../helpers/context.js';
+import { envelope, sendServer } from '../helpers/events.js';
 import { logRecords } from '../helpers/log.js';
 import { startTestCluster, type TestCluster } from '../helpers/nats-cluster.js';
-import { seedTenants, type Tokens } from '../helpers/tenant.js';
+import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
 
 /** One owner: its own data dir and database, listening, announced under its shard. */
 interface TestOwner {
@@ -40,7 +41,8 @@ async function startOwner(
   defaultShard?: string,
   config: ConfigInput = {},
 ): Promise<TestOwner> {
-  const env = await openTestEnv({ config: { master_key: masterKey, ...config } });
+  // With a collector, so a test can put events into this owner's database.
+  const env = await openTestEnv({ collector: true, config: { master_key: masterKey, ...config } });
   const view = await openClusterView(await cluster.connect('owner'), { shard, defaultShard });
   const app = buildApp(env.context, { cluster: view, apiDocument: false });
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
@@ -352,6 +354,47 @@ describe('one API on any owner (cluster mode)', () => {
     expect((await refused({ 'x-cds-forwarded-client': '192.0.2.7 forged' })).status).toBe(401);
   });
 
+  it('streams live events through the other owner as the tenant’s owner ingests them', async () => {
+    // Through the app of a's collector, which re-reads its registry after the write.
+    const registered = await call(
+      a.env.app,
+      acme.tenant,
+      'PUT',
+      '/v1/tenants/acme/event-types/stream_checked',
+      {},
+    );
+    expect(registered.statusCode).toBeLessThan(300);
+    const controller = new AbortController();
+    try {
+      const response = await fetch(`${b.url}/v1/tenants/acme/workspaces/eu/events/stream`, {
+        headers: { authorization: `Bearer ${acme.workspace}`, accept: 'text/event-stream' },
+        // A stream that never says the event fails the read instead of hanging the test.
+        signal: AbortSignal.any([controller.signal, AbortSignal.timeout(15_000)]),
+      });
+      expect(response.status).toBe(200);
+      expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+      const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+      const event = envelope({
+        name: 'stream_checked',
+        identifiers: { email: 'streamed.person@example.com' },
+      });
+      expect((await sendServer(a.env, acme.collector, [event])).statusCode).toBe(202);
+      await a.env.ingest();
+      const decoder = new TextDecoder();
+      let text = '';
+      while (!text.includes(String(event.id))) {
+        const chunk = await reader.read();
+        if (chunk.done) break;
+        text += decoder.decode(chunk.value, { stream: true });
+      }
+      expect(text).toContain(`"event_id":"${String(event.id)}"`);
+      expect(text).toContain('event: line');
+      expect(text).not.toContain('streamed.person@example.com');
+    } finally {
+      controller.abort();
+    }
+  });
+
   it('forwards a forwarded request no further: the loop guard answers 503', async () => {
     const looped = await send(a, acme.tenant, 'GET', '/v1/tenants/initech/workspaces', {
       headers: { 'x-cds-forwarded-from': 'b' },
@@ -400,7 +443,9 @@ describe('one API on any owner (cluster mode)', () => {
       });
     }
     await a.view.map.change(moving, { shard: 'a', state: 'active' });
+    // b forwards the write and a answers it: both must have seen the entry active again.
     await expect.poll(() => b.view.placement('globex')?.state).toBe('active');
+    await expect.poll(() => a.view.placement('globex')?.state).toBe('active');
     const after = await send(b, operator, 'PUT', '/v1/tenants/globex/event-types/x', { body: {} });
     expect(after.status).toBe(201);
   });
