@@ -24,12 +24,14 @@ SELECT
 -- keeps its file as a position in $paths, not the path: it is held for every line of the batch.
 -- A dedup key of key paths holds their values as a JSON array, so no value can pass for two
 -- (joined with '|', ("c1|7", "1") and ("c1", "7|1") were one key); a missing value counts as "".
+-- intake, the API a line came through when not cds's own (absent on older lines), is read by the
+-- live view only: no check or rule looks at it.
 CREATE OR REPLACE TEMP MACRO utc_timestamp(text) AS CASE
   WHEN ends_with(text, 'Z') THEN try_cast(text AS TIMESTAMP)
   ELSE try_cast(text AS TIMESTAMPTZ)::TIMESTAMP
 END;
 CREATE TEMP TABLE ingest_checked AS
-SELECT file_index, received_at, source, event_id, event_name, tenant_id, workspace_id, anon_id, occured_at, properties,
+SELECT file_index, received_at, source, intake, event_id, event_name, tenant_id, workspace_id, anon_id, occured_at, properties,
   CASE
     WHEN event_id IS NULL OR received_at IS NULL OR source NOT IN ('browser', 'server') THEN 'unparsable_line'
     WHEN envelop_version IS DISTINCT FROM '1.0' THEN 'unsupported_envelop_version'
@@ -48,7 +50,7 @@ FROM (
         list_transform(event_type.paths, path -> coalesce(json_extract_string(properties, path), '')))::VARCHAR
     END AS dedup_key
   FROM (
-    SELECT list_position(CAST($paths AS JSON)::VARCHAR[], r.filename)::UINTEGER AS file_index, utc_timestamp(r.received_at) AS received_at, r.source,
+    SELECT list_position(CAST($paths AS JSON)::VARCHAR[], r.filename)::UINTEGER AS file_index, utc_timestamp(r.received_at) AS received_at, r.source, r.intake,
       r.event.envelop_version AS envelop_version, r.event.id AS event_id, r.event.name AS event_name,
       r.event.tenant_id AS tenant_id, r.event.workspace_id AS workspace_id, r.event.anon_id AS anon_id,
       utc_timestamp(r.event.occured_at) AS occured_at, r.event.properties AS properties,
@@ -59,7 +61,7 @@ FROM (
     FROM read_json(CAST($paths AS JSON)::VARCHAR[],
       format = 'newline_delimited', filename = true, ignore_errors = true,
       columns = {
-        received_at: 'VARCHAR', source: 'VARCHAR', collector_id: 'VARCHAR',
+        received_at: 'VARCHAR', source: 'VARCHAR', intake: 'VARCHAR', collector_id: 'VARCHAR',
         event: 'STRUCT(envelop_version VARCHAR, id VARCHAR, name VARCHAR, tenant_id VARCHAR, workspace_id VARCHAR, anon_id VARCHAR, occured_at VARCHAR, properties JSON)'
       }) r
   )

@@ -1,6 +1,9 @@
 -- The live view's record of what became of each line (recent_events, migration 017): written by
 -- one more step of the ingest batch (src/ingest/recent-events.ts), read by the events route and
 -- its stream (src/ingest/live-events.ts), pruned by upkeep.
+-- Its source is where the line came from as the live view names it: browser, server, or
+-- segment_api for a server line the Segment tracking API took (the line's intake); lines written
+-- before intake existed, and cds's own routes', keep their source as it was.
 
 /* @name live_events_record */
 -- The batch's lines with their outcome, after the events are stored: stored (its profile),
@@ -58,7 +61,7 @@ WITH decided AS (
   SELECT seq, 'erased', NULL, NULL FROM ingest_erased
 )
 SELECT c.rowid AS seq, c.tenant_id, c.workspace_id, c.dedup_hash, c.event_id, c.event_name, c.occured_at, c.received_at,
-  c.source, c.properties,
+  CASE WHEN c.source = 'server' AND c.intake = 'segment_api' THEN 'segment_api' ELSE c.source END AS source, c.properties,
   CASE WHEN c.reject_reason IS NOT NULL THEN 'rejected' ELSE coalesce(d.outcome, 'duplicate') END AS outcome,
   coalesce(c.reject_reason, d.reason) AS reason, d.profile_id
 FROM ingest_checked c SEMI JOIN live_kept k ON k.seq = c.rowid LEFT JOIN decided d ON d.seq = c.rowid
@@ -93,11 +96,12 @@ SELECT tenant_id, workspace_id, (SELECT coalesce(max(seq), 0) FROM recent_events
 FROM (
   SELECT r.event.tenant_id AS tenant_id, r.event.workspace_id AS workspace_id, r.event.id AS event_id,
     r.event.name AS event_name, try_cast(r.event.occured_at AS TIMESTAMPTZ)::TIMESTAMP AS occured_at,
-    try_cast(r.received_at AS TIMESTAMPTZ)::TIMESTAMP AS received_at, r.source
+    try_cast(r.received_at AS TIMESTAMPTZ)::TIMESTAMP AS received_at,
+    CASE WHEN r.source = 'server' AND r.intake = 'segment_api' THEN 'segment_api' ELSE r.source END AS source
   FROM read_json(CAST($paths AS JSON)::VARCHAR[],
     format = 'newline_delimited', ignore_errors = true, maximum_object_size = $max_object_size,
     columns = {
-      received_at: 'VARCHAR', source: 'VARCHAR',
+      received_at: 'VARCHAR', source: 'VARCHAR', intake: 'VARCHAR',
       event: 'STRUCT(id VARCHAR, name VARCHAR, tenant_id VARCHAR, workspace_id VARCHAR, occured_at VARCHAR)'
     }) r
 )
@@ -113,17 +117,20 @@ SELECT coalesce(max(seq), 0) AS last_seq FROM recent_events;
 /* @name live_events_page */
 -- Newest first below $before, or oldest first above $after (a stream catching up); the filters
 -- are NULL when not given. A profile merged away since answers as its survivor, and the profile
--- filter finds the rows of the profiles merged into the one named.
+-- filter finds the rows of the profiles merged into the one named. A source no collector writes
+-- (an unparsable line's) answers NULL.
 SELECT r.seq, r.event_id, r.event_name,
   strftime(r.occured_at, '%Y-%m-%dT%H:%M:%S.%gZ') AS occured_at,
   strftime(r.received_at, '%Y-%m-%dT%H:%M:%S.%gZ') AS received_at,
-  r.source, r.outcome, r.reason, coalesce(p.merged_into, r.profile_id) AS profile_id, r.properties::VARCHAR AS properties
+  CASE WHEN r.source IN ('browser', 'server', 'segment_api') THEN r.source END AS source,
+  r.outcome, r.reason, coalesce(p.merged_into, r.profile_id) AS profile_id, r.properties::VARCHAR AS properties
 FROM (
   SELECT * FROM recent_events
   WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id
     AND ($before IS NULL OR seq < $before) AND ($after IS NULL OR seq > $after)
     AND ($event_name IS NULL OR event_name = $event_name)
     AND ($outcome IS NULL OR outcome = $outcome)
+    AND ($source IS NULL OR source = $source)
     AND ($profile_id IS NULL OR profile_id = $profile_id OR profile_id IN (
       SELECT profile_id FROM profiles
       WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND merged_into = $profile_id))

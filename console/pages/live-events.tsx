@@ -9,7 +9,7 @@ interface LiveEvent {
   name: string | null;
   occured_at: string | null;
   received_at: string | null;
-  source: string | null;
+  source: LineSource | null;
   outcome: 'stored' | 'duplicate' | 'rejected' | 'quarantined';
   reason: string | null;
   profile_id: string | null;
@@ -17,6 +17,15 @@ interface LiveEvent {
 }
 
 const OUTCOMES = ['stored', 'duplicate', 'rejected', 'quarantined'] as const;
+type LineSource = 'browser' | 'server' | 'segment_api';
+/** Each source as people name it; the API's value is what the filter sends. */
+const SOURCE_LABELS = new Map<LineSource, string>([
+  ['browser', 'browser'],
+  ['server', 'server'],
+  ['segment_api', 'Segment API'],
+]);
+const sourceLabel = (source: LineSource | null) =>
+  source === null ? '—' : (SOURCE_LABELS.get(source) ?? source);
 /** Lines kept on screen; older ones are a page of the list route away. */
 const SHOWN = 500;
 const RECONNECT_MS = 3000;
@@ -25,6 +34,7 @@ interface Filters {
   name: string;
   profileId: string;
   outcome: string;
+  source: string;
 }
 
 function query(filters: Filters, extra: Record<string, string> = {}): string {
@@ -32,6 +42,7 @@ function query(filters: Filters, extra: Record<string, string> = {}): string {
   if (filters.name) params.set('name', filters.name);
   if (filters.profileId) params.set('profile_id', filters.profileId);
   if (filters.outcome) params.set('outcome', filters.outcome);
+  if (filters.source) params.set('source', filters.source);
   const text = params.toString();
   return text ? `?${text}` : '';
 }
@@ -48,7 +59,7 @@ const keyOf = (line: LiveEvent, index: number) =>
 export function LiveEvents() {
   const lines = useSignal<LiveEvent[]>([]);
   const chosen = useSignal<LiveEvent | null>(null);
-  const filters = useSignal<Filters>({ name: '', profileId: '', outcome: '' });
+  const filters = useSignal<Filters>({ name: '', profileId: '', outcome: '', source: '' });
   const status = useSignal('connecting…');
 
   useSignalEffect(() => {
@@ -122,6 +133,17 @@ export function LiveEvents() {
             ))}
           </select>
         </label>
+        <label>
+          Source
+          <select onChange={setFilter('source')}>
+            <option value="">any</option>
+            {[...SOURCE_LABELS].map(([source, label]) => (
+              <option key={source} value={source}>
+                {label}
+              </option>
+            ))}
+          </select>
+        </label>
         <p class="help" role="status">
           Feed: {status.value}
         </p>
@@ -148,7 +170,7 @@ export function LiveEvents() {
                       {line.name ?? '(unreadable line)'}
                     </button>
                   </td>
-                  <td>{line.source ?? '—'}</td>
+                  <td>{sourceLabel(line.source)}</td>
                   <td>
                     <span class={`outcome outcome-${line.outcome}`}>{line.outcome}</span>
                     {line.reason && <span class="help"> {line.reason}</span>}
@@ -178,6 +200,8 @@ export function LiveEvents() {
               <dd>{chosen.value.occured_at ?? '—'}</dd>
               <dt>Received at</dt>
               <dd>{chosen.value.received_at ?? '—'}</dd>
+              <dt>Source</dt>
+              <dd>{sourceLabel(chosen.value.source)}</dd>
               <dt>Outcome</dt>
               <dd>
                 {chosen.value.outcome}

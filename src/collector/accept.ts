@@ -1,5 +1,5 @@
 import { type AppError, ForbiddenError, PayloadTooLargeError, ValidationError } from '../errors.js';
-import type { EventSource } from '../landing-format.js';
+import type { EventSource, Intake } from '../landing-format.js';
 import {
   browserEnvelopeSchema,
   builtLandingLineText,
@@ -20,6 +20,8 @@ export interface Rejection {
 /** Where a request may put events: the browser headers' workspace, or a collector token's scope. */
 export interface IntakeScope {
   source: EventSource;
+  /** Another vendor's API the request came through (its lines record it); absent for cds's own. */
+  intake?: Intake;
   tenantId: string;
   /** Browser: the header's workspace. Server: the token's workspace, or null for any of the tenant's. */
   workspaceId: string | null;
@@ -102,7 +104,7 @@ function checkEnvelope(
   const contentFault = checkEventContent(event, scope.source);
   if (contentFault) return contentFault;
   // Only once the content is known to be shallow: JSON.stringify recurses on the call stack.
-  const text = lineText(receivedAt, scope.source, collectorId, event);
+  const text = lineText(receivedAt, scope.source, collectorId, event, scope.intake);
   if (exceedsEventBytes(text)) {
     return {
       code: 'event_too_large',

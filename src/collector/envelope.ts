@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { eventNameSchema, idSchema } from '../ids.js';
-import type { EventSource } from '../landing-format.js';
+import type { EventSource, Intake } from '../landing-format.js';
 
 /** 32 KiB an event (design §8), measured on the stored line. */
 export const MAX_EVENT_BYTES = 32 * 1024;
@@ -29,14 +29,23 @@ export const browserEnvelopeSchema = envelopeSchema.extend({
   anon_id: envelopeSchema.shape.anon_id.unwrap(),
 });
 
-/** One landing-file line (design §2), built by hand around the already validated envelope. */
+/** A line's `intake` field, absent for cds's own routes so their lines stay as they were. */
+function intakeField(intake: Intake | undefined): string {
+  return intake === undefined ? '' : `,"intake":"${intake}"`;
+}
+
+/**
+ * One landing-file line (design §2), built by hand around the already validated envelope; a line
+ * of another vendor's API names it in `intake`.
+ */
 export function landingLineText(
   receivedAt: string,
   source: EventSource,
   collectorId: string,
   event: Envelope,
+  intake?: Intake,
 ): string {
-  return `{"received_at":"${receivedAt}","source":"${source}","collector_id":"${collectorId}","event":${JSON.stringify(event)}}\n`;
+  return `{"received_at":"${receivedAt}","source":"${source}"${intakeField(intake)},"collector_id":"${collectorId}","event":${JSON.stringify(event)}}\n`;
 }
 
 /**
@@ -50,7 +59,8 @@ export function builtLandingLineText(
   source: EventSource,
   collectorId: string,
   event: Envelope,
+  intake?: Intake,
 ): string {
   const anonId = event.anon_id === undefined ? '' : `,"anon_id":${JSON.stringify(event.anon_id)}`;
-  return `{"received_at":"${receivedAt}","source":"${source}","collector_id":"${collectorId}","event":{"envelop_version":"${event.envelop_version}","id":"${event.id}","name":"${event.name}","tenant_id":"${event.tenant_id}","workspace_id":"${event.workspace_id}"${anonId},"occured_at":"${event.occured_at}","properties":${JSON.stringify(event.properties)}}}\n`;
+  return `{"received_at":"${receivedAt}","source":"${source}"${intakeField(intake)},"collector_id":"${collectorId}","event":{"envelop_version":"${event.envelop_version}","id":"${event.id}","name":"${event.name}","tenant_id":"${event.tenant_id}","workspace_id":"${event.workspace_id}"${anonId},"occured_at":"${event.occured_at}","properties":${JSON.stringify(event.properties)}}}\n`;
 }

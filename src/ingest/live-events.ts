@@ -5,6 +5,11 @@ import { decodeCursor, encodeCursor, type Page } from '../store/cursor.js';
 import { requireWorkspace } from '../tenancy/workspaces.js';
 
 export const LINE_OUTCOMES = ['stored', 'duplicate', 'rejected', 'quarantined'] as const;
+/**
+ * Where a line came from: the browser or server routes, or the Segment tracking API (a server
+ * line whose `intake` names it, src/landing-format.ts).
+ */
+export const LINE_SOURCES = ['browser', 'server', 'segment_api'] as const;
 
 /** One line of the live view, as the route and the stream answer it. */
 export const liveEventSchema = z.object({
@@ -12,7 +17,8 @@ export const liveEventSchema = z.object({
   name: z.string().nullable(),
   occured_at: z.string().nullable(),
   received_at: z.string().nullable(),
-  source: z.string().nullable(),
+  /** Null for a line too broken to say (rejected as unparsable_line). */
+  source: z.enum(LINE_SOURCES).nullable(),
   outcome: z.enum(LINE_OUTCOMES),
   /** Why a line was rejected or quarantined; null otherwise. */
   reason: z.string().nullable(),
@@ -28,6 +34,7 @@ export interface LiveEventFilters {
   name?: string | undefined;
   profileId?: string | undefined;
   outcome?: (typeof LINE_OUTCOMES)[number] | undefined;
+  source?: (typeof LINE_SOURCES)[number] | undefined;
 }
 
 export interface LiveScope {
@@ -41,7 +48,7 @@ interface LiveRow {
   event_name: string | null;
   occured_at: string | null;
   received_at: string | null;
-  source: string | null;
+  source: LiveEvent['source'];
   outcome: LiveEvent['outcome'];
   reason: string | null;
   profile_id: string | null;
@@ -120,6 +127,7 @@ async function readRows(
       after: window.after ?? null,
       event_name: filters.name ?? null,
       outcome: filters.outcome ?? null,
+      source: filters.source ?? null,
       profile_id: filters.profileId ?? null,
       limit: window.limit,
     });

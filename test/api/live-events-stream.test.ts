@@ -5,6 +5,7 @@ import type { TestEnv } from '../helpers/context.js';
 import { envelope, sendServer } from '../helpers/events.js';
 import { openSeededEnv } from '../helpers/seeded.js';
 import type { Tokens } from '../helpers/tenant.js';
+import { mintWriteKey, postTrackingApi } from '../helpers/tracking-api.js';
 
 let env: TestEnv;
 let tokens: Tokens;
@@ -165,6 +166,27 @@ describe('GET /v1/tenants/{t}/workspaces/{w}/events/stream', () => {
     await env.ingest();
     const received = await stream.next();
     expect(received?.event).toMatchObject({ event_id: twice.id, outcome: 'duplicate' });
+  });
+
+  it('sends only the Segment tracking API’s lines when asked for that source', async () => {
+    const writeKey = await mintWriteKey(env, tokens.tenant);
+    const stream = await openStream(tokens.workspace, { query: '?source=segment_api' });
+    await sendServer(env, tokens.collector, [
+      envelope({ identifiers: { email: 'own@example.com' } }),
+    ]);
+    const tracked = await postTrackingApi(
+      env,
+      '/v1/track',
+      { event: 'Page Viewed', anonymousId: 'visitor-s', messageId: 'm-stream' },
+      writeKey,
+    );
+    expect(tracked.statusCode, tracked.body).toBe(200);
+    await env.ingest();
+    expect((await stream.next())?.event).toMatchObject({
+      name: 'page_viewed',
+      source: 'segment_api',
+      outcome: 'stored',
+    });
   });
 
   it(`holds ${STREAMS_PER_TOKEN} streams per token open at most, and no other workspace's`, async () => {

@@ -5,9 +5,14 @@ import { maskIdentifier } from '../../src/identity/mask.js';
 import type { LiveEvent } from '../../src/ingest/live-events.js';
 import { listQuarantine } from '../../src/quarantine/quarantine.js';
 import type { TestEnv } from '../helpers/context.js';
-import { envelope, sendServer } from '../helpers/events.js';
+import { envelope, sendBrowser, sendServer } from '../helpers/events.js';
 import { openSeededEnv } from '../helpers/seeded.js';
 import { call, type Tokens } from '../helpers/tenant.js';
+import {
+  mintWriteKey,
+  postTrackingApi,
+  registerTrackingCallTypes,
+} from '../helpers/tracking-api.js';
 
 let env: TestEnv;
 let tokens: Tokens;
@@ -28,8 +33,8 @@ async function listed(
   return response.json();
 }
 
-/** A sealed landing file of acme/eu whose one line no batch can read: 17 MiB, unterminated. */
-function landPoison(eventId: string): void {
+/** A sealed landing file of acme/eu named `name` holding `text`, as a collector leaves one. */
+function landFile(name: string, text: string): void {
   const partition = join(
     env.context.dataDir.landingDir,
     'tenant=acme',
@@ -38,19 +43,27 @@ function landPoison(eventId: string): void {
     'hour=11',
   );
   mkdirSync(partition, { recursive: true });
-  const line = JSON.stringify({
-    received_at: '2026-03-01T11:00:00.000Z',
-    source: 'server',
-    collector_id: 'ctest',
-    event: envelope({
+  const path = join(partition, `${name}.ndjson`);
+  writeFileSync(`${path}.open`, text);
+  renameSync(`${path}.open`, path);
+}
+
+/** A landing line as a collector writes it, with the fields beside the event given. */
+function landingLine(fields: Record<string, unknown>, event: Record<string, unknown>): string {
+  return JSON.stringify({ received_at: '2026-03-01T11:00:00.000Z', ...fields, event });
+}
+
+/** A sealed landing file of acme/eu whose one line no batch can read: 17 MiB, unterminated. */
+function landPoison(eventId: string, fields: Record<string, unknown> = { source: 'server' }): void {
+  const line = landingLine(
+    { ...fields, collector_id: 'ctest' },
+    envelope({
       id: eventId,
       identifiers: { email: 'poison.person@example.com' },
       properties: { pad: 'p'.repeat(17 * 1024 * 1024) },
     }),
-  });
-  const path = join(partition, 'ctest-00000001.ndjson');
-  writeFileSync(`${path}.open`, line);
-  renameSync(`${path}.open`, path);
+  );
+  landFile('ctest-00000001', line);
 }
 
 /**
@@ -200,6 +213,92 @@ describe('GET /v1/tenants/{t}/workspaces/{w}/events', () => {
     expect(await refused('?cursor=bm90LWEtY3Vyc29y')).toBe(422);
     expect(await refused('?outcome=lost')).toBe(422);
     expect(await refused('?limit=501')).toBe(422);
+  });
+
+  it('names each line’s source, browser, server or segment_api (the Segment tracking API), and filters by it', async () => {
+    await registerTrackingCallTypes(env, tokens.tenant);
+    const writeKey = await mintWriteKey(env, tokens.tenant);
+    const fromBrowser = envelope({ anon: 'visitor-b' });
+    const fromServer = envelope({ identifiers: { email: 'server.person@example.com' } });
+    expect((await sendBrowser(env, [fromBrowser])).statusCode).toBe(202);
+    expect((await sendServer(env, tokens.collector, [fromServer])).statusCode).toBe(202);
+    const tracked = await postTrackingApi(
+      env,
+      '/v1/batch',
+      {
+        batch: [
+          { type: 'track', event: 'Page Viewed', anonymousId: 'visitor-s', messageId: 'm-1' },
+          { type: 'identify', anonymousId: 'visitor-s', traits: { plan: 'gold' } },
+        ],
+      },
+      writeKey,
+    );
+    expect(tracked.json()).toMatchObject({ accepted: 2, rejected: [] });
+    await env.ingest();
+
+    const { items } = await listed(tokens.workspace);
+    expect(items.map((item) => [item.name, item.source, item.outcome])).toEqual([
+      ['identify', 'segment_api', 'stored'],
+      ['page_viewed', 'segment_api', 'stored'],
+      ['page_viewed', 'server', 'stored'],
+      ['page_viewed', 'browser', 'stored'],
+    ]);
+    const sources = async (source: string) =>
+      (await listed(tokens.workspace, `?source=${source}`)).items.map((item) => item.event_id);
+    expect(await sources('browser')).toEqual([fromBrowser.id]);
+    expect(await sources('server')).toEqual([fromServer.id]);
+    expect(await sources('segment_api')).toEqual([items[0]?.event_id, items[1]?.event_id]);
+    expect(
+      (await listed(tokens.workspace, '?source=segment_api&name=identify')).items,
+    ).toHaveLength(1);
+    const refused = await call(env.app, tokens.workspace, 'GET', `${BASE}?source=carrier_pigeon`);
+    expect(refused.statusCode).toBe(422);
+  });
+
+  it('reads a landing file written before lines named their intake as it always did', async () => {
+    const old = envelope({ identifiers: { email: 'old.person@example.com' } });
+    const segment = envelope({ anon: 'visitor-s' });
+    const unknownIntake = envelope({ anon: 'visitor-u' });
+    const browser = envelope({ anon: 'visitor-b' });
+    const broken = envelope({ anon: 'visitor-x' });
+    landFile(
+      'cold-00000001',
+      `${[
+        landingLine({ source: 'server', collector_id: 'cold' }, old),
+        landingLine({ source: 'server', intake: 'segment_api', collector_id: 'cold' }, segment),
+        landingLine(
+          { source: 'server', intake: 'carrier_pigeon', collector_id: 'cold' },
+          unknownIntake,
+        ),
+        landingLine({ source: 'browser', collector_id: 'cold' }, browser),
+        landingLine({ source: 'fax', collector_id: 'cold' }, broken),
+      ].join('\n')}\n`,
+    );
+    await env.ingest();
+    const { items } = await listed(tokens.tenant);
+    expect(items.map((item) => [item.event_id, item.source, item.outcome, item.reason])).toEqual([
+      [broken.id, null, 'rejected', 'unparsable_line'],
+      [browser.id, 'browser', 'stored', null],
+      [unknownIntake.id, 'server', 'stored', null],
+      [segment.id, 'segment_api', 'stored', null],
+      [old.id, 'server', 'stored', null],
+    ]);
+    const lookup = await call(
+      env.app,
+      tokens.tenant,
+      'GET',
+      '/v1/tenants/acme/workspaces/eu/profiles/lookup?email=old.person%40example.com',
+    );
+    expect(lookup.statusCode, lookup.body).toBe(200);
+  });
+
+  it('names a quarantined line’s source as its intake says', async () => {
+    landPoison('poison-segment', { source: 'server', intake: 'segment_api' });
+    await env.ingest();
+    const { items } = await listed(tokens.tenant, '?source=segment_api');
+    expect(items.map((item) => [item.event_id, item.source, item.outcome])).toEqual([
+      ['poison-segment', 'segment_api', 'quarantined'],
+    ]);
   });
 
   it('is read by the workspace’s tokens only', async () => {

@@ -73,6 +73,20 @@ async function eventNamesOf(profileId: string): Promise<string[]> {
   return rows.map((row) => row.event_name);
 }
 
+/** Each line of the live view (issue 31) as `name source outcome`, sorted. */
+async function liveLines(): Promise<string[]> {
+  const page = await call(
+    env.app,
+    tokens.workspace,
+    'GET',
+    '/v1/tenants/acme/workspaces/eu/events',
+  );
+  expect(page.statusCode, page.body).toBe(200);
+  return (page.json().items as { name: string; source: string; outcome: string }[])
+    .map((item) => `${item.name} ${item.source} ${item.outcome}`)
+    .sort();
+}
+
 /** One customer's story, whichever SDK told it: a visit, a login, an order. */
 async function expectOneCustomer(email: string): Promise<void> {
   await env.ingest();
@@ -120,6 +134,12 @@ describe("the vendors' own server SDKs, pointed at the collector", () => {
       expect(batch.headers.authorization).toMatch(/^Basic /);
     }
     await expectOneCustomer('ana@shop.test');
+    // The live view tells the SDK's events from the browser's and from /v1/server/events'.
+    expect(await liveLines()).toEqual([
+      'identify segment_api stored',
+      'order_completed segment_api stored',
+      'page_viewed browser stored',
+    ]);
   });
 
   it('@rudderstack/rudder-sdk-node with gzip: identify and track stored, one profile with the browser visit', async () => {

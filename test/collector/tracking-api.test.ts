@@ -1,13 +1,15 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { openTestEnv, type TestEnv } from '../helpers/context.js';
-import { registerEventTypes } from '../helpers/events.js';
+import { envelope, registerEventTypes, sendBrowser, sendServer } from '../helpers/events.js';
 import { openSeededEnv } from '../helpers/seeded.js';
 import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
 import {
   basicAuth,
   declareUserId,
   type LandedEvent,
+  type LandedLine,
   landedEvents,
+  landedLines,
   mintWriteKey,
   postTrackingApi,
   registerTrackingCallTypes,
@@ -89,6 +91,38 @@ describe('Segment-spec tracking API', () => {
           identifiers: { user_id: 'user-42', email: 'Ann@Shop.test', phone: '9876543210' },
         },
       });
+    });
+
+    it('names the Segment tracking API as each line’s intake, its source server; cds’s own routes name none', async () => {
+      const linesBy = async (action: () => Promise<{ statusCode: number; body: string }>) => {
+        const before = (await landedLines(env)).length;
+        const response = await action();
+        expect(response.statusCode, response.body).toBeLessThan(300);
+        return (await landedLines(env)).slice(before);
+      };
+      const origins = (lines: LandedLine[]) => [
+        ...new Set(lines.map((line) => `${line.source}/${line.intake ?? '-'}`)),
+      ];
+      // A batch this large is checked on worker threads: the intake goes there with the request.
+      const large = Array.from({ length: 200 }, (_, i) =>
+        track({ messageId: `intake-${i}`, properties: { pad: 'p'.repeat(400) } }),
+      );
+      expect(JSON.stringify({ batch: large }).length).toBeGreaterThan(64 * 1024);
+      for (const lines of [
+        await linesBy(() => postTrackingApi(env, '/v1/track', track(), writeKey)),
+        await linesBy(() => batch([track(), track({ type: 'page', name: 'Home' })])),
+        await linesBy(() => batch(large)),
+      ]) {
+        expect(lines.length).toBeGreaterThan(0);
+        expect(origins(lines)).toEqual(['server/segment_api']);
+      }
+      const own = await linesBy(() =>
+        sendServer(env, tokens.collector, [envelope({ identifiers: { email: 'own@shop.test' } })]),
+      );
+      expect(origins(own)).toEqual(['server/-']);
+      expect(Object.keys(own[0] ?? {})).toEqual(['received_at', 'source', 'collector_id', 'event']);
+      const browser = await linesBy(() => sendBrowser(env, [envelope({ anon: 'own-visitor' })]));
+      expect(origins(browser)).toEqual(['browser/-']);
     });
 
     it.each([

@@ -1,3 +1,4 @@
+import { Analytics } from '@segment/analytics-node';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -42,6 +43,35 @@ async function sendAndIngest(events: Record<string, unknown>[]): Promise<void> {
   await served.server.ingestNow();
 }
 
+/** An identify call through `@segment/analytics-node`, its host the served collector. */
+async function sendThroughSegment(): Promise<void> {
+  const tenantCall = (method: string, path: string, body: unknown) =>
+    fetch(`${served.url}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${served.tokens.tenant}`,
+        'content-type': 'application/json',
+      },
+      body: JSON.stringify(body),
+    });
+  expect(
+    (await tenantCall('PUT', '/v1/tenants/acme/event-types/identify', {})).status,
+  ).toBeLessThan(300);
+  const minted = await tenantCall('POST', '/v1/tenants/acme/tokens', {
+    kind: 'collector',
+    name: 'segment eu',
+    workspace_id: 'eu',
+  });
+  expect(minted.status).toBe(201);
+  const { token } = (await minted.json()) as { token: string };
+  const errors: unknown[] = [];
+  const analytics = new Analytics({ writeKey: token, host: served.url, maxRetries: 0 });
+  analytics.on('error', (error) => errors.push(error));
+  analytics.identify({ anonymousId: 'visitor-segment', traits: { plan: 'gold' } });
+  await analytics.closeAndFlush();
+  expect(errors).toEqual([]);
+}
+
 const rowOf = (name: string) => page.getByRole('row').filter({ hasText: name });
 
 describe('the live events page (issue 31, item 3)', () => {
@@ -83,6 +113,15 @@ describe('the live events page (issue 31, item 3)', () => {
     await rowOf('product_viewed').first().waitFor();
     expect(await details.textContent()).toMatch(/live-1/);
     expect(await page.content()).not.toContain('ana@shop.test');
+    expect(await rowOf('page_viewed').first().textContent()).toMatch(/browser/);
+
+    // An event of the Segment tracking API, sent by Segment's own server library, says so.
+    await sendThroughSegment();
+    await served.server.ingestNow();
+    await rowOf('identify').first().waitFor();
+    expect(await rowOf('identify').first().textContent()).toMatch(/Segment API/);
+    await rowOf('identify').first().getByRole('button').click();
+    await expect.poll(() => details.textContent()).toMatch(/SourceSegment API/);
     await expectAccessible(page, 'the live events page');
   });
 
@@ -90,5 +129,15 @@ describe('the live events page (issue 31, item 3)', () => {
     await page.getByLabel('Outcome').selectOption('rejected');
     await expect.poll(() => rowOf('page_viewed').count()).toBe(0);
     await expect.poll(() => rowOf('signed_up').count()).toBeGreaterThan(0);
+  });
+
+  it('filters by source, the Segment API among them', async () => {
+    await page.getByLabel('Outcome').selectOption('');
+    await page.getByLabel('Source').selectOption({ label: 'Segment API' });
+    await expect.poll(() => rowOf('identify').count()).toBe(1);
+    await expect.poll(() => rowOf('page_viewed').count()).toBe(0);
+    await page.getByLabel('Source').selectOption({ label: 'browser' });
+    await expect.poll(() => rowOf('page_viewed').count()).toBeGreaterThan(0);
+    await expect.poll(() => rowOf('identify').count()).toBe(0);
   });
 });

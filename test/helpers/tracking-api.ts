@@ -75,18 +75,32 @@ export interface LandedEvent {
   properties: Record<string, unknown>;
 }
 
-/** Every envelope in the collector's landing files so far (open and sealed), in file order. */
-export async function landedEvents(env: TestEnv): Promise<LandedEvent[]> {
+/** A landing line (design §2), as the collector wrote it. */
+export interface LandedLine {
+  received_at: string;
+  source: string;
+  intake?: string;
+  collector_id: string;
+  event: LandedEvent;
+}
+
+/** Every line in the collector's landing files so far (open and sealed), in file order. */
+export async function landedLines(env: TestEnv): Promise<LandedLine[]> {
   const root = env.context.dataDir.landingDir;
   const files = (await readdir(root, { recursive: true, withFileTypes: true }))
     .filter((entry) => entry.isFile() && /\.ndjson(\.open)?$/.test(entry.name))
     .map((entry) => join(entry.parentPath, entry.name))
     .sort();
-  const events: LandedEvent[] = [];
+  const lines: LandedLine[] = [];
   for (const file of files) {
     for (const line of (await readFile(file, 'utf8')).split('\n')) {
-      if (line !== '') events.push(JSON.parse(line).event as LandedEvent);
+      if (line !== '') lines.push(JSON.parse(line) as LandedLine);
     }
   }
-  return events;
+  return lines;
+}
+
+/** Every envelope in the collector's landing files so far (open and sealed), in file order. */
+export async function landedEvents(env: TestEnv): Promise<LandedEvent[]> {
+  return (await landedLines(env)).map((line) => line.event);
 }

@@ -1,4 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { busMessageOf } from '../../src/collector/bus-sink.js';
+import { envelopeSchema, landingLineText } from '../../src/collector/envelope.js';
 import { listenForAdvances, type WorkspaceAdvance } from '../../src/ingest/live-feed.js';
 import { ingestBusBatch } from '../../src/shards/bus-batch.js';
 import type { TestEnv } from '../helpers/context.js';
@@ -52,5 +54,34 @@ describe('a cluster owner’s batch and the live view', () => {
       [stored.id, 'stored'],
     ]);
     expect(page.body).not.toContain('bus.person@example.com');
+  });
+
+  it('names a Segment tracking API line’s source as the landing path does: its message is the line', async () => {
+    const event = envelopeSchema.parse(envelope({ anon: 'visitor-bus' }));
+    const text = landingLineText(
+      '2026-03-01T11:00:00.000Z',
+      'server',
+      'cbus',
+      event,
+      'segment_api',
+    );
+    const message = busMessageOf({
+      tenantId: 'acme',
+      workspaceId: 'eu',
+      receivedAt: '2026-03-01T11:00:00.000Z',
+      eventId: event.id,
+      text,
+    });
+    const data = Buffer.from(message.data);
+    await ingestBusBatch(env.context, [{ tenantId: 'acme', workspaceId: 'eu', seq: 1, data }]);
+    const page = await call(
+      env.app,
+      tokens.workspace,
+      'GET',
+      '/v1/tenants/acme/workspaces/eu/events',
+    );
+    expect(page.json().items).toMatchObject([
+      { event_id: event.id, source: 'segment_api', outcome: 'stored' },
+    ]);
   });
 });

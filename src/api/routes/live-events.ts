@@ -6,6 +6,7 @@ import { TooManyStreamsError, ValidationError } from '../../errors.js';
 import { idSchema } from '../../ids.js';
 import {
   LINE_OUTCOMES,
+  LINE_SOURCES,
   type LiveEventFilters,
   type LiveScope,
   liveEventSchema,
@@ -24,12 +25,18 @@ const filterQuery = z.object({
   name: z.string().min(1).max(200).optional(),
   profile_id: idSchema.optional(),
   outcome: z.enum(LINE_OUTCOMES).optional(),
+  source: z.enum(LINE_SOURCES).optional(),
 });
 
 type FilterQuery = z.infer<typeof filterQuery>;
 
 function filtersOf(query: FilterQuery): LiveEventFilters {
-  return { name: query.name, profileId: query.profile_id, outcome: query.outcome };
+  return {
+    name: query.name,
+    profileId: query.profile_id,
+    outcome: query.outcome,
+    source: query.source,
+  };
 }
 
 const scopeOf = (params: { tenant: string; workspace: string }): LiveScope => ({

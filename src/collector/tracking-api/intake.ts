@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { PayloadTooLargeError, ValidationError } from '../../errors.js';
+import type { Intake } from '../../landing-format.js';
 import {
   asRejection,
   checkBuilt,
@@ -14,9 +15,13 @@ import { acceptedAs, type SinkForm } from '../event-sink.js';
 import type { LandingLine } from '../landing-writer.js';
 import { type TrackingCall, TrackingMapper } from './spec.js';
 
-/** A Tracking API request always puts events in one workspace: its write key's. */
+/**
+ * A Tracking API request always puts events in one workspace, its write key's, and its lines
+ * name the API they came through.
+ */
 export interface WorkspaceScope extends IntakeScope {
   workspaceId: string;
+  intake: Intake;
 }
 
 /** A Tracking API request as it arrived, without its body. */

@@ -73,7 +73,7 @@ function principalOf(
       'this collector token is tenant-wide; a write key must be a collector token minted for one workspace (POST /v1/tenants/{tenant}/tokens with kind "collector" and a workspace_id)',
     );
   }
-  return { scope: { source: 'server', tenantId, workspaceId }, tokenId };
+  return { scope: { source: 'server', intake: 'segment_api', tenantId, workspaceId }, tokenId };
 }
 
 /**
