@@ -62,3 +62,34 @@ export function reasonsByField(error: ApiError): Map<string, string> {
   }
   return reasons;
 }
+
+/** A labelled text (or number) input with the API's reason beside it, as `Field` ties them. */
+export function TextField(props: {
+  id: string;
+  label: string;
+  value: string;
+  onValue: (value: string) => void;
+  reason?: string | undefined;
+  hint?: string;
+  required?: boolean;
+  numeric?: boolean;
+}) {
+  return (
+    <Field
+      id={props.id}
+      label={props.label}
+      reason={props.reason}
+      {...(props.hint ? { hint: props.hint } : {})}
+    >
+      {(described) => (
+        <input
+          {...described}
+          {...(props.numeric ? { type: 'number', inputMode: 'numeric' } : {})}
+          required={props.required}
+          value={props.value}
+          onInput={(event) => props.onValue(inputValue(event))}
+        />
+      )}
+    </Field>
+  );
+}

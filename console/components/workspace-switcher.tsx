@@ -1,25 +1,7 @@
 import { useSignal, useSignalEffect } from '@preact/signals';
-import { api, pathOf } from '../api.js';
+import { pathOf } from '../api.js';
+import { everyPage } from '../paging.js';
 import { session } from '../session.js';
-
-interface Page<T> {
-  next_cursor: string | null;
-  items: T[];
-}
-
-async function everyPage<T>(path: string, key: string): Promise<T[]> {
-  const items: T[] = [];
-  let cursor: string | null = null;
-  do {
-    const separator = path.includes('?') ? '&' : '?';
-    const query: string = cursor ? `${separator}cursor=${encodeURIComponent(cursor)}` : '';
-    const page = await api<Record<string, unknown>>('GET', `${path}${query}`);
-    const { next_cursor } = page as unknown as Page<T>;
-    items.push(...(page[key] as T[]));
-    cursor = next_cursor;
-  } while (cursor);
-  return items;
-}
 
 /**
  * The tenant (operator tokens) and workspace (tenant and operator tokens) the pages show. A
@@ -32,7 +14,7 @@ export function WorkspaceSwitcher() {
 
   useSignalEffect(() => {
     if (session.whoami.value?.kind !== 'operator') return;
-    everyPage<{ tenant_id: string }>('/v1/operator/tenants?limit=500', 'tenants').then(
+    everyPage<{ tenant_id: string }>('/v1/operator/tenants', 'tenants').then(
       (list) => {
         tenants.value = list.map((tenant) => tenant.tenant_id);
         session.tenant.value ??= tenants.value[0] ?? null;
@@ -44,7 +26,7 @@ export function WorkspaceSwitcher() {
     const tenant = session.tenant.value;
     if (!tenant || session.whoami.value?.kind === 'workspace') return;
     everyPage<{ workspace_id: string }>(
-      `${pathOf`/v1/tenants/${tenant}/workspaces`}?limit=500`,
+      pathOf`/v1/tenants/${tenant}/workspaces`,
       'workspaces',
     ).then(
       (list) => {

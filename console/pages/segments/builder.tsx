@@ -89,6 +89,13 @@ function PreviewPanel({ state }: { state: PreviewState }) {
   );
 }
 
+/** The segment's webhooks, as the save's `automations` names them, and what each one sends. */
+const AUTOMATIONS = [
+  ['on_enter', 'when a profile enters'],
+  ['on_exit', 'when a profile leaves'],
+  ['on_backfill', 'for the profiles already matching when it becomes active'],
+] as const;
+
 /**
  * A new segment: its rule, the exact preview as the rule changes, and the save. The API's segments
  * are create-only (a definition is never rewritten under the members it already has), so there is
@@ -296,30 +303,16 @@ export function SegmentBuilder() {
         </select>
         <fieldset>
           <legend>Webhooks</legend>
-          <label class="inline">
-            <input
-              type="checkbox"
-              checked={fields.on_enter}
-              onChange={(event) => set({ on_enter: (event.target as HTMLInputElement).checked })}
-            />
-            when a profile enters
-          </label>
-          <label class="inline">
-            <input
-              type="checkbox"
-              checked={fields.on_exit}
-              onChange={(event) => set({ on_exit: (event.target as HTMLInputElement).checked })}
-            />
-            when a profile leaves
-          </label>
-          <label class="inline">
-            <input
-              type="checkbox"
-              checked={fields.on_backfill}
-              onChange={(event) => set({ on_backfill: (event.target as HTMLInputElement).checked })}
-            />
-            for the profiles already matching when it becomes active
-          </label>
+          {AUTOMATIONS.map(([key, label]) => (
+            <label key={key} class="inline">
+              <input
+                type="checkbox"
+                checked={fields[key]}
+                onChange={(event) => set({ [key]: (event.target as HTMLInputElement).checked })}
+              />
+              {label}
+            </label>
+          ))}
         </fieldset>
         <button type="submit" disabled={saving.value || !built.value}>
           Save segment
