@@ -1,3 +1,4 @@
+import type { Signal } from '@preact/signals';
 import type { ComponentChildren } from 'preact';
 import type { ApiError } from '../api.js';
 
@@ -92,4 +93,32 @@ export function TextField(props: {
       )}
     </Field>
   );
+}
+
+/** An option per value, each shown as its value (statuses, kinds, ids). */
+export function Options({ values }: { values: readonly string[] }) {
+  return (
+    <>
+      {values.map((value) => (
+        <option key={value} value={value}>
+          {value}
+        </option>
+      ))}
+    </>
+  );
+}
+
+/** What ties a `TextField` to one key of a form's draft, and to the API's reason for that key. */
+export function boundTo<K extends string>(
+  draft: Signal<Record<K, string>>,
+  key: K,
+  reasons: Map<string, string>,
+): { value: string; onValue: (value: string) => void; reason: string | undefined } {
+  return {
+    value: draft.value[key],
+    onValue: (value) => {
+      draft.value = { ...draft.value, [key]: value };
+    },
+    reason: reasons.get(key),
+  };
 }

@@ -2,6 +2,24 @@ import { useSignal, useSignalEffect } from '@preact/signals';
 import { pathOf } from '../api.js';
 import { everyPage } from '../paging.js';
 import { session } from '../session.js';
+import { inputValue, Options } from './field.js';
+
+/** A labelled select of the switcher. */
+function Choice(props: {
+  label: string;
+  value: string | null;
+  values: string[];
+  onChoose: (value: string) => void;
+}) {
+  return (
+    <label>
+      {props.label}
+      <select value={props.value ?? ''} onChange={(event) => props.onChoose(inputValue(event))}>
+        <Options values={props.values} />
+      </select>
+    </label>
+  );
+}
 
 /**
  * The tenant (operator tokens) and workspace (tenant and operator tokens) the pages show. A
@@ -48,38 +66,24 @@ export function WorkspaceSwitcher() {
   return (
     <div class="scope">
       {who.kind === 'operator' && (
-        <label>
-          Tenant
-          <select
-            value={session.tenant.value ?? ''}
-            onChange={(event) => {
-              session.tenant.value = (event.target as HTMLSelectElement).value;
-              session.workspace.value = null;
-            }}
-          >
-            {tenants.value.map((tenant) => (
-              <option key={tenant} value={tenant}>
-                {tenant}
-              </option>
-            ))}
-          </select>
-        </label>
-      )}
-      <label>
-        Workspace
-        <select
-          value={session.workspace.value ?? ''}
-          onChange={(event) => {
-            session.workspace.value = (event.target as HTMLSelectElement).value;
+        <Choice
+          label="Tenant"
+          value={session.tenant.value}
+          values={tenants.value}
+          onChoose={(tenant) => {
+            session.tenant.value = tenant;
+            session.workspace.value = null;
           }}
-        >
-          {workspaces.value.map((workspace) => (
-            <option key={workspace} value={workspace}>
-              {workspace}
-            </option>
-          ))}
-        </select>
-      </label>
+        />
+      )}
+      <Choice
+        label="Workspace"
+        value={session.workspace.value}
+        values={workspaces.value}
+        onChoose={(workspace) => {
+          session.workspace.value = workspace;
+        }}
+      />
     </div>
   );
 }

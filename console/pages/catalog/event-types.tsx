@@ -1,7 +1,7 @@
 import { useSignal, useSignalEffect } from '@preact/signals';
 import { api, pathOf } from '../../api.js';
 import { Alert } from '../../components/alert.js';
-import { messageOf, TextField } from '../../components/field.js';
+import { boundTo, messageOf, TextField } from '../../components/field.js';
 import { ShowMore } from '../../components/show-more.js';
 import { RowAction, Table } from '../../components/table.js';
 import { useFormReasons } from '../../hooks/use-form-reasons.js';
@@ -117,28 +117,28 @@ export function EventTypes(props: { tenant: string; workspace: string; onChange:
   );
 }
 
+/** The registration form as the user types it: key paths comma-separated. */
+const EMPTY = { event_name: '', dedup_entity: '', dedup_key_paths: '' };
+
 function RegisterEventType(props: { tenant: string; onDone: () => void }) {
-  const name = useSignal('');
-  const entity = useSignal('');
-  const paths = useSignal('');
+  const draft = useSignal({ ...EMPTY });
   const form = useFormReasons();
   const reasons = form.reasons.value;
 
   const submit = async (event: Event) => {
     event.preventDefault();
-    const keyPaths = pathsOf(paths.value);
+    const { event_name, dedup_entity, dedup_key_paths } = draft.value;
+    const keyPaths = pathsOf(dedup_key_paths);
     // Both or neither: the API says which one is missing when only one is given.
     const body = {
-      ...(entity.value.trim() ? { dedup_entity: entity.value.trim() } : {}),
+      ...(dedup_entity.trim() ? { dedup_entity: dedup_entity.trim() } : {}),
       ...(keyPaths.length > 0 ? { dedup_key_paths: keyPaths } : {}),
     };
     const registered = await form.submit(() =>
-      api('PUT', pathOf`/v1/tenants/${props.tenant}/event-types/${name.value.trim()}`, body),
+      api('PUT', pathOf`/v1/tenants/${props.tenant}/event-types/${event_name.trim()}`, body),
     );
     if (!registered) return;
-    name.value = '';
-    entity.value = '';
-    paths.value = '';
+    draft.value = { ...EMPTY };
     props.onDone();
   };
 
@@ -149,31 +149,19 @@ function RegisterEventType(props: { tenant: string; onDone: () => void }) {
         id="event-name"
         label="Event name"
         required
-        value={name.value}
-        onValue={(value) => {
-          name.value = value;
-        }}
-        reason={reasons.get('event_name')}
+        {...boundTo(draft, 'event_name', reasons)}
       />
       <TextField
         id="dedup-entity"
         label="Dedup entity"
         hint="With key paths, or leave both blank to deduplicate by event id."
-        value={entity.value}
-        onValue={(value) => {
-          entity.value = value;
-        }}
-        reason={reasons.get('dedup_entity')}
+        {...boundTo(draft, 'dedup_entity', reasons)}
       />
       <TextField
         id="dedup-key-paths"
         label="Dedup key paths"
         hint="Comma-separated, such as properties.order_id"
-        value={paths.value}
-        onValue={(value) => {
-          paths.value = value;
-        }}
-        reason={reasons.get('dedup_key_paths')}
+        {...boundTo(draft, 'dedup_key_paths', reasons)}
       />
       <Alert message={form.failure.value} />
       <button type="submit">Register</button>

@@ -1,7 +1,14 @@
 import { useSignal } from '@preact/signals';
 import { api, pathOf } from '../../api.js';
 import { Alert } from '../../components/alert.js';
-import { Field, inputValue, messageOf, TextField } from '../../components/field.js';
+import {
+  boundTo,
+  Field,
+  inputValue,
+  messageOf,
+  Options,
+  TextField,
+} from '../../components/field.js';
 import { ShowMore } from '../../components/show-more.js';
 import { RowAction, Table } from '../../components/table.js';
 import { useFormReasons } from '../../hooks/use-form-reasons.js';
@@ -175,12 +182,8 @@ function CreateMetric(props: { tenant: string; eventNames: string[]; onDone: () 
     <TextField
       id={`metric-${key}`}
       label={label}
-      value={draft.value[key]}
-      onValue={(value) => {
-        draft.value = { ...draft.value, [key]: value };
-      }}
-      reason={reasons.get(key)}
       numeric={numeric}
+      {...boundTo(draft, key, reasons)}
       {...(hint ? { hint } : {})}
     />
   );
@@ -192,22 +195,14 @@ function CreateMetric(props: { tenant: string; eventNames: string[]; onDone: () 
       <Field id="metric-event_name" label="Event" reason={reasons.get('event_name')}>
         {(described) => (
           <select {...described} value={eventName} onChange={set('event_name')}>
-            {props.eventNames.map((name) => (
-              <option key={name} value={name}>
-                {name}
-              </option>
-            ))}
+            <Options values={props.eventNames} />
           </select>
         )}
       </Field>
       <Field id="metric-value_kind" label="Value kind" reason={reasons.get('value_kind')}>
         {(described) => (
           <select {...described} value={draft.value.value_kind} onChange={set('value_kind')}>
-            {VALUE_KINDS.map((kind) => (
-              <option key={kind} value={kind}>
-                {kind}
-              </option>
-            ))}
+            <Options values={VALUE_KINDS} />
           </select>
         )}
       </Field>
@@ -221,11 +216,7 @@ function CreateMetric(props: { tenant: string; eventNames: string[]; onDone: () 
         {(described) => (
           <select {...described} value={draft.value.aggregation} onChange={set('aggregation')}>
             <option value="">none</option>
-            {AGGREGATIONS.map((aggregation) => (
-              <option key={aggregation} value={aggregation}>
-                {aggregation}
-              </option>
-            ))}
+            <Options values={AGGREGATIONS} />
           </select>
         )}
       </Field>

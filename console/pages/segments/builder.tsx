@@ -1,5 +1,6 @@
 import { useComputed, useSignal, useSignalEffect } from '@preact/signals';
 import { ApiError, api, pathOf } from '../../api.js';
+import { Options } from '../../components/field.js';
 import { navigate } from '../../router.js';
 import { canWrite, session } from '../../session.js';
 import {
@@ -295,11 +296,7 @@ export function SegmentBuilder() {
             set({ status: (event.target as HTMLSelectElement).value as SegmentStatus })
           }
         >
-          {SEGMENT_STATUSES.map((status) => (
-            <option key={status} value={status}>
-              {status}
-            </option>
-          ))}
+          <Options values={SEGMENT_STATUSES} />
         </select>
         <fieldset>
           <legend>Webhooks</legend>

@@ -1,4 +1,5 @@
 import { useSignal } from '@preact/signals';
+import { Table } from '../../components/table.js';
 import { usePolled } from '../../hooks/use-polled.js';
 import { canWrite } from '../../session.js';
 import { listSegments, type SegmentItem } from './data.js';
@@ -34,46 +35,36 @@ export function SegmentList() {
       ) : segments.value.length === 0 ? (
         <p>No segment in this workspace yet.</p>
       ) : (
-        <div class="table-wrap">
-          <table>
-            <caption class="help">Member counts as of the last ingested batch.</caption>
-            <thead>
-              <tr>
-                <th scope="col">Segment</th>
-                <th scope="col">Id</th>
-                <th scope="col">Members</th>
-                <th scope="col">Status</th>
-              </tr>
-            </thead>
-            <tbody>
-              {segments.value.map((segment) => (
-                <tr key={segment.segment_id}>
-                  <th scope="row">
-                    <a href={`#/segments/${encodeURIComponent(segment.segment_id)}`}>
-                      {segment.display_name}
-                    </a>
-                    {segment.evaluation_error && (
-                      <p class="error">Not evaluated: {segment.evaluation_error}</p>
-                    )}
-                  </th>
-                  <td>
-                    <code>{segment.segment_id}</code>
-                  </td>
-                  <td class="number" data-testid={`members-${segment.segment_id}`}>
-                    {segment.member_count ?? 0}
-                  </td>
-                  <td>
-                    <StatusSelect
-                      segment={segment}
-                      label={`Status of ${segment.display_name}`}
-                      onChanged={refresh}
-                    />
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <Table
+          caption="Member counts as of the last ingested batch."
+          columns={['Segment', 'Id', 'Members', 'Status']}
+        >
+          {segments.value.map((segment) => (
+            <tr key={segment.segment_id}>
+              <th scope="row">
+                <a href={`#/segments/${encodeURIComponent(segment.segment_id)}`}>
+                  {segment.display_name}
+                </a>
+                {segment.evaluation_error && (
+                  <p class="error">Not evaluated: {segment.evaluation_error}</p>
+                )}
+              </th>
+              <td>
+                <code>{segment.segment_id}</code>
+              </td>
+              <td class="number" data-testid={`members-${segment.segment_id}`}>
+                {segment.member_count ?? 0}
+              </td>
+              <td>
+                <StatusSelect
+                  segment={segment}
+                  label={`Status of ${segment.display_name}`}
+                  onChanged={refresh}
+                />
+              </td>
+            </tr>
+          ))}
+        </Table>
       )}
     </section>
   );

@@ -1,5 +1,6 @@
 import { useSignal } from '@preact/signals';
 import { api, pathOf } from '../../api.js';
+import { Options } from '../../components/field.js';
 import { RetryEvery } from '../../components/retry-every.js';
 import { ShowMore } from '../../components/show-more.js';
 import { RowAction, Table } from '../../components/table.js';
@@ -77,11 +78,7 @@ export function SegmentDeliveries({
             }}
           >
             <option value="">every status</option>
-            {STATUSES.map((option) => (
-              <option key={option} value={option}>
-                {option}
-              </option>
-            ))}
+            <Options values={STATUSES} />
           </select>
         </label>
         <button type="button" class="quiet" onClick={list.reload}>

@@ -1,5 +1,5 @@
 import { useSignal } from '@preact/signals';
-import { messageOf } from '../../components/field.js';
+import { messageOf, Options } from '../../components/field.js';
 import { canWrite, session } from '../../session.js';
 import { SEGMENT_STATUSES, type SegmentItem, type SegmentStatus, setStatus } from './data.js';
 
@@ -39,11 +39,7 @@ export function StatusSelect(props: {
           props.onChanged();
         }}
       >
-        {SEGMENT_STATUSES.map((status) => (
-          <option key={status} value={status}>
-            {status}
-          </option>
-        ))}
+        <Options values={SEGMENT_STATUSES} />
       </select>
       {failure.value && <p class="error">{failure.value}</p>}
     </>
