@@ -1,7 +1,7 @@
 import { api } from './api.js';
 
 /** The most rows a paged route gives in one answer (`limit` up to 500, src/store/cursor.ts). */
-export const LARGEST_PAGE = 500;
+const LARGEST_PAGE = 500;
 
 /** One page of a list route: its rows, under the route's own key, and the cursor of the next. */
 export interface Page<T> {

@@ -4,7 +4,7 @@ import { messageOf } from '../components/field.js';
 import { readPage } from '../paging.js';
 
 /** Rows a list shows before its "Show more": a screenful, well under a route's largest page. */
-export const LIST_PAGE_SIZE = 100;
+const LIST_PAGE_SIZE = 100;
 
 /** What a list over a paged route shows, and the two ways to read more of it. */
 export interface PagedList<T> {
