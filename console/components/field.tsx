@@ -1,3 +1,4 @@
+import type { Signal } from '@preact/signals';
 import type { ComponentChildren } from 'preact';
 import type { ApiError } from '../api.js';
 
@@ -61,4 +62,63 @@ export function reasonsByField(error: ApiError): Map<string, string> {
     if (!reasons.has(field)) reasons.set(field, path === field ? reason : `${path}: ${reason}`);
   }
   return reasons;
+}
+
+/** A labelled text (or number) input with the API's reason beside it, as `Field` ties them. */
+export function TextField(props: {
+  id: string;
+  label: string;
+  value: string;
+  onValue: (value: string) => void;
+  reason?: string | undefined;
+  hint?: string;
+  required?: boolean;
+  numeric?: boolean;
+}) {
+  return (
+    <Field
+      id={props.id}
+      label={props.label}
+      reason={props.reason}
+      {...(props.hint ? { hint: props.hint } : {})}
+    >
+      {(described) => (
+        <input
+          {...described}
+          {...(props.numeric ? { type: 'number', inputMode: 'numeric' } : {})}
+          required={props.required}
+          value={props.value}
+          onInput={(event) => props.onValue(inputValue(event))}
+        />
+      )}
+    </Field>
+  );
+}
+
+/** An option per value, each shown as its value (statuses, kinds, ids). */
+export function Options({ values }: { values: readonly string[] }) {
+  return (
+    <>
+      {values.map((value) => (
+        <option key={value} value={value}>
+          {value}
+        </option>
+      ))}
+    </>
+  );
+}
+
+/** What ties a `TextField` to one key of a form's draft, and to the API's reason for that key. */
+export function boundTo<K extends string>(
+  draft: Signal<Record<K, string>>,
+  key: K,
+  reasons: Map<string, string>,
+): { value: string; onValue: (value: string) => void; reason: string | undefined } {
+  return {
+    value: draft.value[key],
+    onValue: (value) => {
+      draft.value = { ...draft.value, [key]: value };
+    },
+    reason: reasons.get(key),
+  };
 }

@@ -1,24 +1,24 @@
 import { useSignal, useSignalEffect } from '@preact/signals';
-import { api, pathOf } from '../api.js';
+import { pathOf } from '../api.js';
+import { everyPage } from '../paging.js';
 import { session } from '../session.js';
+import { inputValue, Options } from './field.js';
 
-interface Page<T> {
-  next_cursor: string | null;
-  items: T[];
-}
-
-async function everyPage<T>(path: string, key: string): Promise<T[]> {
-  const items: T[] = [];
-  let cursor: string | null = null;
-  do {
-    const separator = path.includes('?') ? '&' : '?';
-    const query: string = cursor ? `${separator}cursor=${encodeURIComponent(cursor)}` : '';
-    const page = await api<Record<string, unknown>>('GET', `${path}${query}`);
-    const { next_cursor } = page as unknown as Page<T>;
-    items.push(...(page[key] as T[]));
-    cursor = next_cursor;
-  } while (cursor);
-  return items;
+/** A labelled select of the switcher. */
+function Choice(props: {
+  label: string;
+  value: string | null;
+  values: string[];
+  onChoose: (value: string) => void;
+}) {
+  return (
+    <label>
+      {props.label}
+      <select value={props.value ?? ''} onChange={(event) => props.onChoose(inputValue(event))}>
+        <Options values={props.values} />
+      </select>
+    </label>
+  );
 }
 
 /**
@@ -32,7 +32,7 @@ export function WorkspaceSwitcher() {
 
   useSignalEffect(() => {
     if (session.whoami.value?.kind !== 'operator') return;
-    everyPage<{ tenant_id: string }>('/v1/operator/tenants?limit=500', 'tenants').then(
+    everyPage<{ tenant_id: string }>('/v1/operator/tenants', 'tenants').then(
       (list) => {
         tenants.value = list.map((tenant) => tenant.tenant_id);
         session.tenant.value ??= tenants.value[0] ?? null;
@@ -44,7 +44,7 @@ export function WorkspaceSwitcher() {
     const tenant = session.tenant.value;
     if (!tenant || session.whoami.value?.kind === 'workspace') return;
     everyPage<{ workspace_id: string }>(
-      `${pathOf`/v1/tenants/${tenant}/workspaces`}?limit=500`,
+      pathOf`/v1/tenants/${tenant}/workspaces`,
       'workspaces',
     ).then(
       (list) => {
@@ -66,38 +66,24 @@ export function WorkspaceSwitcher() {
   return (
     <div class="scope">
       {who.kind === 'operator' && (
-        <label>
-          Tenant
-          <select
-            value={session.tenant.value ?? ''}
-            onChange={(event) => {
-              session.tenant.value = (event.target as HTMLSelectElement).value;
-              session.workspace.value = null;
-            }}
-          >
-            {tenants.value.map((tenant) => (
-              <option key={tenant} value={tenant}>
-                {tenant}
-              </option>
-            ))}
-          </select>
-        </label>
-      )}
-      <label>
-        Workspace
-        <select
-          value={session.workspace.value ?? ''}
-          onChange={(event) => {
-            session.workspace.value = (event.target as HTMLSelectElement).value;
+        <Choice
+          label="Tenant"
+          value={session.tenant.value}
+          values={tenants.value}
+          onChoose={(tenant) => {
+            session.tenant.value = tenant;
+            session.workspace.value = null;
           }}
-        >
-          {workspaces.value.map((workspace) => (
-            <option key={workspace} value={workspace}>
-              {workspace}
-            </option>
-          ))}
-        </select>
-      </label>
+        />
+      )}
+      <Choice
+        label="Workspace"
+        value={session.workspace.value}
+        values={workspaces.value}
+        onChoose={(workspace) => {
+          session.workspace.value = workspace;
+        }}
+      />
     </div>
   );
 }

@@ -1,12 +1,33 @@
-import { useSignal } from '@preact/signals';
-import { EventTypes } from './catalog/event-types.js';
+import { useSignal, useSignalEffect } from '@preact/signals';
+import { pathOf } from '../api.js';
+import { everyPage } from '../paging.js';
+import { type EventType, EventTypes } from './catalog/event-types.js';
 import { MetricDefinitions } from './catalog/metric-definitions.js';
 import { currentScope } from './scope.js';
 
 /** Event types and metric definitions of the tenant, seen from the chosen workspace. */
 export function Catalog() {
   const eventNames = useSignal<string[]>([]);
+  const typesChanged = useSignal(0);
   const scope = currentScope();
+
+  // Every event type, not only the page the list shows: a metric may read any of them.
+  useSignalEffect(() => {
+    typesChanged.value;
+    const tenant = currentScope()?.tenant;
+    if (!tenant) return;
+    let stale = false;
+    everyPage<EventType>(pathOf`/v1/tenants/${tenant}/event-types`, 'event_types').then(
+      (types) => {
+        if (!stale) eventNames.value = types.map((type) => type.event_name);
+      },
+      () => undefined,
+    );
+    return () => {
+      stale = true;
+    };
+  });
+
   return (
     <section aria-labelledby="catalog-title">
       <h1 id="catalog-title">Catalog</h1>
@@ -16,8 +37,8 @@ export function Catalog() {
           <EventTypes
             tenant={scope.tenant}
             workspace={scope.workspace}
-            onChange={(types) => {
-              eventNames.value = types.map((type) => type.event_name);
+            onChange={() => {
+              typesChanged.value += 1;
             }}
           />
           <MetricDefinitions

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { CollectorRuntime } from '../collector/runtime.js';
 import type { Context } from '../context.js';
 import { ValidationError } from '../errors.js';
-import type { IngestFailure } from '../ingest/loop.js';
+import type { IngestFailure } from '../ingest/loop-health.js';
 import type { ClusterView } from '../shards/cluster-view.js';
 import { loneSurrogatePath } from '../well-formed.js';
 import { registerAuth } from './auth.js';

@@ -1,16 +1,14 @@
 import { watch } from 'chokidar';
-import { backoffMs } from '../backoff.js';
 import { systemClock } from '../clock.js';
 import type { Context } from '../context.js';
-import { withoutQuotedValues } from '../redact.js';
 import { componentLog } from '../telemetry/log.js';
 import { prometheusSeries } from '../telemetry/prometheus.js';
 import { traced } from '../trace.js';
 import type { BatchResult } from './batch.js';
-import { ingestIsolating, isDataFault } from './isolate.js';
+import { ingestIsolating } from './isolate.js';
 import { listSealedFiles, type SealedFile } from './landing-files.js';
+import { FailureStreak, type IngestFailure, TolerantUpkeep } from './loop-health.js';
 import { splitSealedFile } from './split-file.js';
-import { runUpkeep } from './upkeep.js';
 
 export interface IngestLoopConfig {
   /** Roughly how many events one transaction takes (design §4 `max_batch_events`). */
@@ -21,13 +19,6 @@ export interface IngestLoopConfig {
   onBatch?: (batch: BatchResult) => void;
   /** Called once the files of a drained batch are done: their bytes and the lines they held. */
   onFilesDone?: (done: { bytes: number; lines: number }) => void;
-}
-
-/** Consecutive failed batches, since the first: `/readyz` shows them until one commits. */
-export interface IngestFailure {
-  error: Error;
-  since: string;
-  attempts: number;
 }
 
 const log = () => componentLog('ingest');
@@ -63,9 +54,6 @@ export function recordBatches(batches: BatchResult[], seconds: number, oldestFil
   log().info({ ...counts, duration_ms: Math.round(seconds * 1000) }, 'ingest batch committed');
 }
 
-/** After a failed batch the loop waits before trying again, doubling up to this. */
-const MAX_RETRY_DELAY_MS = 60_000;
-
 /**
  * No line a collector writes is shorter: `received_at`, `source`, `collector_id` and an envelope
  * with its required fields. A smaller file cannot hold too many lines, so it is not read to count.
@@ -85,23 +73,33 @@ export class IngestLoop {
   private timer: NodeJS.Timeout | null = null;
   private watcher: ReturnType<typeof watch> | null = null;
   private bytesPerLine = INITIAL_BYTES_PER_LINE;
-  /** `performance.now()` when the pause after a failure ends: elapsed time, not the clock's. */
-  private retryAt = 0;
-  failure: IngestFailure | null = null;
-  /** The upkeep failure said last, so that it is said once, not on every pass. */
-  private upkeepError: string | null = null;
+  private readonly streak: FailureStreak;
+  private readonly upkeep: TolerantUpkeep;
 
   constructor(
     private readonly context: Context,
     private readonly config: IngestLoopConfig,
-  ) {}
+  ) {
+    this.streak = new FailureStreak(
+      context,
+      log,
+      config.intervalMs,
+      'ingest failed; the landing files stay, and the batch is tried again after growing pauses',
+    );
+    this.upkeep = new TolerantUpkeep(context, log);
+  }
+
+  /** The failed batches in a row, until one commits. */
+  get failure(): IngestFailure | null {
+    return this.streak.failure;
+  }
 
   /** Ingests every file sealed now, batch after batch, then runs the upkeep of metrics and segments. */
   async drain(): Promise<BatchResult[]> {
     const results: BatchResult[] = [];
     for (;;) {
       // Upkeep goes between batches too, so a steady stream of files does not starve it.
-      await this.upkeep();
+      await this.upkeep.run();
       const batch = this.nextBatch(await this.sealedFilesInBatchSizes());
       if (batch.length === 0) return results;
       const startedAt = performance.now();
@@ -136,25 +134,6 @@ export class IngestLoop {
     }
   }
 
-  /**
-   * A definition that makes upkeep fail (a backfill, a segment's first evaluation) must not stop
-   * the batches of every tenant: the failure is said once and upkeep is tried again next pass.
-   * A fault of the machine fails the pass as a batch would.
-   */
-  private async upkeep(): Promise<void> {
-    try {
-      await runUpkeep(this.context);
-      this.upkeepError = null;
-    } catch (error) {
-      if (!isDataFault(error)) throw error;
-      const message = withoutQuotedValues((error as Error).message);
-      if (this.upkeepError !== message) {
-        log().error({ cause: message }, 'ingest upkeep failed; batches go on');
-      }
-      this.upkeepError = message;
-    }
-  }
-
   /** Runs on a timer and on file events until `stop`. */
   start(options: { watch: boolean }): void {
     this.timer = setInterval(() => this.tick(), this.config.intervalMs);
@@ -180,7 +159,7 @@ export class IngestLoop {
   /** Waits for the batch under way, then drains what is sealed now; throws if that fails. */
   async catchUp(): Promise<void> {
     await this.running;
-    this.retryAt = 0;
+    this.streak.endPause();
     this.tick();
     await this.running;
     if (this.failure) throw this.failure.error;
@@ -191,11 +170,11 @@ export class IngestLoop {
       this.again = true;
       return;
     }
-    if (performance.now() < this.retryAt) return;
+    if (this.streak.pauseLeftMs() > 0) return;
     this.running = this.drain()
       .then(
-        () => this.succeeded(),
-        (error: unknown) => this.failed(error as Error),
+        () => this.streak.succeeded(),
+        (error: unknown) => this.streak.failed(error as Error),
       )
       .finally(() => {
         this.running = null;
@@ -204,43 +183,6 @@ export class IngestLoop {
           this.tick();
         }
       });
-  }
-
-  private succeeded(): void {
-    if (this.failure) {
-      log().info(
-        { failed_attempts: this.failure.attempts, since: this.failure.since },
-        'ingest works again',
-      );
-    }
-    this.failure = null;
-    this.retryAt = 0;
-  }
-
-  /**
-   * The batch's transaction was rolled back and its files stay, so the next attempt takes them
-   * again. Attempts back off, so a batch that cannot fit does not keep the database busy; the
-   * failure is reported when it starts and when its message changes, not on every attempt.
-   */
-  private failed(error: Error): void {
-    const attempts = (this.failure?.attempts ?? 0) + 1;
-    const delayMs = backoffMs(attempts, {
-      firstMs: this.config.intervalMs,
-      longestMs: MAX_RETRY_DELAY_MS,
-    });
-    prometheusSeries().ingestBatches.inc({ outcome: 'failed' });
-    if (this.failure?.error.message !== error.message) {
-      log().error(
-        { cause: withoutQuotedValues(error.message), max_retry_seconds: MAX_RETRY_DELAY_MS / 1000 },
-        'ingest failed; the landing files stay, and the batch is tried again after growing pauses',
-      );
-    }
-    this.failure = {
-      error,
-      since: this.failure?.since ?? this.context.clock.now().toISOString(),
-      attempts,
-    };
-    this.retryAt = performance.now() + delayMs;
   }
 
   /**

@@ -1,12 +1,9 @@
 import type { Consumer, JsMsg } from '@nats-io/jetstream';
-import { backoffMs } from '../backoff.js';
 import type { BusConnection } from '../bus/connect.js';
 import { durableName, EVENTS_STREAM, fromSubjectToken, tenantOfSubject } from '../bus/subjects.js';
 import type { Context } from '../context.js';
-import { isDataFault } from '../ingest/isolate.js';
-import { type IngestFailure, recordBatches } from '../ingest/loop.js';
-import { runUpkeep } from '../ingest/upkeep.js';
-import { withoutQuotedValues } from '../redact.js';
+import { recordBatches } from '../ingest/loop.js';
+import { FailureStreak, type IngestFailure, TolerantUpkeep } from '../ingest/loop-health.js';
 import { componentLog } from '../telemetry/log.js';
 import { prometheusSeries } from '../telemetry/prometheus.js';
 import { traced } from '../trace.js';
@@ -22,7 +19,6 @@ import { ensureConsumers } from './consumers.js';
  */
 export const FETCH_SIZE = 5000;
 
-const MAX_RETRY_DELAY_MS = 60_000;
 /** The client refuses a fetch that expires sooner. */
 const MIN_EXPIRES_MS = 1000;
 
@@ -80,19 +76,31 @@ export class OwnerLoop {
   private round: Promise<void> = Promise.resolve();
   private running: Promise<void> | null = null;
   private stopped = false;
-  private retryAt = 0;
-  private upkeepError: string | null = null;
   private nextRoundWaiters: (() => void)[] = [];
   /** Where the next round starts among the consumers, when not all fit in one. */
   private turn = 0;
   private taking: Promise<void> = Promise.resolve();
-  failure: IngestFailure | null = null;
+  private readonly streak: FailureStreak;
+  private readonly upkeep: TolerantUpkeep;
 
   constructor(
     private readonly context: Context,
     private readonly bus: BusConnection,
     private readonly config: OwnerLoopConfig,
-  ) {}
+  ) {
+    this.streak = new FailureStreak(
+      context,
+      log,
+      config.intervalMs,
+      'owner ingest failed; the messages were given back to the stream and are tried again after growing pauses',
+    );
+    this.upkeep = new TolerantUpkeep(context, log);
+  }
+
+  /** The failed rounds in a row, until one commits. */
+  get failure(): IngestFailure | null {
+    return this.streak.failure;
+  }
 
   /** The tenants being consumed now (a consumer being set right included). */
   tenants(): string[] {
@@ -171,15 +179,15 @@ export class OwnerLoop {
 
   private async run(): Promise<void> {
     while (!this.stopped) {
-      const waitMs = this.retryAt - performance.now();
+      const waitMs = this.streak.pauseLeftMs();
       if (waitMs > 0 || this.consumers.size + this.broken.size === 0) {
         await sleep(Math.max(Math.min(waitMs, this.config.intervalMs), 50));
         if (this.consumers.size + this.broken.size === 0) this.roundDone();
         continue;
       }
       this.round = this.oneRound().then(
-        () => this.succeeded(),
-        (error: unknown) => this.failed(error as Error),
+        () => this.streak.succeeded(),
+        (error: unknown) => this.streak.failed(error as Error),
       );
       await this.round;
       this.roundDone();
@@ -192,7 +200,7 @@ export class OwnerLoop {
 
   private async oneRound(): Promise<void> {
     if (this.broken.size > 0) await this.take([...this.broken]);
-    await this.upkeep();
+    await this.upkeep.run();
     const fetched = await Promise.all(
       this.consumersThisRound().map(async ([tenantId, consumer]) => {
         try {
@@ -274,47 +282,5 @@ export class OwnerLoop {
     const oldest = Math.min(...messages.map((message) => message.time.getTime()));
     recordBatches(outcome.batches, (performance.now() - startedAt) / 1000, oldest);
     this.config.onBatch?.();
-  }
-
-  /** As the landing loop's: a definition that fails upkeep is said once and never stops batches. */
-  private async upkeep(): Promise<void> {
-    try {
-      await runUpkeep(this.context);
-      this.upkeepError = null;
-    } catch (error) {
-      if (!isDataFault(error)) throw error;
-      const message = withoutQuotedValues((error as Error).message);
-      if (this.upkeepError !== message)
-        log().error({ cause: message }, 'upkeep failed; batches go on');
-      this.upkeepError = message;
-    }
-  }
-
-  private succeeded(): void {
-    if (this.failure)
-      log().info(
-        { failed_attempts: this.failure.attempts, since: this.failure.since },
-        'ingest works again',
-      );
-    this.failure = null;
-    this.retryAt = 0;
-  }
-
-  private failed(error: Error): void {
-    const attempts = (this.failure?.attempts ?? 0) + 1;
-    prometheusSeries().ingestBatches.inc({ outcome: 'failed' });
-    if (this.failure?.error.message !== error.message)
-      log().error(
-        { cause: withoutQuotedValues(error.message), max_retry_seconds: MAX_RETRY_DELAY_MS / 1000 },
-        'owner ingest failed; the messages were given back to the stream and are tried again after growing pauses',
-      );
-    this.failure = {
-      error,
-      since: this.failure?.since ?? this.context.clock.now().toISOString(),
-      attempts,
-    };
-    this.retryAt =
-      performance.now() +
-      backoffMs(attempts, { firstMs: this.config.intervalMs, longestMs: MAX_RETRY_DELAY_MS });
   }
 }

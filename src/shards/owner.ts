@@ -3,7 +3,7 @@ import type { BucketWatch } from '../bus/bucket-watch.js';
 import type { BusConnection } from '../bus/connect.js';
 import type { Context } from '../context.js';
 import { ConflictError } from '../errors.js';
-import type { IngestFailure } from '../ingest/loop.js';
+import type { IngestFailure } from '../ingest/loop-health.js';
 import { componentLog } from '../telemetry/log.js';
 import { busStagingDir } from './bus-batch.js';
 import { OwnerLoop } from './owner-loop.js';

@@ -1,36 +1,19 @@
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   browserState,
-  type ConsoleServer,
   expectAccessible,
-  launchChromium,
   screenshot,
   signIn,
-  startConsoleServer,
+  useConsoleSuite,
 } from '../helpers/console.js';
 
-let served: ConsoleServer;
-let browser: Browser;
-
-beforeAll(async () => {
-  served = await startConsoleServer();
-  browser = await launchChromium();
-}, 60_000);
-
-afterAll(async () => {
-  await browser?.close();
-  await served?.close();
-});
-
-async function freshPage(): Promise<Page> {
-  const context = await browser.newContext();
-  return context.newPage();
-}
+const suite = useConsoleSuite();
 
 describe('the console (issue 31)', () => {
   it('is served under a Content-Security-Policy that forbids inline script, precompressed and cached by name', async () => {
-    const index = await fetch(`${served.url}/console/`, { headers: { 'accept-encoding': 'br' } });
+    const index = await fetch(`${suite.served.url}/console/`, {
+      headers: { 'accept-encoding': 'br' },
+    });
     expect(index.status).toBe(200);
     const csp = index.headers.get('content-security-policy') ?? '';
     expect(csp).toContain("script-src 'self'");
@@ -41,17 +24,17 @@ describe('the console (issue 31)', () => {
     expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
     const script = /src="(assets\/main-[^"]+\.js)"/.exec(html)?.[1];
     expect(script).toBeDefined();
-    const asset = await fetch(`${served.url}/console/${script}`, {
+    const asset = await fetch(`${suite.served.url}/console/${script}`, {
       headers: { 'accept-encoding': 'gzip' },
     });
     expect(asset.headers.get('content-encoding')).toBe('gzip');
     expect(asset.headers.get('cache-control')).toContain('immutable');
-    expect((await fetch(`${served.url}/console/../package.json`)).status).toBe(404);
+    expect((await fetch(`${suite.served.url}/console/../package.json`)).status).toBe(404);
   });
 
   it('signs in with a tenant token, keeping it in sessionStorage only', async () => {
-    const page = await freshPage();
-    await signIn(page, served.url, served.tokens.tenant);
+    const page = await suite.newPage();
+    await signIn(page, suite.served.url, suite.served.tokens.tenant);
     await expect.poll(() => page.getByText('tenant token').count()).toBeGreaterThan(0);
     expect(
       await page.getByText('Can write').locator('xpath=following-sibling::dd[1]').textContent(),
@@ -60,7 +43,7 @@ describe('the console (issue 31)', () => {
     expect(stored.session).toEqual(['cds.console.token']);
     expect(stored.localItems).toBe(0);
     expect(stored.cookies).toBe('');
-    expect(stored.url).not.toContain(served.tokens.tenant);
+    expect(stored.url).not.toContain(suite.served.tokens.tenant);
     // The tenant's workspaces to switch between.
     await expect
       .poll(() => page.getByLabel('Workspace').locator('option').allTextContents())
@@ -71,17 +54,17 @@ describe('the console (issue 31)', () => {
   });
 
   it('says a read-only token is read-only, and refuses a revoked one', async () => {
-    const page = await freshPage();
-    await signIn(page, served.url, served.tokens.workspace);
+    const page = await suite.newPage();
+    await signIn(page, suite.served.url, suite.served.tokens.workspace);
     await expect.poll(() => page.getByText(/this token is read-only/).count()).toBe(1);
     await expect.poll(() => page.getByText('acme / eu').count()).toBe(1);
     await page.context().close();
 
-    const refused = await freshPage();
-    await refused.goto(`${served.url}/console/`);
+    const refused = await suite.newPage();
+    await refused.goto(`${suite.served.url}/console/`);
     await screenshot(refused, 'sign-in');
     await expectAccessible(refused, 'the sign-in page');
-    await refused.getByLabel('Token').fill(served.tokens.revoked);
+    await refused.getByLabel('Token').fill(suite.served.tokens.revoked);
     await refused.getByRole('button', { name: 'Sign in' }).click();
     await expect.poll(() => refused.getByRole('alert').textContent()).toMatch(/not valid/);
     expect((await browserState(refused)).session).toEqual([]);

@@ -1,23 +1,14 @@
 import { createServer, type Server } from 'node:http';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { close, listen } from '../helpers/collector-door.js';
-import {
-  type ConsoleServer,
-  expectAccessible,
-  launchChromium,
-  screenshot,
-  signIn,
-  startConsoleServer,
-} from '../helpers/console.js';
+import { expectAccessible, screenshot, signIn, useConsoleSuite } from '../helpers/console.js';
 
 /**
  * Issue 31's "Must show" journey end to end: a shop on another origin sends events with the
  * browser SDK (cds.js from the server), the console's live view shows them with their outcome,
  * a segment's member count rises, and erasing the profile from its page makes it fall again.
  */
-let served: ConsoleServer;
-let browser: Browser;
 let site: Server;
 let siteOrigin: string;
 let console_: Page;
@@ -37,10 +28,10 @@ function shopPage(cdsUrl: string): string {
 }
 
 async function api(method: string, path: string, body?: unknown): Promise<number> {
-  const response = await fetch(`${served.url}${path}`, {
+  const response = await fetch(`${suite.served.url}${path}`, {
     method,
     headers: {
-      authorization: `Bearer ${served.tokens.tenant}`,
+      authorization: `Bearer ${suite.served.tokens.tenant}`,
       ...(body === undefined ? {} : { 'content-type': 'application/json' }),
     },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
@@ -49,11 +40,12 @@ async function api(method: string, path: string, body?: unknown): Promise<number
   return response.status;
 }
 
+const suite = useConsoleSuite();
+
 beforeAll(async () => {
-  served = await startConsoleServer();
   site = createServer((_request, response) => {
     response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-    response.end(shopPage(served.url));
+    response.end(shopPage(suite.served.url));
   });
   siteOrigin = `http://127.0.0.1:${await listen(site)}`;
   expect(
@@ -74,25 +66,22 @@ beforeAll(async () => {
       status: 'active',
     }),
   ).toBe(201);
-  browser = await launchChromium();
-  console_ = await (await browser.newContext()).newPage();
+  console_ = await suite.newPage();
 }, 60_000);
 
 afterAll(async () => {
-  await browser?.close();
   if (site) await close(site);
-  await served?.close();
 });
 
 describe("a marketer's journey through the console (issue 31, Must show)", () => {
   it('sees a shop visit from another origin live, the segment grow, and shrink again after an erasure', async () => {
-    await signIn(console_, served.url, served.tokens.tenant);
-    await console_.goto(`${served.url}/console/#/segments`);
+    await signIn(console_, suite.served.url, suite.served.tokens.tenant);
+    await console_.goto(`${suite.served.url}/console/#/segments`);
     const members = console_.getByTestId('members-viewers');
     await expect.poll(() => members.textContent(), { timeout: 20_000 }).toBe('0');
 
     // The shop, in a browser context of its own on its own origin.
-    const shop = await (await browser.newContext()).newPage();
+    const shop = await suite.newPage();
     const sent = shop.waitForResponse(
       (response) => response.url().includes('/v1/events') && response.request().method() === 'POST',
     );
@@ -103,11 +92,11 @@ describe("a marketer's journey through the console (issue 31, Must show)", () =>
       return cds.flush();
     });
     expect((await sent).status()).toBe(202);
-    await served.server.ingestNow();
+    await suite.served.server.ingestNow();
 
     await expect.poll(() => members.textContent(), { timeout: 20_000 }).toBe('1');
 
-    await console_.goto(`${served.url}/console/#/live`);
+    await console_.goto(`${suite.served.url}/console/#/live`);
     const visit = console_.getByRole('row').filter({ hasText: 'page_viewed' }).first();
     await visit.waitFor({ timeout: 20_000 });
     expect(await visit.textContent()).toMatch(/browser.*stored/);
@@ -123,7 +112,7 @@ describe("a marketer's journey through the console (issue 31, Must show)", () =>
     await console_.getByRole('button', { name: `Erase profile ${profileId}` }).click();
     await expect.poll(() => console_.getByRole('status').textContent()).toContain('it is gone');
 
-    await console_.goto(`${served.url}/console/#/segments`);
+    await console_.goto(`${suite.served.url}/console/#/segments`);
     await expect.poll(() => members.textContent(), { timeout: 20_000 }).toBe('0');
   });
 });

@@ -1,40 +1,22 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
 import { type QuarantinedFile, quarantineDir } from '../../src/quarantine/quarantine.js';
-import {
-  type ConsoleServer,
-  expectAccessible,
-  launchChromium,
-  screenshot,
-  signIn,
-  startConsoleServer,
-} from '../helpers/console.js';
+import { expectAccessible, screenshot, signIn, useConsoleSuite } from '../helpers/console.js';
 
 const HOSTILE = '<img src=x onerror=globalThis.injected=true>';
 const EMAIL = 'ada.lovelace@example.com';
 
-let served: ConsoleServer;
-let browser: Browser;
-
-beforeAll(async () => {
-  served = await startConsoleServer();
-  browser = await launchChromium();
-}, 60_000);
-
-afterAll(async () => {
-  await browser?.close();
-  await served?.close();
-});
+const suite = useConsoleSuite();
 
 async function signedIn(token: string, colorScheme: 'light' | 'dark' = 'light'): Promise<Page> {
-  const page = await (await browser.newContext({ colorScheme })).newPage();
+  const page = await suite.newPage({ colorScheme });
   // A script run by an injected name would set this.
   await page.addInitScript(() => {
     (globalThis as unknown as { injected: boolean }).injected = false;
   });
-  await signIn(page, served.url, token);
+  await signIn(page, suite.served.url, token);
   return page;
 }
 
@@ -50,17 +32,17 @@ async function sendEvents(
   events: Record<string, unknown>[],
   beforeIngest: () => Promise<void> = async () => undefined,
 ): Promise<void> {
-  const sent = await fetch(`${served.url}/v1/server/events/batch`, {
+  const sent = await fetch(`${suite.served.url}/v1/server/events/batch`, {
     method: 'POST',
     headers: {
-      authorization: `Bearer ${served.tokens.collector}`,
+      authorization: `Bearer ${suite.served.tokens.collector}`,
       'content-type': 'application/json',
     },
     body: JSON.stringify({ events }),
   });
   expect(sent.status).toBeLessThan(300);
   await beforeIngest();
-  await served.server.ingestNow();
+  await suite.served.server.ingestNow();
 }
 
 function event(name: string, properties: Record<string, unknown>): Record<string, unknown> {
@@ -76,12 +58,12 @@ function event(name: string, properties: Record<string, unknown>): Record<string
 }
 
 function apiGet(path: string, token: string): Promise<Response> {
-  return fetch(`${served.url}${path}`, { headers: { authorization: `Bearer ${token}` } });
+  return fetch(`${suite.served.url}${path}`, { headers: { authorization: `Bearer ${token}` } });
 }
 
 describe('the catalog page (issue 31, item 4)', () => {
   it('registers an event type and a metric, shows a 422 reason beside its field, and counts events', async () => {
-    const page = await signedIn(served.tokens.tenant);
+    const page = await signedIn(suite.served.tokens.tenant);
     await open(page, '#/catalog', 'Catalog');
     const types = page.getByRole('region', { name: 'Event types' });
     await types.getByRole('rowheader', { name: 'page_viewed' }).waitFor();
@@ -177,7 +159,7 @@ describe('the catalog page (issue 31, item 4)', () => {
   });
 
   it('shows a workspace token no write control', async () => {
-    const page = await signedIn(served.tokens.workspace, 'dark');
+    const page = await signedIn(suite.served.tokens.workspace, 'dark');
     await open(page, '#/catalog', 'Catalog');
     await page
       .getByRole('region', { name: 'Event types' })
@@ -188,6 +170,50 @@ describe('the catalog page (issue 31, item 4)', () => {
     await expectAccessible(page, 'the catalog of a workspace token, in dark mode');
     await page.context().close();
   });
+  it('reads the event types a page at a time, with a Show more for the next page', async () => {
+    const everyName = (
+      (await (
+        await apiGet('/v1/tenants/acme/event-types?limit=500', suite.served.tokens.tenant)
+      ).json()) as {
+        event_types: { event_name: string }[];
+      }
+    ).event_types.map((type) => type.event_name);
+    expect(everyName.length).toBeGreaterThan(3);
+    const page = await signedIn(suite.served.tokens.tenant);
+    // Pages of 3 rather than the console's 100, so that the seeded types fill more than one.
+    const pagesAsked: (string | null)[] = [];
+    await page.route(
+      (url) =>
+        url.pathname === '/v1/tenants/acme/event-types' && url.searchParams.get('limit') === '100',
+      (route) => {
+        const url = new URL(route.request().url());
+        url.searchParams.set('limit', '3');
+        pagesAsked.push(url.searchParams.get('cursor'));
+        return route.continue({ url: url.toString() });
+      },
+    );
+    await open(page, '#/catalog', 'Catalog');
+    const types = page.getByRole('region', { name: 'Event types' });
+    const shown = () => types.getByRole('rowheader').allTextContents();
+    await expect.poll(shown).toEqual(everyName.slice(0, 3));
+    // A metric may read any event type, not only those of the page shown.
+    await expect
+      .poll(() => page.getByLabel('Event', { exact: true }).locator('option').allTextContents())
+      .toEqual(everyName);
+    await expectAccessible(page, 'the catalog with more event types to show');
+
+    const more = types.getByRole('button', { name: 'Show more event types' });
+    while ((await shown()).length < everyName.length) {
+      const before = (await shown()).length;
+      await more.click();
+      await expect.poll(async () => (await shown()).length).toBeGreaterThan(before);
+    }
+    expect(await shown()).toEqual(everyName);
+    await expect.poll(() => more.count()).toBe(0);
+    expect(pagesAsked[0]).toBeNull();
+    expect(pagesAsked.slice(1).every((cursor) => typeof cursor === 'string')).toBe(true);
+    await page.context().close();
+  });
 });
 
 describe('the profiles page (issue 31, item 6)', () => {
@@ -196,7 +222,7 @@ describe('the profiles page (issue 31, item 6)', () => {
       event('signed_up', { identifiers: { email: EMAIL, phone: '+44 20 7946 0000' } }),
       event('page_viewed', { identifiers: { email: EMAIL } }),
     ]);
-    const page = await signedIn(served.tokens.tenant);
+    const page = await signedIn(suite.served.tokens.tenant);
     const visited: string[] = [];
     page.on('framenavigated', (frame) => visited.push(frame.url()));
     await open(page, '#/profiles', 'Profiles');
@@ -214,7 +240,10 @@ describe('the profiles page (issue 31, item 6)', () => {
 
     // Identifiers as the API answers them: plain for the environment's plaintext types, else masked.
     const view = (await (
-      await apiGet(`/v1/tenants/acme/workspaces/eu/profiles/${profileId}`, served.tokens.tenant)
+      await apiGet(
+        `/v1/tenants/acme/workspaces/eu/profiles/${profileId}`,
+        suite.served.tokens.tenant,
+      )
     ).json()) as { identifiers: { type: string; value: string | null; masked_value: string }[] };
     const shown = view.identifiers.map((identifier) => [
       identifier.type,
@@ -253,13 +282,13 @@ describe('the profiles page (issue 31, item 6)', () => {
     expect(await planned.locator('dt:has-text("Events") + dd').textContent()).toBe('2');
     // The dry run erased nothing.
     const lookup = `/v1/tenants/acme/workspaces/eu/profiles/lookup?email=${encodeURIComponent(EMAIL)}`;
-    expect((await apiGet(lookup, served.tokens.tenant)).status).toBe(200);
+    expect((await apiGet(lookup, suite.served.tokens.tenant)).status).toBe(200);
     await screenshot(page, 'profile-erasure');
     await expectAccessible(page, 'the erasure confirmation');
 
     await page.getByRole('button', { name: `Erase profile ${profileId}` }).click();
     await expect.poll(() => page.getByRole('status').textContent()).toContain('it is gone');
-    expect((await apiGet(lookup, served.tokens.tenant)).status).toBe(404);
+    expect((await apiGet(lookup, suite.served.tokens.tenant)).status).toBe(404);
 
     // Neither the address bar nor any page of the history held the email.
     const history = await page.evaluate(
@@ -283,19 +312,22 @@ describe('the operations page (issue 31, item 7)', () => {
     await sendEvents([event('signed_up', { identifiers: { email: 'grace@example.com' } })]);
     const found = await apiGet(
       '/v1/tenants/acme/workspaces/eu/profiles/lookup?email=grace%40example.com',
-      served.tokens.tenant,
+      suite.served.tokens.tenant,
     );
     const { profile_id: erasedId } = (await found.json()) as { profile_id: string };
-    const erased = await fetch(`${served.url}/v1/tenants/acme/workspaces/eu/profiles/${erasedId}`, {
-      method: 'DELETE',
-      headers: { authorization: `Bearer ${served.tokens.tenant}` },
-    });
+    const erased = await fetch(
+      `${suite.served.url}/v1/tenants/acme/workspaces/eu/profiles/${erasedId}`,
+      {
+        method: 'DELETE',
+        headers: { authorization: `Bearer ${suite.served.tokens.tenant}` },
+      },
+    );
     expect(erased.status).toBe(200);
 
     // A rejection: the type is deleted between the collector taking the event and ingest.
-    const typePath = `${served.url}/v1/tenants/acme/event-types/coupon_used`;
+    const typePath = `${suite.served.url}/v1/tenants/acme/event-types/coupon_used`;
     const auth = {
-      authorization: `Bearer ${served.tokens.tenant}`,
+      authorization: `Bearer ${suite.served.tokens.tenant}`,
       'content-type': 'application/json',
     };
     expect((await fetch(typePath, { method: 'PUT', headers: auth, body: '{}' })).status).toBe(201);
@@ -316,7 +348,7 @@ describe('the operations page (issue 31, item 7)', () => {
       },
     );
 
-    const page = await signedIn(served.operator);
+    const page = await signedIn(suite.served.operator);
     expect(await page.getByRole('link', { name: 'Operations' }).count()).toBe(1);
     await open(page, '#/operations', 'Operations');
     const ingest = page.getByRole('region', { name: 'Ingest' });
@@ -372,12 +404,12 @@ describe('the operations page (issue 31, item 7)', () => {
       reason: 'the disk said no',
       quarantined_at: new Date().toISOString(),
     };
-    const folder = quarantineDir(served.dataDir);
+    const folder = quarantineDir(suite.served.dataDir);
     await mkdir(folder, { recursive: true });
     await writeFile(join(folder, `${record.quarantine_id}.ndjson`), `${JSON.stringify(line)}\n`);
     await writeFile(join(folder, `${record.quarantine_id}.json`), JSON.stringify(record));
 
-    const page = await signedIn(served.operator);
+    const page = await signedIn(suite.served.operator);
     await open(page, '#/operations', 'Operations');
     const quarantine = page.getByRole('region', { name: 'Quarantined parts' });
     const row = quarantine.getByRole('row', { name: new RegExp(record.quarantine_id) });
@@ -394,17 +426,72 @@ describe('the operations page (issue 31, item 7)', () => {
       .poll(() => quarantine.getByRole('status').textContent())
       .toBe('Put back 1 file(s) for ingest.');
     await expect.poll(() => quarantine.textContent()).toContain('Nothing quarantined.');
-    await served.server.ingestNow();
+    await suite.served.server.ingestNow();
     const lookup = await apiGet(
       '/v1/tenants/acme/workspaces/eu/profiles/lookup?email=quarantined%40example.com',
-      served.tokens.tenant,
+      suite.served.tokens.tenant,
     );
     expect(lookup.status).toBe(200);
     await page.context().close();
   });
 
+  it('sends failed webhook deliveries again, one and then every one, from the outbox list', async () => {
+    // Two deliveries as the sender leaves them after a day of refusals, which a test cannot wait
+    // for. This server sends no webhooks, so a delivery queued again stays pending.
+    const ids = ['msg_operations_retry_1', 'msg_operations_retry_2'];
+    await suite.served.context.store.write(async (session) => {
+      for (const id of ids)
+        await session.runText(
+          `INSERT INTO webhook_outbox (webhook_id, tenant_id, workspace_id, segment_id, profile_id,
+             type, backfill, created_at, status, attempts, last_attempt_at, last_error)
+           VALUES ($id, 'acme', 'eu', 'shoppers', 'p_000000000000000000000001', 'segment.entered',
+             false, now()::TIMESTAMP, 'failed', 12, now()::TIMESTAMP, 'connection refused')`,
+          { id },
+        );
+    });
+    const outboxIds = async (status: string) =>
+      (
+        (await (
+          await apiGet(`/v1/operator/webhooks?status=${status}`, suite.served.operator)
+        ).json()) as {
+          webhooks: { webhook_id: string }[];
+        }
+      ).webhooks
+        .map((row) => row.webhook_id)
+        .sort();
+    expect(await outboxIds('failed')).toEqual(ids);
+
+    const page = await signedIn(suite.served.operator);
+    await open(page, '#/operations', 'Operations');
+    const outbox = page.getByRole('region', { name: /failed deliveries/ });
+    for (const id of ids) {
+      const row = outbox.getByRole('row', { name: new RegExp(id) });
+      await row.waitFor();
+      expect(await row.textContent()).toContain('connection refused');
+      expect(await row.textContent()).toContain('shoppers (segment.entered)');
+    }
+    await expectAccessible(page, 'the operations page with failed deliveries');
+
+    await outbox.getByRole('button', { name: `Retry delivery ${ids[0]}` }).click();
+    await expect
+      .poll(() => outbox.getByRole('status').textContent())
+      .toBe('Queued 1 delivery(ies) again.');
+    await expect.poll(() => outboxIds('failed')).toEqual([ids[1]]);
+    await expect
+      .poll(() => outbox.getByRole('row', { name: new RegExp(ids[0] as string) }).count())
+      .toBe(0);
+
+    await outbox.getByRole('button', { name: 'Retry every failed delivery' }).click();
+    // The status line reads the same as after the first retry: the rows tell when this one is done.
+    await expect.poll(() => outboxIds('failed')).toEqual([]);
+    expect(await outboxIds('pending')).toEqual(ids);
+    await expect.poll(() => outbox.textContent()).toContain('No failed delivery.');
+    expect(await outbox.getByRole('button', { name: /Retry/ }).count()).toBe(0);
+    await page.context().close();
+  });
+
   it('is neither listed nor shown to a tenant token', async () => {
-    const page = await signedIn(served.tokens.tenant);
+    const page = await signedIn(suite.served.tokens.tenant);
     expect(await page.getByRole('link', { name: 'Operations' }).count()).toBe(0);
     await page.evaluate(() => {
       (globalThis as unknown as { location: { hash: string } }).location.hash = '#/operations';

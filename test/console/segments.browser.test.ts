@@ -1,23 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { type AddressInfo, createServer } from 'node:net';
-import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  type ConsoleServer,
-  expectAccessible,
-  launchChromium,
-  screenshot,
-  signIn,
-  startConsoleServer,
-} from '../helpers/console.js';
-
-let served: ConsoleServer;
-let browser: Browser;
+import type { Page } from 'playwright-core';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { expectAccessible, screenshot, signIn, useConsoleSuite } from '../helpers/console.js';
 
 const SEGMENTS = '/v1/tenants/acme/segments';
 
-async function callApi(method: string, path: string, body?: unknown, token = served.tokens.tenant) {
-  const response = await fetch(`${served.url}${path}`, {
+async function callApi(
+  method: string,
+  path: string,
+  body?: unknown,
+  token = suite.served.tokens.tenant,
+) {
+  const response = await fetch(`${suite.served.url}${path}`, {
     method,
     headers: {
       authorization: `Bearer ${token}`,
@@ -31,7 +26,7 @@ async function callApi(method: string, path: string, body?: unknown, token = ser
 
 /** Events as a site sends them, through the collector the server runs, then ingested. */
 async function visit(anon: string, name: string, properties: Record<string, unknown> = {}) {
-  const response = await fetch(`${served.url}/v1/events/batch`, {
+  const response = await fetch(`${suite.served.url}/v1/events/batch`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-tenant-id': 'acme', 'x-workspace-id': 'eu' },
     body: JSON.stringify({
@@ -61,13 +56,13 @@ async function closedPort(): Promise<number> {
   return port;
 }
 
+// A receiver that refuses every connection: deliveries fail with an error to show.
+const suite = useConsoleSuite(async () => ({
+  webhook_url: `http://127.0.0.1:${await closedPort()}/hooks`,
+  webhook_secret: `whsec_${Buffer.from('console segments test secret').toString('base64')}`,
+}));
+
 beforeAll(async () => {
-  // A receiver that refuses every connection: deliveries fail with an error to show.
-  served = await startConsoleServer({
-    webhook_url: `http://127.0.0.1:${await closedPort()}/hooks`,
-    webhook_secret: `whsec_${Buffer.from('console segments test secret').toString('base64')}`,
-  });
-  browser = await launchChromium();
   for (const metric of [
     { metric_name: 'views', event_name: 'page_viewed', value_kind: 'count' },
     {
@@ -84,20 +79,15 @@ beforeAll(async () => {
   // a: three views; b: one; c: one view and shoes; d: shoes only.
   for (const anon of ['a', 'a', 'a', 'b', 'c']) await visit(anon, 'page_viewed');
   for (const anon of ['c', 'd']) await visit(anon, 'product_viewed', { category: 'shoes' });
-  await served.server.ingestNow();
+  await suite.served.server.ingestNow();
 }, 90_000);
 
-afterAll(async () => {
-  await browser?.close();
-  await served?.close();
-});
-
 async function signedIn(token: string): Promise<Page> {
-  const page = await (await browser.newContext()).newPage();
+  const page = await suite.newPage();
   page.on('dialog', () => {
     throw new Error('a dialog opened: data ran as script');
   });
-  await signIn(page, served.url, token);
+  await signIn(page, suite.served.url, token);
   return page;
 }
 
@@ -115,7 +105,7 @@ const NESTED = {
 
 describe('segments in the console (issue 31, item 5)', () => {
   it('builds a nested segment whose preview is the API preview, saves it and lists it', async () => {
-    const page = await signedIn(served.tokens.tenant);
+    const page = await signedIn(suite.served.tokens.tenant);
     await page.getByRole('link', { name: 'Segments', exact: true }).click();
     await page.getByRole('link', { name: 'New segment' }).click();
     await expectAccessible(page, 'the segment builder');
@@ -192,7 +182,7 @@ describe('segments in the console (issue 31, item 5)', () => {
 
     // d, shoes only so far, views a page: now in by views >= 1 and shoes.
     await visit('d', 'page_viewed');
-    await served.server.ingestNow();
+    await suite.served.server.ingestNow();
     await expect
       .poll(() => page.getByTestId('members-keen').textContent(), { timeout: 20_000 })
       .toBe('3');
@@ -220,7 +210,7 @@ describe('segments in the console (issue 31, item 5)', () => {
     // e views twice, in by not(views < 2): the page's count and table rise without a reload.
     await visit('e', 'page_viewed');
     await visit('e', 'page_viewed');
-    await served.server.ingestNow();
+    await suite.served.server.ingestNow();
     await expect
       .poll(() => page.getByTestId('member-count').textContent(), { timeout: 20_000 })
       .toBe('4');
@@ -267,7 +257,7 @@ describe('segments in the console (issue 31, item 5)', () => {
       automations: { on_backfill: true },
     });
     expect(created.status).toBe(201);
-    await served.server.ingestNow();
+    await suite.served.server.ingestNow();
     const deliveries = async () =>
       (await callApi('GET', `${SEGMENTS}/shoppers/webhooks?workspace_id=eu`)).body.webhooks as {
         webhook_id: string;
@@ -279,13 +269,13 @@ describe('segments in the console (issue 31, item 5)', () => {
       .poll(async () => (await deliveries()).map((row) => row.last_error), { timeout: 20_000 })
       .toEqual(['connection refused', 'connection refused']);
     // A day of refusals, as a test cannot wait for it: the deliveries are given up.
-    await served.context.store.write((session) =>
+    await suite.served.context.store.write((session) =>
       session.runText(
         "UPDATE webhook_outbox SET status = 'failed', next_attempt_at = NULL WHERE segment_id = 'shoppers'",
       ),
     );
-    const page = await signedIn(served.tokens.tenant);
-    await page.goto(`${served.url}/console/#/segments/shoppers`);
+    const page = await signedIn(suite.served.tokens.tenant);
+    await page.goto(`${suite.served.url}/console/#/segments/shoppers`);
     const table = page.getByRole('table').filter({ hasText: 'Last error' });
     await expect.poll(() => table.locator('tbody tr').count()).toBe(2);
     expect(await table.getByText('connection refused').count()).toBe(2);
@@ -317,8 +307,8 @@ describe('segments in the console (issue 31, item 5)', () => {
       predicate: { metric: 'views', op: 'gte', value: 1 },
     });
     expect(created.status).toBe(201);
-    const page = await signedIn(served.tokens.tenant);
-    await page.goto(`${served.url}/console/#/segments`);
+    const page = await signedIn(suite.served.tokens.tenant);
+    await page.goto(`${suite.served.url}/console/#/segments`);
     await expect.poll(() => page.getByRole('link', { name }).count()).toBe(1);
     expect(await page.locator('main img').count()).toBe(0);
     await page.context().close();
@@ -330,7 +320,7 @@ describe('segments in the console (issue 31, item 5)', () => {
       display_name: 'A segment whose display name is long enough to wrap on a phone',
       predicate: { metric: 'views', op: 'gte', value: 1 },
     });
-    const page = await signedIn(served.tokens.tenant);
+    const page = await signedIn(suite.served.tokens.tenant);
     await page.setViewportSize({ width: 360, height: 740 });
     const overflow = () =>
       page.evaluate(() => {
@@ -344,7 +334,7 @@ describe('segments in the console (issue 31, item 5)', () => {
       ['#/segments/new', 'Save segment'],
       ['#/segments/narrow', 'Refresh members'],
     ] as const) {
-      await page.goto(`${served.url}/console/${path}`);
+      await page.goto(`${suite.served.url}/console/${path}`);
       await page.getByText(ready).first().waitFor();
       expect(await overflow(), path).toBeLessThanOrEqual(360);
     }
@@ -353,7 +343,7 @@ describe('segments in the console (issue 31, item 5)', () => {
   });
 
   it('shows a workspace token no write control', async () => {
-    const page = await signedIn(served.tokens.workspace);
+    const page = await signedIn(suite.served.tokens.workspace);
     await page.getByRole('link', { name: 'Segments', exact: true }).click();
     await expect.poll(() => page.getByRole('link', { name: 'Taken' }).count()).toBe(1);
     expect(await page.getByRole('link', { name: 'New segment' }).count()).toBe(0);
@@ -364,7 +354,7 @@ describe('segments in the console (issue 31, item 5)', () => {
     expect(await page.getByRole('combobox', { name: 'Status' }).count()).toBe(0);
     expect(await page.getByRole('button', { name: /^Retry/ }).count()).toBe(0);
     await expectAccessible(page, 'the segment page of a workspace token');
-    await page.goto(`${served.url}/console/#/segments/new`);
+    await page.goto(`${suite.served.url}/console/#/segments/new`);
     await expect.poll(() => page.getByText(/read-only/).count()).toBe(1);
     expect(await page.getByRole('button', { name: 'Save segment' }).count()).toBe(0);
     await page.context().close();

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
+import { afterAll, beforeAll } from 'vitest';
 import type { BusConnection } from '../../src/bus/connect.js';
 import {
   durableName,
@@ -14,8 +15,43 @@ import { createTenant } from '../../src/tenancy/tenants.js';
 import { type ChildServer, startCli } from './cli.js';
 import { openTestEnvIn } from './context.js';
 import { envelope } from './events.js';
-import type { TestCluster } from './nats-cluster.js';
+import { startTestCluster, type TestCluster } from './nats-cluster.js';
 import { call } from './tenant.js';
+
+/** A file's NATS cluster, its admin and collector connections, and the owners it started. */
+export interface OwnerCluster {
+  cluster: TestCluster;
+  admin: BusConnection;
+  collector: BusConnection;
+  /** Starts `cds serve --bus … --shard <shard>` over `dir`, stopped with the cluster. */
+  owner(shard: string, dir: string): Promise<ChildServer>;
+}
+
+/**
+ * Starts a test cluster before the file's tests, with an admin and a collector connection, and
+ * stops every owner `owner()` started and then the cluster after them: the set-up every cluster
+ * test of owners shares.
+ */
+export function useOwnerCluster(): OwnerCluster {
+  const running: ChildServer[] = [];
+  const shared = {
+    owner: async (shard: string, dir: string) => {
+      const child = await startOwnerProcess(shared.cluster, shard, dir);
+      running.push(child);
+      return child;
+    },
+  } as OwnerCluster;
+  beforeAll(async () => {
+    shared.cluster = await startTestCluster();
+    shared.admin = await shared.cluster.connect('admin');
+    shared.collector = await shared.cluster.connect('collector');
+  }, 60_000);
+  afterAll(async () => {
+    await Promise.all(running.map((child) => child.stop()));
+    await shared.cluster?.close();
+  });
+  return shared;
+}
 
 /** Every owner of a test cluster shares it, as the owners of a real one do. */
 export const SHARED_MASTER_KEY = 'ab'.repeat(32);

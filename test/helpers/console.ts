@@ -1,8 +1,8 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { AxeBuilder } from '@axe-core/playwright';
-import { type Browser, chromium, type Page } from 'playwright-core';
-import { expect } from 'vitest';
+import { type Browser, type BrowserContextOptions, chromium, type Page } from 'playwright-core';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { type RunningServer, startServer } from '../../src/cli/serve.js';
 import type { Context } from '../../src/context.js';
 import type { DataDir } from '../../src/store/data-dir.js';
@@ -46,6 +46,37 @@ export async function startConsoleServer(
     context: env.context,
     close: () => server.close(),
   };
+}
+
+/** The server and the browser a console test file shares, there once its `beforeAll` ran. */
+export interface ConsoleSuite {
+  served: ConsoleServer;
+  browser: Browser;
+  /** A page in a browser context of its own: no storage shared with the file's other pages. */
+  newPage(options?: BrowserContextOptions): Promise<Page>;
+}
+
+/**
+ * Starts one `cds serve` (over `config`, or what `config` resolves to) and one Chromium before
+ * the file's tests, and closes both after them: what every console browser test file shares.
+ * A file's own `beforeAll`, registered after this call, runs once both are up.
+ */
+export function useConsoleSuite(
+  config: TestEnvOptions['config'] | (() => Promise<TestEnvOptions['config']>) = {},
+): ConsoleSuite {
+  const suite = {
+    newPage: async (options?: BrowserContextOptions) =>
+      (await suite.browser.newContext(options)).newPage(),
+  } as ConsoleSuite;
+  beforeAll(async () => {
+    suite.served = await startConsoleServer(typeof config === 'function' ? await config() : config);
+    suite.browser = await launchChromium();
+  }, 60_000);
+  afterAll(async () => {
+    await suite.browser?.close();
+    await suite.served?.close();
+  });
+  return suite;
 }
 
 /** What the tests read in a console page (the test files are typed without the DOM). */

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { JsMsg } from '@nats-io/jetstream';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { BusConnection } from '../../src/bus/connect.js';
 import { natsPackages } from '../../src/bus/connect.js';
 import { durableName, EVENTS_STREAM, tenantFilter } from '../../src/bus/subjects.js';
@@ -20,45 +20,23 @@ import {
   SHARED_MASTER_KEY,
   seedShardDir,
   shardRows,
-  startOwnerProcess,
+  useOwnerCluster,
   waitDrained,
 } from '../helpers/bus-owners.js';
-import type { ChildServer } from '../helpers/cli.js';
 import { runCli } from '../helpers/cli.js';
 import { openTestEnvIn, tempDir } from '../helpers/context.js';
 import { envelope } from '../helpers/events.js';
-import { startTestCluster, type TestCluster } from '../helpers/nats-cluster.js';
 
-let cluster: TestCluster;
-let admin: BusConnection;
-let collector: BusConnection;
-const running: ChildServer[] = [];
-
-beforeAll(async () => {
-  cluster = await startTestCluster();
-  admin = await cluster.connect('admin');
-  collector = await cluster.connect('collector');
-}, 60_000);
-
-afterAll(async () => {
-  await Promise.all(running.map((child) => child.stop()));
-  await cluster?.close();
-});
-
-async function owner(shard: string, dir: string): Promise<ChildServer> {
-  const child = await startOwnerProcess(cluster, shard, dir);
-  running.push(child);
-  return child;
-}
+const bus = useOwnerCluster();
 
 describe('cds serve --bus --shard: owners consume their tenants exactly once', () => {
   it('refuses --bus without --shard', async () => {
     const result = await runCli([
       'serve',
       '--bus',
-      cluster.servers.join(','),
+      bus.cluster.servers.join(','),
       '--bus-creds',
-      cluster.creds.owner,
+      bus.cluster.creds.owner,
       '--port',
       '0',
       '-d',
@@ -73,9 +51,9 @@ describe('cds serve --bus --shard: owners consume their tenants exactly once', (
     const dirB = tempDir();
     await seedShardDir(dirA, ['alpha', 'amber']);
     await seedShardDir(dirB, ['beta']);
-    const a = await owner('a', dirA);
-    const b = await owner('b', dirB);
-    const map = await ShardMap.open(admin);
+    const a = await bus.owner('a', dirA);
+    const b = await bus.owner('b', dirB);
+    const map = await ShardMap.open(bus.admin);
     // Tenants in a database the map did not know are assigned to that database's shard.
     expect((await map.list()).map((entry) => [entry.tenantId, entry.assignment.shard])).toEqual([
       ['alpha', 'a'],
@@ -84,21 +62,21 @@ describe('cds serve --bus --shard: owners consume their tenants exactly once', (
     ]);
 
     const first = {
-      alpha: await publishMany(collector, 'alpha', 600),
-      amber: await publishMany(collector, 'amber', 300),
-      beta: await publishMany(collector, 'beta', 600),
+      alpha: await publishMany(bus.collector, 'alpha', 600),
+      amber: await publishMany(bus.collector, 'amber', 300),
+      beta: await publishMany(bus.collector, 'beta', 600),
     };
     // SIGKILL a mid-load: its batch under way is lost or committed unacked; b goes on.
     await new Promise((resolve) => setTimeout(resolve, 400));
     a.child.kill('SIGKILL');
     const second = {
-      alpha: await publishMany(collector, 'alpha', 500),
-      beta: await publishMany(collector, 'beta', 500),
+      alpha: await publishMany(bus.collector, 'alpha', 500),
+      beta: await publishMany(bus.collector, 'beta', 500),
     };
-    await waitDrained(admin, ['beta']);
-    const restarted = await owner('a', dirA);
-    const third = { amber: await publishMany(collector, 'amber', 200) };
-    await waitDrained(admin, ['alpha', 'amber', 'beta']);
+    await waitDrained(bus.admin, ['beta']);
+    const restarted = await bus.owner('a', dirA);
+    const third = { amber: await publishMany(bus.collector, 'amber', 200) };
+    await waitDrained(bus.admin, ['alpha', 'amber', 'beta']);
     // A stop lets the batch under way commit and be acked, then exits cleanly.
     expect(await restarted.stop()).toBe(0);
     expect(await b.stop()).toBe(0);
@@ -119,11 +97,11 @@ describe('cds serve --bus --shard: owners consume their tenants exactly once', (
   it('costs a bad event only that event', async () => {
     const dir = tempDir();
     await seedShardDir(dir, ['gamma']);
-    const before = await publishMany(collector, 'gamma', 50);
+    const before = await publishMany(bus.collector, 'gamma', 50);
     // Not JSON, and an envelope of a workspace the tenant does not have.
-    await publishEvent(collector, 'gamma', 'garbage', 'this is not a landing line');
+    await publishEvent(bus.collector, 'gamma', 'garbage', 'this is not a landing line');
     await publishEvent(
-      collector,
+      bus.collector,
       'gamma',
       'unknown-ws',
       JSON.stringify({
@@ -141,9 +119,9 @@ describe('cds serve --bus --shard: owners consume their tenants exactly once', (
         },
       }),
     );
-    const after = await publishMany(collector, 'gamma', 50);
-    const g = await owner('g', dir);
-    await waitDrained(admin, ['gamma']);
+    const after = await publishMany(bus.collector, 'gamma', 50);
+    const g = await bus.owner('g', dir);
+    await waitDrained(bus.admin, ['gamma']);
     await g.stop();
     const rows = await shardRows(dir);
     expect(exactlyOnce(rows, 'gamma', [...before, ...after])).toEqual({
@@ -177,7 +155,7 @@ describe('a tenant created on a running owner', () => {
   it('is put on its shard and consumed', async () => {
     const dir = tempDir();
     await seedShardDir(dir, []);
-    const n = await owner('n', dir);
+    const n = await bus.owner('n', dir);
     const operator = operatorToken(Buffer.from(SHARED_MASTER_KEY, 'hex'));
     const created = await fetch(`${n.url}/v1/operator/tenants`, {
       method: 'POST',
@@ -195,13 +173,13 @@ describe('a tenant created on a running owner', () => {
       body: '{}',
     });
     expect(typed.status).toBeLessThan(300);
-    const ids = await publishMany(collector, 'nova', 40);
+    const ids = await publishMany(bus.collector, 'nova', 40);
     await expect
-      .poll(async () => (await (await ShardMap.open(admin)).get('nova'))?.assignment.shard, {
+      .poll(async () => (await (await ShardMap.open(bus.admin)).get('nova'))?.assignment.shard, {
         timeout: 20_000,
       })
       .toBe('n');
-    await waitDrained(admin, ['nova']);
+    await waitDrained(bus.admin, ['nova']);
     // A quarantined event put back by `cds ingest quarantine retry` returns as a landing file,
     // which the owner ingests beside the stream.
     const retried = envelope({
@@ -243,15 +221,16 @@ describe('the owner loop across crashes (in process, on the cluster)', () => {
     const env = await openTestEnvIn(dir, { config: { master_key: SHARED_MASTER_KEY } });
     try {
       const published = new Map<string, string[]>();
-      for (const tenant of tenants) published.set(tenant, await publishMany(collector, tenant, 40));
+      for (const tenant of tenants)
+        published.set(tenant, await publishMany(bus.collector, tenant, 40));
       // One fetch fills a batch: each round fetches from one tenant, in turn.
-      const loop = new OwnerLoop(env.context, await cluster.connect('owner'), {
+      const loop = new OwnerLoop(env.context, await bus.cluster.connect('owner'), {
         intervalMs: 1000,
         maxBatchEvents: FETCH_SIZE,
       });
       await loop.take(tenants);
       loop.start();
-      await waitDrained(admin, tenants);
+      await waitDrained(bus.admin, tenants);
       await loop.stop();
       for (const tenant of tenants) {
         const stored = await storedIds(env.context, tenant);
@@ -268,11 +247,11 @@ describe('the owner loop across crashes (in process, on the cluster)', () => {
     const dir = tempDir();
     await seedShardDir(dir, ['crash']);
     const env = await openTestEnvIn(dir, { config: { master_key: SHARED_MASTER_KEY } });
-    const jsm = await admin.manager();
+    const jsm = await bus.admin.manager();
     try {
       // Crash after the commit, before the acks.
-      const committed = await publishMany(collector, 'crash', 50);
-      const first = await cluster.connect('owner');
+      const committed = await publishMany(bus.collector, 'crash', 50);
+      const first = await bus.cluster.connect('owner');
       await ensureConsumers(first, new Map([['crash', null]]), FETCH_SIZE);
       const fetched = await fetchNow(first, 'crash');
       expect(fetched).toHaveLength(50);
@@ -281,14 +260,14 @@ describe('the owner loop across crashes (in process, on the cluster)', () => {
       const lastCommitted = Math.max(...fetched.map((message) => message.seq));
 
       // Crash before the commit: fetched, never ingested.
-      const second = await cluster.connect('owner');
-      const lost = await publishMany(collector, 'crash', 30);
+      const second = await bus.cluster.connect('owner');
+      const lost = await publishMany(bus.collector, 'crash', 30);
       await ensureConsumers(second, new Map([['crash', lastCommitted]]), FETCH_SIZE);
       expect((await fetchNow(second, 'crash')).length).toBeGreaterThan(0);
       await second.close();
-      const later = await publishMany(collector, 'crash', 20);
+      const later = await publishMany(bus.collector, 'crash', 20);
 
-      const loop = new OwnerLoop(env.context, await cluster.connect('owner'), {
+      const loop = new OwnerLoop(env.context, await bus.cluster.connect('owner'), {
         intervalMs: 1000,
         maxBatchEvents: 10_000,
       });
@@ -298,7 +277,7 @@ describe('the owner loop across crashes (in process, on the cluster)', () => {
       expect(info.num_ack_pending).toBe(0);
       expect(info.config.opt_start_seq).toBe(lastCommitted + 1);
       loop.start();
-      await waitDrained(admin, ['crash']);
+      await waitDrained(bus.admin, ['crash']);
       await loop.stop();
       const stored = await storedIds(env.context, 'crash');
       expect([...stored.values()].every((n) => n === 1)).toBe(true);
@@ -310,14 +289,14 @@ describe('the owner loop across crashes (in process, on the cluster)', () => {
 
   it('re-creates a consumer with another max_ack_pending, or acked past the database', async () => {
     const { jetstream } = natsPackages();
-    const jsm = await admin.manager();
+    const jsm = await bus.admin.manager();
     await jsm.consumers.add(EVENTS_STREAM, {
       durable_name: durableName('wide'),
       filter_subject: tenantFilter('wide'),
       ack_policy: jetstream.AckPolicy.Explicit,
       max_ack_pending: FETCH_SIZE + 1,
     });
-    const owner = await cluster.connect('owner');
+    const owner = await bus.cluster.connect('owner');
     const verdicts = await ensureConsumers(owner, new Map([['wide', null]]), FETCH_SIZE);
     expect(verdicts.get('wide')).toBe('config');
     const info = await jsm.consumers.info(EVENTS_STREAM, durableName('wide'));
@@ -327,7 +306,7 @@ describe('the owner loop across crashes (in process, on the cluster)', () => {
       'kept',
     );
     // Acked past what the database holds (a restored backup): started again after the database.
-    await publishMany(collector, 'wide', 5);
+    await publishMany(bus.collector, 'wide', 5);
     const acked = await fetchNow(owner, 'wide');
     for (const message of acked) await message.ackAck();
     const lastSeq = Math.max(...acked.map((message) => message.seq));
@@ -347,7 +326,7 @@ describe('an erasure on the owner (issue 30, One API any node)', () => {
   it('holds against events of the erased person still in the stream', async () => {
     const dir = tempDir();
     await seedShardDir(dir, []);
-    const e = await owner('e', dir);
+    const e = await bus.owner('e', dir);
     const operator = operatorToken(Buffer.from(SHARED_MASTER_KEY, 'hex'));
     const api = (method: string, path: string, token: string, body?: unknown) =>
       fetch(`${e.url}${path}`, {
@@ -369,13 +348,13 @@ describe('an erasure on the owner (issue 30, One API any node)', () => {
       (await api('PUT', '/v1/tenants/eris/event-types/page_viewed', tenantToken, {})).status,
     ).toBeLessThan(300);
     await expect
-      .poll(async () => (await (await ShardMap.open(admin)).get('eris'))?.assignment.shard, {
+      .poll(async () => (await (await ShardMap.open(bus.admin)).get('eris'))?.assignment.shard, {
         timeout: 20_000,
       })
       .toBe('e');
 
-    await publishEvent(collector, 'eris', 'before-erasure');
-    await waitDrained(admin, ['eris']);
+    await publishEvent(bus.collector, 'eris', 'before-erasure');
+    await waitDrained(bus.admin, ['eris']);
     const email = encodeURIComponent('before-erasure@shop.test');
     const found = await api(
       'GET',
@@ -400,12 +379,12 @@ describe('an erasure on the owner (issue 30, One API any node)', () => {
       identifiers: { email: 'before-erasure@shop.test' },
     });
     await publishEvent(
-      collector,
+      bus.collector,
       'eris',
       'in-flight',
       landingLineText(receivedBefore, 'server', 'test-collector', inFlight as never),
     );
-    await waitDrained(admin, ['eris']);
+    await waitDrained(bus.admin, ['eris']);
     const lookedUp = await api(
       'GET',
       `/v1/tenants/eris/workspaces/w1/profiles/lookup?email=${email}`,

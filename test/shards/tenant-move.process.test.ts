@@ -1,5 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BusConnection } from '../../src/bus/connect.js';
+import { describe, expect, it } from 'vitest';
 import { durableName, EVENTS_STREAM } from '../../src/bus/subjects.js';
 import { type ShardAssignment, ShardMap } from '../../src/shards/shard-map.js';
 import {
@@ -7,28 +6,12 @@ import {
   publishMany,
   seedShardDir,
   shardRows,
-  startOwnerProcess,
+  useOwnerCluster,
   waitDrained,
 } from '../helpers/bus-owners.js';
-import type { ChildServer } from '../helpers/cli.js';
 import { tempDir } from '../helpers/context.js';
-import { startTestCluster, type TestCluster } from '../helpers/nats-cluster.js';
 
-let cluster: TestCluster;
-let admin: BusConnection;
-let collector: BusConnection;
-const running: ChildServer[] = [];
-
-beforeAll(async () => {
-  cluster = await startTestCluster();
-  admin = await cluster.connect('admin');
-  collector = await cluster.connect('collector');
-}, 60_000);
-
-afterAll(async () => {
-  await Promise.all(running.map((child) => child.stop()));
-  await cluster?.close();
-});
+const bus = useOwnerCluster();
 
 describe('moving a tenant between shards under load', () => {
   it('copies its rows to the new shard and goes on from the sequence it copied: nothing lost, doubled or left behind', async () => {
@@ -36,11 +19,9 @@ describe('moving a tenant between shards under load', () => {
     const dirB = tempDir();
     await seedShardDir(dirA, ['tau', 'ursa']);
     await seedShardDir(dirB, ['vega']);
-    const a = await startOwnerProcess(cluster, 'a', dirA);
-    running.push(a);
-    const b = await startOwnerProcess(cluster, 'b', dirB);
-    running.push(b);
-    const map = await ShardMap.open(admin);
+    const a = await bus.owner('a', dirA);
+    const b = await bus.owner('b', dirB);
+    const map = await ShardMap.open(bus.admin);
     const seen: ShardAssignment[] = [];
     const watch = await map.watch((tenantId, entry) => {
       if (tenantId === 'tau' && entry) seen.push(entry.assignment);
@@ -52,15 +33,15 @@ describe('moving a tenant between shards under load', () => {
     let round = 0;
     const load = (async () => {
       while (flowing) {
-        published.push(...(await publishMany(collector, 'tau', 100, `load${round++}`)));
+        published.push(...(await publishMany(bus.collector, 'tau', 100, `load${round++}`)));
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
     })();
-    const ursa = await publishMany(collector, 'ursa', 200);
+    const ursa = await publishMany(bus.collector, 'ursa', 200);
     // A has committed some of tau's events (acks follow commits) before the move asks for them.
     // The consumer's own sequence counts tau's messages only; its stream sequence also moves
     // over other tenants' messages, acked or not.
-    const jsm = await admin.manager();
+    const jsm = await bus.admin.manager();
     await expect
       .poll(
         async () =>
@@ -86,7 +67,7 @@ describe('moving a tenant between shards under load', () => {
     await new Promise((resolve) => setTimeout(resolve, 1500));
     flowing = false;
     await load;
-    await waitDrained(admin, ['tau', 'ursa']);
+    await waitDrained(bus.admin, ['tau', 'ursa']);
     // A deletes its copy once it sees tau active on b.
     await new Promise((resolve) => setTimeout(resolve, 1000));
     await a.stop();
@@ -110,7 +91,7 @@ describe('moving a tenant between shards under load', () => {
     // The tenant that stayed is untouched.
     expect(exactlyOnce(rowsA, 'ursa', ursa)).toEqual(clean);
     // Collectors still know tau: A dropping its copy did not delete the key B put.
-    const registry = await admin.kvm.open('cds_registry');
+    const registry = await bus.admin.kvm.open('cds_registry');
     expect((await registry.get('tenant.tau'))?.operation).toBe('PUT');
   }, 180_000);
 
@@ -119,25 +100,23 @@ describe('moving a tenant between shards under load', () => {
     const dirB = tempDir();
     await seedShardDir(dirA, ['omega']);
     await seedShardDir(dirB, []);
-    const a = await startOwnerProcess(cluster, 'c', dirA);
-    running.push(a);
-    const first = await publishMany(collector, 'omega', 300);
-    await waitDrained(admin, ['omega']);
-    const map = await ShardMap.open(admin);
+    const a = await bus.owner('c', dirA);
+    const first = await publishMany(bus.collector, 'omega', 300);
+    await waitDrained(bus.admin, ['omega']);
+    const map = await ShardMap.open(bus.admin);
     const entry = await map.get('omega');
     await map.change(entry as NonNullable<typeof entry>, { shard: 'c', state: 'moving', to: 'd' });
     // c hands over; d is not running yet, so omega waits, copied, with its events in the stream.
     await expect
       .poll(async () => (await map.get('omega'))?.assignment.state, { timeout: 30_000 })
       .toBe('copied');
-    const meanwhile = await publishMany(collector, 'omega', 200);
-    const d = await startOwnerProcess(cluster, 'd', dirB);
-    running.push(d);
+    const meanwhile = await publishMany(bus.collector, 'omega', 200);
+    const d = await bus.owner('d', dirB);
     await expect
       .poll(async () => (await map.get('omega'))?.assignment, { timeout: 60_000, interval: 200 })
       .toMatchObject({ shard: 'd', state: 'active' });
-    const after = await publishMany(collector, 'omega', 100);
-    await waitDrained(admin, ['omega']);
+    const after = await publishMany(bus.collector, 'omega', 100);
+    await waitDrained(bus.admin, ['omega']);
     await new Promise((resolve) => setTimeout(resolve, 1000));
     await a.stop();
     await d.stop();

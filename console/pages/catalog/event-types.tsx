@@ -1,6 +1,11 @@
 import { useSignal, useSignalEffect } from '@preact/signals';
-import { ApiError, api, pathOf } from '../../api.js';
-import { Field, inputValue, messageOf, reasonsByField } from '../../components/field.js';
+import { api, pathOf } from '../../api.js';
+import { Alert } from '../../components/alert.js';
+import { boundTo, messageOf, TextField } from '../../components/field.js';
+import { ShowMore } from '../../components/show-more.js';
+import { RowAction, Table } from '../../components/table.js';
+import { useFormReasons } from '../../hooks/use-form-reasons.js';
+import { usePagedList } from '../../hooks/use-paged-list.js';
 import { canWrite } from '../../session.js';
 
 export interface EventType {
@@ -23,195 +28,142 @@ function pathsOf(text: string): string[] {
     .filter((path) => path !== '');
 }
 
-/** Event types of the tenant with their events in the workspace over 24 h and 7 days. */
-export function EventTypes(props: {
-  tenant: string;
-  workspace: string;
-  onChange: (types: EventType[]) => void;
-}) {
-  const types = useSignal<EventType[]>([]);
+/**
+ * Event types of the tenant with their events in the workspace over 24 h and 7 days, a page at a
+ * time; `onChange` is told when one is registered or deleted here.
+ */
+export function EventTypes(props: { tenant: string; workspace: string; onChange: () => void }) {
+  const list = usePagedList<EventType>(
+    'event_types',
+    () => pathOf`/v1/tenants/${props.tenant}/event-types`,
+  );
   const counts = useSignal(new Map<string, EventCount>());
-  const failure = useSignal<string | null>(null);
-  const reload = useSignal(0);
+  const countsFailure = useSignal<string | null>(null);
+  const changes = useSignal(0);
 
   useSignalEffect(() => {
-    reload.value;
-    const { tenant, workspace } = props;
-    Promise.all([
-      api<{ event_types: EventType[] }>(
-        'GET',
-        `${pathOf`/v1/tenants/${tenant}/event-types`}?limit=500`,
-      ),
-      api<{ counts: EventCount[] }>(
-        'GET',
-        `${pathOf`/v1/tenants/${tenant}/event-type-counts`}?workspace_id=${encodeURIComponent(workspace)}`,
-      ),
-    ]).then(
-      ([listed, counted]) => {
-        types.value = listed.event_types;
+    changes.value;
+    api<{ counts: EventCount[] }>(
+      'GET',
+      `${pathOf`/v1/tenants/${props.tenant}/event-type-counts`}?workspace_id=${encodeURIComponent(props.workspace)}`,
+    ).then(
+      (counted) => {
         counts.value = new Map(counted.counts.map((count) => [count.event_name, count]));
-        failure.value = null;
-        props.onChange(listed.event_types);
+        countsFailure.value = null;
       },
       (error) => {
-        failure.value = messageOf(error);
+        countsFailure.value = messageOf(error);
       },
     );
   });
 
+  const changed = () => {
+    list.reload();
+    changes.value += 1;
+    props.onChange();
+  };
   const remove = async (name: string) => {
     try {
       await api('DELETE', pathOf`/v1/tenants/${props.tenant}/event-types/${name}`);
-      reload.value += 1;
+      changed();
     } catch (error) {
-      failure.value = messageOf(error);
+      list.failure.value = messageOf(error);
     }
   };
 
   return (
     <section aria-labelledby="event-types-title">
       <h2 id="event-types-title">Event types</h2>
-      {failure.value && (
-        <p role="alert" class="error">
-          {failure.value}
-        </p>
-      )}
-      <div class="table-wrap">
-        <table>
-          <caption class="help">Events stored in workspace {props.workspace}</caption>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Deduplicated by</th>
-              <th scope="col">Last 24 h</th>
-              <th scope="col">Last 7 days</th>
-              {canWrite.value && <th scope="col">Actions</th>}
+      <Alert message={list.failure.value ?? countsFailure.value} />
+      <Table
+        caption={`Events stored in workspace ${props.workspace}`}
+        columns={[
+          'Name',
+          'Deduplicated by',
+          'Last 24 h',
+          'Last 7 days',
+          canWrite.value && 'Actions',
+        ]}
+      >
+        {(list.rows.value ?? []).map((type) => {
+          const count = counts.value.get(type.event_name);
+          return (
+            <tr key={type.event_name}>
+              <th scope="row">{type.event_name}</th>
+              <td>
+                {type.dedup_entity
+                  ? `${type.dedup_entity}: ${(type.dedup_key_paths ?? []).join(', ')}`
+                  : 'event id'}
+              </td>
+              <td>{count?.last_24h ?? 0}</td>
+              <td>{count?.last_7d ?? 0}</td>
+              {canWrite.value && (
+                <td>
+                  <RowAction
+                    label={`Delete event type ${type.event_name}`}
+                    onClick={() => remove(type.event_name)}
+                  >
+                    Delete
+                  </RowAction>
+                </td>
+              )}
             </tr>
-          </thead>
-          <tbody>
-            {types.value.map((type) => {
-              const count = counts.value.get(type.event_name);
-              return (
-                <tr key={type.event_name}>
-                  <th scope="row">{type.event_name}</th>
-                  <td>
-                    {type.dedup_entity
-                      ? `${type.dedup_entity}: ${(type.dedup_key_paths ?? []).join(', ')}`
-                      : 'event id'}
-                  </td>
-                  <td>{count?.last_24h ?? 0}</td>
-                  <td>{count?.last_7d ?? 0}</td>
-                  {canWrite.value && (
-                    <td>
-                      <button
-                        type="button"
-                        class="quiet"
-                        aria-label={`Delete event type ${type.event_name}`}
-                        onClick={() => remove(type.event_name)}
-                      >
-                        Delete
-                      </button>
-                    </td>
-                  )}
-                </tr>
-              );
-            })}
-          </tbody>
-        </table>
-      </div>
-      {canWrite.value && (
-        <RegisterEventType
-          tenant={props.tenant}
-          onDone={() => {
-            reload.value += 1;
-          }}
-        />
-      )}
+          );
+        })}
+      </Table>
+      <ShowMore list={list} what="event types" />
+      {canWrite.value && <RegisterEventType tenant={props.tenant} onDone={changed} />}
     </section>
   );
 }
 
+/** The registration form as the user types it: key paths comma-separated. */
+const EMPTY = { event_name: '', dedup_entity: '', dedup_key_paths: '' };
+
 function RegisterEventType(props: { tenant: string; onDone: () => void }) {
-  const name = useSignal('');
-  const entity = useSignal('');
-  const paths = useSignal('');
-  const reasons = useSignal(new Map<string, string>());
-  const failure = useSignal<string | null>(null);
+  const draft = useSignal({ ...EMPTY });
+  const form = useFormReasons();
+  const reasons = form.reasons.value;
 
   const submit = async (event: Event) => {
     event.preventDefault();
-    const keyPaths = pathsOf(paths.value);
+    const { event_name, dedup_entity, dedup_key_paths } = draft.value;
+    const keyPaths = pathsOf(dedup_key_paths);
     // Both or neither: the API says which one is missing when only one is given.
     const body = {
-      ...(entity.value.trim() ? { dedup_entity: entity.value.trim() } : {}),
+      ...(dedup_entity.trim() ? { dedup_entity: dedup_entity.trim() } : {}),
       ...(keyPaths.length > 0 ? { dedup_key_paths: keyPaths } : {}),
     };
-    try {
-      await api('PUT', pathOf`/v1/tenants/${props.tenant}/event-types/${name.value.trim()}`, body);
-      reasons.value = new Map();
-      failure.value = null;
-      name.value = '';
-      entity.value = '';
-      paths.value = '';
-      props.onDone();
-    } catch (error) {
-      reasons.value = error instanceof ApiError ? reasonsByField(error) : new Map();
-      failure.value = messageOf(error);
-    }
+    const registered = await form.submit(() =>
+      api('PUT', pathOf`/v1/tenants/${props.tenant}/event-types/${event_name.trim()}`, body),
+    );
+    if (!registered) return;
+    draft.value = { ...EMPTY };
+    props.onDone();
   };
 
   return (
     <form class="stack" onSubmit={submit} aria-labelledby="register-event-title">
       <h3 id="register-event-title">Register an event type</h3>
-      <Field id="event-name" label="Event name" reason={reasons.value.get('event_name')}>
-        {(described) => (
-          <input
-            {...described}
-            required
-            value={name.value}
-            onInput={(event) => {
-              name.value = inputValue(event);
-            }}
-          />
-        )}
-      </Field>
-      <Field
+      <TextField
+        id="event-name"
+        label="Event name"
+        required
+        {...boundTo(draft, 'event_name', reasons)}
+      />
+      <TextField
         id="dedup-entity"
         label="Dedup entity"
         hint="With key paths, or leave both blank to deduplicate by event id."
-        reason={reasons.value.get('dedup_entity')}
-      >
-        {(described) => (
-          <input
-            {...described}
-            value={entity.value}
-            onInput={(event) => {
-              entity.value = inputValue(event);
-            }}
-          />
-        )}
-      </Field>
-      <Field
+        {...boundTo(draft, 'dedup_entity', reasons)}
+      />
+      <TextField
         id="dedup-key-paths"
         label="Dedup key paths"
         hint="Comma-separated, such as properties.order_id"
-        reason={reasons.value.get('dedup_key_paths')}
-      >
-        {(described) => (
-          <input
-            {...described}
-            value={paths.value}
-            onInput={(event) => {
-              paths.value = inputValue(event);
-            }}
-          />
-        )}
-      </Field>
-      {failure.value && (
-        <p role="alert" class="error">
-          {failure.value}
-        </p>
-      )}
+        {...boundTo(draft, 'dedup_key_paths', reasons)}
+      />
+      <Alert message={form.failure.value} />
       <button type="submit">Register</button>
     </form>
   );

@@ -1,6 +1,18 @@
-import { useSignal, useSignalEffect } from '@preact/signals';
-import { ApiError, api, pathOf } from '../../api.js';
-import { Field, inputValue, messageOf, reasonsByField } from '../../components/field.js';
+import { useSignal } from '@preact/signals';
+import { api, pathOf } from '../../api.js';
+import { Alert } from '../../components/alert.js';
+import {
+  boundTo,
+  Field,
+  inputValue,
+  messageOf,
+  Options,
+  TextField,
+} from '../../components/field.js';
+import { ShowMore } from '../../components/show-more.js';
+import { RowAction, Table } from '../../components/table.js';
+import { useFormReasons } from '../../hooks/use-form-reasons.js';
+import { usePagedList } from '../../hooks/use-paged-list.js';
 import { canWrite } from '../../session.js';
 
 interface MetricDefinition {
@@ -35,25 +47,11 @@ export function MetricDefinitions(props: {
   workspace: string;
   eventNames: string[];
 }) {
-  const definitions = useSignal<MetricDefinition[]>([]);
-  const failure = useSignal<string | null>(null);
-  const reload = useSignal(0);
-
-  useSignalEffect(() => {
-    reload.value;
-    api<{ metric_definitions: MetricDefinition[] }>(
-      'GET',
-      `${pathOf`/v1/tenants/${props.tenant}/metric-definitions`}?limit=500&workspace_id=${encodeURIComponent(props.workspace)}`,
-    ).then(
-      (listed) => {
-        definitions.value = listed.metric_definitions;
-        failure.value = null;
-      },
-      (error) => {
-        failure.value = messageOf(error);
-      },
-    );
-  });
+  const list = usePagedList<MetricDefinition>(
+    'metric_definitions',
+    () =>
+      `${pathOf`/v1/tenants/${props.tenant}/metric-definitions`}?workspace_id=${encodeURIComponent(props.workspace)}`,
+  );
 
   const remove = async (definition: MetricDefinition) => {
     const query = new URLSearchParams({
@@ -63,76 +61,58 @@ export function MetricDefinitions(props: {
     });
     try {
       await api('DELETE', `${pathOf`/v1/tenants/${props.tenant}/metric-definitions`}?${query}`);
-      reload.value += 1;
+      list.reload();
     } catch (error) {
-      failure.value = messageOf(error);
+      list.failure.value = messageOf(error);
     }
   };
 
   return (
     <section aria-labelledby="metrics-title">
       <h2 id="metrics-title">Metric definitions</h2>
-      {failure.value && (
-        <p role="alert" class="error">
-          {failure.value}
-        </p>
-      )}
-      {definitions.value.length === 0 && <p>No metric definitions yet.</p>}
-      <div class="table-wrap">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Metric</th>
-              <th scope="col">Event</th>
-              <th scope="col">Kind</th>
-              <th scope="col">Options</th>
-              <th scope="col">Workspace</th>
-              <th scope="col">Display name</th>
-              {canWrite.value && <th scope="col">Actions</th>}
-            </tr>
-          </thead>
-          <tbody>
-            {definitions.value.map((definition) => (
-              <tr
-                key={JSON.stringify([
-                  definition.metric_name,
-                  definition.event_name,
-                  definition.workspace_id,
-                ])}
-              >
-                <th scope="row">{definition.metric_name}</th>
-                <td>{definition.event_name}</td>
-                <td>{definition.value_kind}</td>
-                <td>{optionsOf(definition)}</td>
-                <td>
-                  {definition.workspace_id === '*' ? 'every workspace' : definition.workspace_id}
-                </td>
-                <td>{definition.display_name ?? ''}</td>
-                {canWrite.value && (
-                  <td>
-                    <button
-                      type="button"
-                      class="quiet"
-                      aria-label={`Delete metric ${definition.metric_name} of ${definition.event_name}`}
-                      onClick={() => remove(definition)}
-                    >
-                      Delete
-                    </button>
-                  </td>
-                )}
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <Alert message={list.failure.value} />
+      {list.rows.value?.length === 0 && <p>No metric definitions yet.</p>}
+      <Table
+        columns={[
+          'Metric',
+          'Event',
+          'Kind',
+          'Options',
+          'Workspace',
+          'Display name',
+          canWrite.value && 'Actions',
+        ]}
+      >
+        {(list.rows.value ?? []).map((definition) => (
+          <tr
+            key={JSON.stringify([
+              definition.metric_name,
+              definition.event_name,
+              definition.workspace_id,
+            ])}
+          >
+            <th scope="row">{definition.metric_name}</th>
+            <td>{definition.event_name}</td>
+            <td>{definition.value_kind}</td>
+            <td>{optionsOf(definition)}</td>
+            <td>{definition.workspace_id === '*' ? 'every workspace' : definition.workspace_id}</td>
+            <td>{definition.display_name ?? ''}</td>
+            {canWrite.value && (
+              <td>
+                <RowAction
+                  label={`Delete metric ${definition.metric_name} of ${definition.event_name}`}
+                  onClick={() => remove(definition)}
+                >
+                  Delete
+                </RowAction>
+              </td>
+            )}
+          </tr>
+        ))}
+      </Table>
+      <ShowMore list={list} what="metric definitions" />
       {canWrite.value && (
-        <CreateMetric
-          tenant={props.tenant}
-          eventNames={props.eventNames}
-          onDone={() => {
-            reload.value += 1;
-          }}
-        />
+        <CreateMetric tenant={props.tenant} eventNames={props.eventNames} onDone={list.reload} />
       )}
     </section>
   );
@@ -177,8 +157,8 @@ function bodyOf(draft: Draft): Record<string, unknown> {
 
 function CreateMetric(props: { tenant: string; eventNames: string[]; onDone: () => void }) {
   const draft = useSignal<Draft>({ ...EMPTY, event_name: props.eventNames[0] ?? '' });
-  const reasons = useSignal(new Map<string, string>());
-  const failure = useSignal<string | null>(null);
+  const form = useFormReasons();
+  const reasons = form.reasons.value;
   const set = (key: keyof Draft) => (event: Event) => {
     draft.value = { ...draft.value, [key]: inputValue(event) };
   };
@@ -186,69 +166,43 @@ function CreateMetric(props: { tenant: string; eventNames: string[]; onDone: () 
 
   const submit = async (event: Event) => {
     event.preventDefault();
-    try {
-      await api(
+    const created = await form.submit(() =>
+      api(
         'PUT',
         pathOf`/v1/tenants/${props.tenant}/metric-definitions`,
         bodyOf({ ...draft.value, event_name: eventName }),
-      );
-      draft.value = { ...EMPTY, event_name: eventName };
-      reasons.value = new Map();
-      failure.value = null;
-      props.onDone();
-    } catch (error) {
-      reasons.value = error instanceof ApiError ? reasonsByField(error) : new Map();
-      failure.value = messageOf(error);
-    }
+      ),
+    );
+    if (!created) return;
+    draft.value = { ...EMPTY, event_name: eventName };
+    props.onDone();
   };
 
-  const text = (key: keyof Draft, label: string, hint?: string) => (
-    <Field
+  const text = (key: keyof Draft, label: string, hint?: string, numeric = false) => (
+    <TextField
       id={`metric-${key}`}
       label={label}
-      reason={reasons.value.get(key)}
+      numeric={numeric}
+      {...boundTo(draft, key, reasons)}
       {...(hint ? { hint } : {})}
-    >
-      {(described) => <input {...described} value={draft.value[key]} onInput={set(key)} />}
-    </Field>
-  );
-  const number = (key: keyof Draft, label: string, hint: string) => (
-    <Field id={`metric-${key}`} label={label} reason={reasons.value.get(key)} hint={hint}>
-      {(described) => (
-        <input
-          {...described}
-          type="number"
-          inputMode="numeric"
-          value={draft.value[key]}
-          onInput={set(key)}
-        />
-      )}
-    </Field>
+    />
   );
 
   return (
     <form class="stack" onSubmit={submit} aria-labelledby="create-metric-title">
       <h3 id="create-metric-title">Create a metric</h3>
       {text('metric_name', 'Metric name', 'Lowercase letters, digits and _')}
-      <Field id="metric-event_name" label="Event" reason={reasons.value.get('event_name')}>
+      <Field id="metric-event_name" label="Event" reason={reasons.get('event_name')}>
         {(described) => (
           <select {...described} value={eventName} onChange={set('event_name')}>
-            {props.eventNames.map((name) => (
-              <option key={name} value={name}>
-                {name}
-              </option>
-            ))}
+            <Options values={props.eventNames} />
           </select>
         )}
       </Field>
-      <Field id="metric-value_kind" label="Value kind" reason={reasons.value.get('value_kind')}>
+      <Field id="metric-value_kind" label="Value kind" reason={reasons.get('value_kind')}>
         {(described) => (
           <select {...described} value={draft.value.value_kind} onChange={set('value_kind')}>
-            {VALUE_KINDS.map((kind) => (
-              <option key={kind} value={kind}>
-                {kind}
-              </option>
-            ))}
+            <Options values={VALUE_KINDS} />
           </select>
         )}
       </Field>
@@ -257,33 +211,25 @@ function CreateMetric(props: { tenant: string; eventNames: string[]; onDone: () 
         id="metric-aggregation"
         label="Aggregation"
         hint="For property_string only"
-        reason={reasons.value.get('aggregation')}
+        reason={reasons.get('aggregation')}
       >
         {(described) => (
           <select {...described} value={draft.value.aggregation} onChange={set('aggregation')}>
             <option value="">none</option>
-            {AGGREGATIONS.map((aggregation) => (
-              <option key={aggregation} value={aggregation}>
-                {aggregation}
-              </option>
-            ))}
+            <Options values={AGGREGATIONS} />
           </select>
         )}
       </Field>
-      {number('keep', 'Keep', 'How many recent values, 1 to 10 (aggregation recent)')}
-      {number('window_days', 'Window in days', '1 to 730 (count and property_number)')}
+      {text('keep', 'Keep', 'How many recent values, 1 to 10 (aggregation recent)', true)}
+      {text('window_days', 'Window in days', '1 to 730 (count and property_number)', true)}
       {text('workspace_id', 'Workspace', '* for every workspace of the tenant')}
       {text('display_name', 'Display name')}
-      <Field id="metric-description" label="Description" reason={reasons.value.get('description')}>
+      <Field id="metric-description" label="Description" reason={reasons.get('description')}>
         {(described) => (
           <textarea {...described} value={draft.value.description} onInput={set('description')} />
         )}
       </Field>
-      {failure.value && (
-        <p role="alert" class="error">
-          {failure.value}
-        </p>
-      )}
+      <Alert message={form.failure.value} />
       <button type="submit">Create metric</button>
     </form>
   );

@@ -1,7 +1,10 @@
-import { useSignal } from '@preact/signals';
 import { api } from '../../api.js';
-import { messageOf } from '../../components/field.js';
-import { Section, useLoaded } from './loaded.js';
+import { RetryEvery } from '../../components/retry-every.js';
+import { ShowMore } from '../../components/show-more.js';
+import { RowAction, Table } from '../../components/table.js';
+import { usePagedList } from '../../hooks/use-paged-list.js';
+import { useRetry } from '../../hooks/use-retry.js';
+import { Section } from './loaded.js';
 
 interface QuarantinedFile {
   quarantine_id: string;
@@ -15,77 +18,49 @@ interface QuarantinedFile {
 
 /** Landing files ingest set aside, and putting them back to be ingested again. */
 export function Quarantine() {
-  const { data, failure, reload } = useLoaded<{ quarantined: QuarantinedFile[] }>(
-    '/v1/operator/quarantine?limit=100',
-  );
-  const outcome = useSignal<string | null>(null);
-  const retry = async (id: string | null) => {
-    try {
-      const answer = await api<{ requeued: string[] }>(
+  const list = usePagedList<QuarantinedFile>('quarantined', () => '/v1/operator/quarantine');
+  const retry = useRetry(
+    (id) =>
+      api<{ requeued: string[] }>(
         'POST',
         '/v1/operator/quarantine/retry',
         id === null ? {} : { quarantine_id: id },
-      );
-      outcome.value = `Put back ${answer.requeued.length} file(s) for ingest.`;
-      reload();
-    } catch (error) {
-      outcome.value = messageOf(error);
-    }
-  };
-  const files = data.value?.quarantined ?? [];
+      ),
+    (answer) => `Put back ${answer.requeued.length} file(s) for ingest.`,
+    list.reload,
+  );
+  const files = list.rows.value ?? [];
   return (
-    <Section id="quarantine-title" title="Quarantined parts" failure={failure.value}>
+    <Section id="quarantine-title" title="Quarantined parts" failure={list.failure.value}>
       {files.length === 0 ? (
         <p>Nothing quarantined.</p>
       ) : (
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Part</th>
-                <th scope="col">Tenant / workspace</th>
-                <th scope="col">Lines</th>
-                <th scope="col">Reason</th>
-                <th scope="col">Since</th>
-                <th scope="col">Actions</th>
-              </tr>
-            </thead>
-            <tbody>
-              {files.map((file) => (
-                <tr key={file.quarantine_id}>
-                  <th scope="row">
-                    <code>{file.quarantine_id}</code>
-                  </th>
-                  <td>
-                    {file.tenant_id ?? '?'} / {file.workspace_id ?? '?'}
-                  </td>
-                  <td>{file.lines}</td>
-                  <td>{file.reason}</td>
-                  <td>{file.quarantined_at}</td>
-                  <td>
-                    <button
-                      type="button"
-                      class="quiet"
-                      aria-label={`Retry quarantined part ${file.quarantine_id}`}
-                      onClick={() => retry(file.quarantine_id)}
-                    >
-                      Retry
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <Table columns={['Part', 'Tenant / workspace', 'Lines', 'Reason', 'Since', 'Actions']}>
+          {files.map((file) => (
+            <tr key={file.quarantine_id}>
+              <th scope="row">
+                <code>{file.quarantine_id}</code>
+              </th>
+              <td>
+                {file.tenant_id ?? '?'} / {file.workspace_id ?? '?'}
+              </td>
+              <td>{file.lines}</td>
+              <td>{file.reason}</td>
+              <td>{file.quarantined_at}</td>
+              <td>
+                <RowAction
+                  label={`Retry quarantined part ${file.quarantine_id}`}
+                  onClick={() => retry.retry(file.quarantine_id)}
+                >
+                  Retry
+                </RowAction>
+              </td>
+            </tr>
+          ))}
+        </Table>
       )}
-      <div class="actions">
-        {files.length > 0 && (
-          <button type="button" onClick={() => retry(null)}>
-            Retry every quarantined part
-          </button>
-        )}
-      </div>
-      {outcome.value && <p role="status">{outcome.value}</p>}
+      <ShowMore list={list} what="quarantined parts" />
+      <RetryEvery retry={retry} label="Retry every quarantined part" shown={files.length > 0} />
     </Section>
   );
 }

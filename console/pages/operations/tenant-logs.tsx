@@ -1,5 +1,8 @@
 import { pathOf } from '../../api.js';
-import { Section, useLoaded } from './loaded.js';
+import { ShowMore } from '../../components/show-more.js';
+import { Table } from '../../components/table.js';
+import { usePagedList } from '../../hooks/use-paged-list.js';
+import { Section } from './loaded.js';
 
 interface Rejection {
   event_id: string | null;
@@ -19,85 +22,66 @@ interface Erasure {
 
 /** What ingest refused in the chosen workspace, newest first. */
 export function Rejections(props: { tenant: string; workspace: string }) {
-  const { data, failure } = useLoaded<{ rejections: Rejection[] }>(
-    `${pathOf`/v1/tenants/${props.tenant}/rejections`}?limit=100&workspace_id=${encodeURIComponent(props.workspace)}`,
+  const list = usePagedList<Rejection>(
+    'rejections',
+    () =>
+      `${pathOf`/v1/tenants/${props.tenant}/rejections`}?workspace_id=${encodeURIComponent(props.workspace)}`,
   );
-  const rejections = data.value?.rejections ?? [];
+  const rejections = list.rows.value ?? [];
   return (
     <Section
       id="rejections-title"
       title={`Rejections in ${props.tenant} / ${props.workspace}`}
-      failure={failure.value}
+      failure={list.failure.value}
     >
       {rejections.length === 0 ? (
         <p>No rejected event.</p>
       ) : (
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">When</th>
-                <th scope="col">Event</th>
-                <th scope="col">Reason</th>
-              </tr>
-            </thead>
-            <tbody>
-              {rejections.map((rejection, index) => (
-                // A rejected line may have no event id; the list is replaced whole.
-                <tr key={`${index}:${rejection.event_id ?? ''}`}>
-                  <td>{rejection.rejected_at}</td>
-                  <td>
-                    {rejection.event_name ?? '?'} <code>{rejection.event_id ?? ''}</code>
-                  </td>
-                  <td>{rejection.reason}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <Table columns={['When', 'Event', 'Reason']}>
+          {rejections.map((rejection, index) => (
+            // A rejected line may have no event id; pages are only added under the rows shown.
+            <tr key={`${index}:${rejection.event_id ?? ''}`}>
+              <td>{rejection.rejected_at}</td>
+              <td>
+                {rejection.event_name ?? '?'} <code>{rejection.event_id ?? ''}</code>
+              </td>
+              <td>{rejection.reason}</td>
+            </tr>
+          ))}
+        </Table>
       )}
+      <ShowMore list={list} what="rejections" />
     </Section>
   );
 }
 
 /** The tenant's erasures and when the database file was rewritten without them. */
 export function Erasures(props: { tenant: string }) {
-  const { data, failure } = useLoaded<{ erasures: Erasure[] }>(
-    `${pathOf`/v1/tenants/${props.tenant}/erasures`}?limit=100`,
+  const list = usePagedList<Erasure>(
+    'erasures',
+    () => pathOf`/v1/tenants/${props.tenant}/erasures`,
   );
-  const erasures = data.value?.erasures ?? [];
+  const erasures = list.rows.value ?? [];
   return (
-    <Section id="erasures-title" title={`Erasures in ${props.tenant}`} failure={failure.value}>
+    <Section id="erasures-title" title={`Erasures in ${props.tenant}`} failure={list.failure.value}>
       {erasures.length === 0 ? (
         <p>No erasure.</p>
       ) : (
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Profile</th>
-                <th scope="col">Workspace</th>
-                <th scope="col">By</th>
-                <th scope="col">Erased</th>
-                <th scope="col">Purged from the file</th>
-              </tr>
-            </thead>
-            <tbody>
-              {erasures.map((erasure) => (
-                <tr key={erasure.erasure_id}>
-                  <th scope="row">
-                    <code>{erasure.profile_id}</code>
-                  </th>
-                  <td>{erasure.workspace_id}</td>
-                  <td>{erasure.actor}</td>
-                  <td>{erasure.erased_at}</td>
-                  <td>{erasure.purged_at ?? 'not yet'}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <Table columns={['Profile', 'Workspace', 'By', 'Erased', 'Purged from the file']}>
+          {erasures.map((erasure) => (
+            <tr key={erasure.erasure_id}>
+              <th scope="row">
+                <code>{erasure.profile_id}</code>
+              </th>
+              <td>{erasure.workspace_id}</td>
+              <td>{erasure.actor}</td>
+              <td>{erasure.erased_at}</td>
+              <td>{erasure.purged_at ?? 'not yet'}</td>
+            </tr>
+          ))}
+        </Table>
       )}
+      <ShowMore list={list} what="erasures" />
     </Section>
   );
 }

@@ -1,7 +1,10 @@
-import { useSignal } from '@preact/signals';
 import { api } from '../../api.js';
-import { messageOf } from '../../components/field.js';
-import { Section, useLoaded } from './loaded.js';
+import { RetryEvery } from '../../components/retry-every.js';
+import { ShowMore } from '../../components/show-more.js';
+import { RowAction, Table } from '../../components/table.js';
+import { usePagedList } from '../../hooks/use-paged-list.js';
+import { useRetry } from '../../hooks/use-retry.js';
+import { Section } from './loaded.js';
 
 interface OutboxEntry {
   webhook_id: string;
@@ -16,82 +19,67 @@ interface OutboxEntry {
 
 /** Deliveries the outbox gave up on, with their last error, and sending them again. */
 export function FailedWebhooks() {
-  const { data, failure, reload } = useLoaded<{ webhooks: OutboxEntry[] }>(
-    '/v1/operator/webhooks?status=failed&limit=100',
-  );
-  const outcome = useSignal<string | null>(null);
-  const retry = async (id: string | null) => {
-    try {
-      const answer = await api<{ requeued: number }>(
+  const list = usePagedList<OutboxEntry>('webhooks', () => '/v1/operator/webhooks?status=failed');
+  const retry = useRetry(
+    (id) =>
+      api<{ requeued: number }>(
         'POST',
         '/v1/operator/webhooks/retry',
         id === null ? {} : { webhook_id: id },
-      );
-      outcome.value = `Queued ${answer.requeued} delivery(ies) again.`;
-      reload();
-    } catch (error) {
-      outcome.value = messageOf(error);
-    }
-  };
-  const failed = data.value?.webhooks ?? [];
+      ),
+    (answer) => `Queued ${answer.requeued} delivery(ies) again.`,
+    list.reload,
+  );
+  const failed = list.rows.value ?? [];
   return (
-    <Section id="webhooks-title" title="Webhook outbox: failed deliveries" failure={failure.value}>
+    <Section
+      id="webhooks-title"
+      title="Webhook outbox: failed deliveries"
+      failure={list.failure.value}
+    >
       {failed.length === 0 ? (
         <p>No failed delivery.</p>
       ) : (
-        <div class="table-wrap">
-          <table>
-            <thead>
-              <tr>
-                <th scope="col">Delivery</th>
-                <th scope="col">Tenant / workspace</th>
-                <th scope="col">Segment</th>
-                <th scope="col">Attempts</th>
-                <th scope="col">Last error</th>
-                <th scope="col">Actions</th>
-              </tr>
-            </thead>
-            <tbody>
-              {failed.map((entry) => (
-                <tr key={entry.webhook_id}>
-                  <th scope="row">
-                    <code>{entry.webhook_id}</code>
-                  </th>
-                  <td>
-                    {entry.tenant_id} / {entry.workspace_id}
-                  </td>
-                  <td>
-                    {entry.segment_id} ({entry.type})
-                  </td>
-                  <td>{entry.attempts}</td>
-                  <td>
-                    {entry.last_error ?? ''}
-                    {entry.last_attempt_at ? ` at ${entry.last_attempt_at}` : ''}
-                  </td>
-                  <td>
-                    <button
-                      type="button"
-                      class="quiet"
-                      aria-label={`Retry delivery ${entry.webhook_id}`}
-                      onClick={() => retry(entry.webhook_id)}
-                    >
-                      Retry
-                    </button>
-                  </td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <Table
+          columns={[
+            'Delivery',
+            'Tenant / workspace',
+            'Segment',
+            'Attempts',
+            'Last error',
+            'Actions',
+          ]}
+        >
+          {failed.map((entry) => (
+            <tr key={entry.webhook_id}>
+              <th scope="row">
+                <code>{entry.webhook_id}</code>
+              </th>
+              <td>
+                {entry.tenant_id} / {entry.workspace_id}
+              </td>
+              <td>
+                {entry.segment_id} ({entry.type})
+              </td>
+              <td>{entry.attempts}</td>
+              <td>
+                {entry.last_error ?? ''}
+                {entry.last_attempt_at ? ` at ${entry.last_attempt_at}` : ''}
+              </td>
+              <td>
+                <RowAction
+                  label={`Retry delivery ${entry.webhook_id}`}
+                  onClick={() => retry.retry(entry.webhook_id)}
+                >
+                  Retry
+                </RowAction>
+              </td>
+            </tr>
+          ))}
+        </Table>
       )}
-      <div class="actions">
-        {failed.length > 0 && (
-          <button type="button" onClick={() => retry(null)}>
-            Retry every failed delivery
-          </button>
-        )}
-      </div>
-      {outcome.value && <p role="status">{outcome.value}</p>}
+      <ShowMore list={list} what="failed deliveries" />
+      <RetryEvery retry={retry} label="Retry every failed delivery" shown={failed.length > 0} />
     </Section>
   );
 }

@@ -1,6 +1,10 @@
 import { useSignal, useSignalEffect } from '@preact/signals';
 import { ApiError, api, pathOf } from '../../api.js';
+import { Alert } from '../../components/alert.js';
 import { messageOf } from '../../components/field.js';
+import { ShowMore } from '../../components/show-more.js';
+import { Table } from '../../components/table.js';
+import { usePagedList } from '../../hooks/use-paged-list.js';
 import { canWrite } from '../../session.js';
 import { Counts, type ErasedCounts, EraseProfile } from './erase.js';
 
@@ -48,23 +52,38 @@ function historyText(entry: HistoryEntry): string {
   }
 }
 
+/** The profile's timeline, newest first, a page at a time. */
+function ProfileHistory({ path }: { path: string }) {
+  const list = usePagedList<HistoryEntry>('entries', () => path);
+  return (
+    <>
+      <Alert message={list.failure.value} />
+      <Table columns={['When', 'What']}>
+        {(list.rows.value ?? []).map((entry, index) => (
+          // History entries have no id of their own; pages are only added under the rows shown.
+          <tr key={index}>
+            <td>{entry.at}</td>
+            <td>{historyText(entry)}</td>
+          </tr>
+        ))}
+      </Table>
+      <ShowMore list={list} what="history" />
+    </>
+  );
+}
+
 /** One profile as the API shows it: identifiers masked per type, as the API masks them. */
 export function ProfilePage(props: { tenant: string; workspace: string; profileId: string }) {
   const profile = useSignal<ProfileView | null>(null);
-  const history = useSignal<HistoryEntry[]>([]);
   const state = useSignal<'loading' | 'shown' | 'missing' | 'failed' | 'erased'>('loading');
   const failure = useSignal<string | null>(null);
   const erased = useSignal<ErasedCounts | null>(null);
   const base = pathOf`/v1/tenants/${props.tenant}/workspaces/${props.workspace}/profiles/${props.profileId}`;
 
   useSignalEffect(() => {
-    Promise.all([
-      api<ProfileView>('GET', base),
-      api<{ entries: HistoryEntry[] }>('GET', `${base}/history?limit=100`),
-    ]).then(
-      ([view, entries]) => {
+    api<ProfileView>('GET', base).then(
+      (view) => {
         profile.value = view;
-        history.value = entries.entries;
         state.value = 'shown';
       },
       (error) => {
@@ -126,26 +145,15 @@ export function ProfilePage(props: { tenant: string; workspace: string; profileI
       </dl>
 
       <h2>Identifiers</h2>
-      <div class="table-wrap">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">Type</th>
-              <th scope="col">Tier</th>
-              <th scope="col">Value</th>
-            </tr>
-          </thead>
-          <tbody>
-            {view.identifiers.map((identifier) => (
-              <tr key={identifier.key}>
-                <td>{identifier.type}</td>
-                <td>{identifier.tier}</td>
-                <td>{identifier.value ?? identifier.masked_value}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <Table columns={['Type', 'Tier', 'Value']}>
+        {view.identifiers.map((identifier) => (
+          <tr key={identifier.key}>
+            <td>{identifier.type}</td>
+            <td>{identifier.tier}</td>
+            <td>{identifier.value ?? identifier.masked_value}</td>
+          </tr>
+        ))}
+      </Table>
 
       <h2>Metrics</h2>
       {metrics.length === 0 ? (
@@ -189,25 +197,7 @@ export function ProfilePage(props: { tenant: string; workspace: string; profileI
       )}
 
       <h2>History</h2>
-      <div class="table-wrap">
-        <table>
-          <thead>
-            <tr>
-              <th scope="col">When</th>
-              <th scope="col">What</th>
-            </tr>
-          </thead>
-          <tbody>
-            {history.value.map((entry, index) => (
-              // History entries have no id of their own; the list is replaced whole, never reordered.
-              <tr key={index}>
-                <td>{entry.at}</td>
-                <td>{historyText(entry)}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <ProfileHistory path={`${base}/history`} />
 
       {canWrite.value && (
         <EraseProfile

@@ -1,5 +1,6 @@
 import { useComputed, useSignal, useSignalEffect } from '@preact/signals';
 import { ApiError, api, pathOf } from '../../api.js';
+import { Options } from '../../components/field.js';
 import { navigate } from '../../router.js';
 import { canWrite, session } from '../../session.js';
 import {
@@ -88,6 +89,13 @@ function PreviewPanel({ state }: { state: PreviewState }) {
     </section>
   );
 }
+
+/** The segment's webhooks, as the save's `automations` names them, and what each one sends. */
+const AUTOMATIONS = [
+  ['on_enter', 'when a profile enters'],
+  ['on_exit', 'when a profile leaves'],
+  ['on_backfill', 'for the profiles already matching when it becomes active'],
+] as const;
 
 /**
  * A new segment: its rule, the exact preview as the rule changes, and the save. The API's segments
@@ -288,38 +296,20 @@ export function SegmentBuilder() {
             set({ status: (event.target as HTMLSelectElement).value as SegmentStatus })
           }
         >
-          {SEGMENT_STATUSES.map((status) => (
-            <option key={status} value={status}>
-              {status}
-            </option>
-          ))}
+          <Options values={SEGMENT_STATUSES} />
         </select>
         <fieldset>
           <legend>Webhooks</legend>
-          <label class="inline">
-            <input
-              type="checkbox"
-              checked={fields.on_enter}
-              onChange={(event) => set({ on_enter: (event.target as HTMLInputElement).checked })}
-            />
-            when a profile enters
-          </label>
-          <label class="inline">
-            <input
-              type="checkbox"
-              checked={fields.on_exit}
-              onChange={(event) => set({ on_exit: (event.target as HTMLInputElement).checked })}
-            />
-            when a profile leaves
-          </label>
-          <label class="inline">
-            <input
-              type="checkbox"
-              checked={fields.on_backfill}
-              onChange={(event) => set({ on_backfill: (event.target as HTMLInputElement).checked })}
-            />
-            for the profiles already matching when it becomes active
-          </label>
+          {AUTOMATIONS.map(([key, label]) => (
+            <label key={key} class="inline">
+              <input
+                type="checkbox"
+                checked={fields[key]}
+                onChange={(event) => set({ [key]: (event.target as HTMLInputElement).checked })}
+              />
+              {label}
+            </label>
+          ))}
         </fieldset>
         <button type="submit" disabled={saving.value || !built.value}>
           Save segment

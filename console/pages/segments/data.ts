@@ -1,5 +1,6 @@
 import { signal } from '@preact/signals';
 import { api, pathOf } from '../../api.js';
+import { everyPage } from '../../paging.js';
 import type { MetricShape } from './rule.js';
 
 /** A segment as the API's list route gives it. */
@@ -36,22 +37,6 @@ export interface WorkspaceMetric {
   name: string;
   shape: MetricShape;
   label: string;
-}
-
-/** Every page of a list route; the paged routes take `limit` up to 500. */
-export async function everyPage<T>(path: string, key: string): Promise<T[]> {
-  const items: T[] = [];
-  let cursor: string | null = null;
-  do {
-    const query: string = cursor ? `&cursor=${encodeURIComponent(cursor)}` : '';
-    const page = await api<Record<string, unknown> & { next_cursor: string | null }>(
-      'GET',
-      `${path}${path.includes('?') ? '&' : '?'}limit=500${query}`,
-    );
-    items.push(...(page[key] as T[]));
-    cursor = page.next_cursor;
-  } while (cursor);
-  return items;
 }
 
 /** The metrics a workspace's segments can compare, one per name (definitions sharing a name combine). */

@@ -1,5 +1,6 @@
 import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
+import { Table } from '../../components/table.js';
 
 export interface MemberCountPoint {
   at: string;
@@ -61,32 +62,20 @@ export function MemberChart({ points }: { points: MemberCountPoint[] }) {
   return (
     <>
       <div class="chart" ref={box} aria-hidden="true" />
-      <div class="table-wrap">
-        <table>
-          <caption class="help">
-            Member count after each change, newest first
-            {points.length > recent.length
-              ? ` (the last ${recent.length} of ${points.length})`
-              : ''}
-          </caption>
-          <thead>
-            <tr>
-              <th scope="col">When</th>
-              <th scope="col">Members</th>
-              <th scope="col">Change</th>
-            </tr>
-          </thead>
-          <tbody>
-            {recent.map((point) => (
-              <tr key={point.at}>
-                <td>{new Date(point.at).toLocaleString()}</td>
-                <td class="number">{point.member_count}</td>
-                <td class="number">{point.change > 0 ? `+${point.change}` : point.change}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
-      </div>
+      <Table
+        caption={`Member count after each change, newest first${
+          points.length > recent.length ? ` (the last ${recent.length} of ${points.length})` : ''
+        }`}
+        columns={['When', 'Members', 'Change']}
+      >
+        {recent.map((point) => (
+          <tr key={point.at}>
+            <td>{new Date(point.at).toLocaleString()}</td>
+            <td class="number">{point.member_count}</td>
+            <td class="number">{point.change > 0 ? `+${point.change}` : point.change}</td>
+          </tr>
+        ))}
+      </Table>
     </>
   );
 }

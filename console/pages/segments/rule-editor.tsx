@@ -18,6 +18,13 @@ interface EditorProps {
   reasons: Map<number, string>;
 }
 
+/** A condition of the rule and its `place`. */
+interface ConditionProps {
+  condition: Condition;
+  place: string;
+  props: EditorProps;
+}
+
 function change(root: Signal<RuleNode>, id: number, edit: (node: RuleNode) => RuleNode | null) {
   root.value = updateNode(root.value, id, edit) ?? root.value;
 }
@@ -26,15 +33,26 @@ function metricOf(metrics: WorkspaceMetric[], name: string) {
   return metrics.find((metric) => metric.name === name);
 }
 
-function ValueInput({
-  condition,
-  place,
-  props,
-}: {
-  condition: Condition;
-  place: string;
-  props: EditorProps;
-}) {
+/** The "not" in front of a condition or a group, which negates it. */
+function NotToggle({ root, node }: { root: Signal<RuleNode>; node: Condition | Group }) {
+  return (
+    <label class="inline">
+      <input
+        type="checkbox"
+        checked={node.negated}
+        onChange={(event) =>
+          change(root, node.id, (current) => ({
+            ...current,
+            negated: (event.target as HTMLInputElement).checked,
+          }))
+        }
+      />
+      not
+    </label>
+  );
+}
+
+function ValueInput({ condition, place, props }: ConditionProps) {
   const metric = metricOf(props.metrics, condition.metric);
   const label = `Value of condition ${place}`;
   const set = (text: string) =>
@@ -71,34 +89,14 @@ function ValueInput({
 }
 
 /** `place` names a node by its position (`2.1`: the first in the second of the rule), as users count. */
-function ConditionRow({
-  condition,
-  place,
-  props,
-}: {
-  condition: Condition;
-  place: string;
-  props: EditorProps;
-}) {
+function ConditionRow({ condition, place, props }: ConditionProps) {
   const metric = metricOf(props.metrics, condition.metric);
   const ops = OPS_BY_SHAPE[metric?.shape ?? 'number'];
   const reason = props.reasons.get(condition.id);
   const reasonId = `reason-${condition.id}`;
   return (
     <li class="condition" aria-describedby={reason ? reasonId : undefined}>
-      <label class="inline">
-        <input
-          type="checkbox"
-          checked={condition.negated}
-          onChange={(event) =>
-            change(props.root, condition.id, (node) => ({
-              ...node,
-              negated: (event.target as HTMLInputElement).checked,
-            }))
-          }
-        />
-        not
-      </label>
+      <NotToggle root={props.root} node={condition} />
       <select
         aria-label={`Metric of condition ${place}`}
         value={condition.metric}
@@ -179,19 +177,7 @@ function GroupBox({
     <fieldset class="rule-group">
       <legend>{depth === 0 ? 'Rule' : `Group ${place}`}</legend>
       <div class="group-head">
-        <label class="inline">
-          <input
-            type="checkbox"
-            checked={group.negated}
-            onChange={(event) =>
-              change(props.root, group.id, (node) => ({
-                ...node,
-                negated: (event.target as HTMLInputElement).checked,
-              }))
-            }
-          />
-          not
-        </label>
+        <NotToggle root={props.root} node={group} />
         <label class="inline">
           Match
           <select

@@ -1,5 +1,11 @@
-import { useSignal, useSignalEffect } from '@preact/signals';
+import { useSignal } from '@preact/signals';
 import { api, pathOf } from '../../api.js';
+import { Options } from '../../components/field.js';
+import { RetryEvery } from '../../components/retry-every.js';
+import { ShowMore } from '../../components/show-more.js';
+import { RowAction, Table } from '../../components/table.js';
+import { usePagedList } from '../../hooks/use-paged-list.js';
+import { useRetry } from '../../hooks/use-retry.js';
 import { canWrite, session } from '../../session.js';
 
 const PAGE_SIZE = 50;
@@ -31,57 +37,34 @@ export function SegmentDeliveries({
   workspace: string;
 }) {
   const status = useSignal<string>('');
-  const deliveries = useSignal<Delivery[] | null>(null);
-  const more = useSignal(false);
-  const failure = useSignal<string | null>(null);
-  const notice = useSignal<string | null>(null);
-  const reloads = useSignal(0);
-
-  useSignalEffect(() => {
+  const path = () => {
     const tenant = session.tenant.value;
-    const wanted = status.value;
-    reloads.value;
-    if (!tenant) return;
-    let stale = false;
-    const query = `?workspace_id=${encodeURIComponent(workspace)}&limit=${PAGE_SIZE}${
-      wanted ? `&status=${wanted}` : ''
-    }`;
-    api<{ webhooks: Delivery[]; next_cursor: string | null }>(
-      'GET',
-      `${pathOf`/v1/tenants/${tenant}/segments/${segmentId}/webhooks`}${query}`,
-    ).then(
-      (page) => {
-        if (stale) return;
-        deliveries.value = page.webhooks;
-        more.value = page.next_cursor !== null;
-        failure.value = null;
-      },
-      (error: Error) => {
-        if (!stale) failure.value = error.message;
-      },
-    );
-    return () => {
-      stale = true;
-    };
-  });
-
-  const retry = async (webhookId: string | null) => {
-    const tenant = session.tenant.value;
-    if (!tenant) return;
-    try {
-      const answer = await api<{ requeued: number }>(
-        'POST',
-        pathOf`/v1/tenants/${tenant}/segments/${segmentId}/webhooks/retry`,
-        { workspace_id: workspace, ...(webhookId ? { webhook_id: webhookId } : {}) },
-      );
-      notice.value = `${answer.requeued} ${answer.requeued === 1 ? 'delivery' : 'deliveries'} queued again.`;
-    } catch (error) {
-      notice.value = `Retry refused: ${(error as Error).message}`;
-    }
-    reloads.value += 1;
+    return tenant ? pathOf`/v1/tenants/${tenant}/segments/${segmentId}/webhooks` : null;
   };
+  const list = usePagedList<Delivery>(
+    'webhooks',
+    () => {
+      const base = path();
+      const wanted = status.value;
+      return base
+        ? `${base}?workspace_id=${encodeURIComponent(workspace)}${wanted ? `&status=${wanted}` : ''}`
+        : null;
+    },
+    PAGE_SIZE,
+  );
+  const retry = useRetry(
+    (webhookId) =>
+      api<{ requeued: number }>('POST', `${path() ?? ''}/retry`, {
+        workspace_id: workspace,
+        ...(webhookId ? { webhook_id: webhookId } : {}),
+      }),
+    (answer) =>
+      `${answer.requeued} ${answer.requeued === 1 ? 'delivery' : 'deliveries'} queued again.`,
+    list.reload,
+  );
 
-  const failed = deliveries.value?.some((delivery) => delivery.status === 'failed') ?? false;
+  const deliveries = list.rows.value;
+  const failed = deliveries?.some((delivery) => delivery.status === 'failed') ?? false;
   return (
     <section aria-labelledby="deliveries-title">
       <div class="page-head">
@@ -95,83 +78,66 @@ export function SegmentDeliveries({
             }}
           >
             <option value="">every status</option>
-            {STATUSES.map((option) => (
-              <option key={option} value={option}>
-                {option}
-              </option>
-            ))}
+            <Options values={STATUSES} />
           </select>
         </label>
-        <button type="button" class="quiet" onClick={() => (reloads.value += 1)}>
+        <button type="button" class="quiet" onClick={list.reload}>
           Refresh deliveries
         </button>
-        {canWrite.value && failed && (
-          <button type="button" onClick={() => retry(null)}>
-            Retry every failed delivery
-          </button>
-        )}
       </div>
-      <p role="status" class="help">
-        {notice.value ?? ''}
-      </p>
-      {failure.value && <p class="error">{failure.value}</p>}
-      {deliveries.value === null ? (
+      <RetryEvery
+        retry={retry}
+        label="Retry every failed delivery"
+        shown={canWrite.value && failed}
+      />
+      {list.failure.value && <p class="error">{list.failure.value}</p>}
+      {deliveries === null ? (
         <p class="loading">Loading the deliveries…</p>
-      ) : deliveries.value.length === 0 ? (
+      ) : deliveries.length === 0 ? (
         <p>No delivery{status.value ? ` ${status.value}` : ''}.</p>
       ) : (
-        <div class="table-wrap">
-          <table>
-            <caption class="help">
-              Newest first{more.value ? `, the latest ${PAGE_SIZE}` : ''}.
-            </caption>
-            <thead>
-              <tr>
-                <th scope="col">Queued</th>
-                <th scope="col">Event</th>
-                <th scope="col">Profile</th>
-                <th scope="col">Status</th>
-                <th scope="col">Attempts</th>
-                <th scope="col">Last error</th>
-                {canWrite.value && <th scope="col">Action</th>}
-              </tr>
-            </thead>
-            <tbody>
-              {deliveries.value.map((delivery) => (
-                <tr key={delivery.webhook_id}>
-                  <td>{new Date(delivery.created_at).toLocaleString()}</td>
-                  <td>
-                    {delivery.type}
-                    {delivery.backfill ? ' (backfill)' : ''}
-                  </td>
-                  <td>
-                    <code>{delivery.profile_id}</code>
-                  </td>
-                  <td class={delivery.status === 'failed' ? 'error' : undefined}>
-                    {delivery.status}
-                  </td>
-                  <td class="number">{delivery.attempts}</td>
-                  <td>{delivery.last_error ?? '—'}</td>
-                  {canWrite.value && (
-                    <td>
-                      {delivery.status === 'failed' && (
-                        <button
-                          type="button"
-                          class="quiet"
-                          aria-label={`Retry delivery ${delivery.webhook_id}`}
-                          onClick={() => retry(delivery.webhook_id)}
-                        >
-                          Retry
-                        </button>
-                      )}
-                    </td>
+        <Table
+          caption="Newest first."
+          columns={[
+            'Queued',
+            'Event',
+            'Profile',
+            'Status',
+            'Attempts',
+            'Last error',
+            canWrite.value && 'Action',
+          ]}
+        >
+          {deliveries.map((delivery) => (
+            <tr key={delivery.webhook_id}>
+              <td>{new Date(delivery.created_at).toLocaleString()}</td>
+              <td>
+                {delivery.type}
+                {delivery.backfill ? ' (backfill)' : ''}
+              </td>
+              <td>
+                <code>{delivery.profile_id}</code>
+              </td>
+              <td class={delivery.status === 'failed' ? 'error' : undefined}>{delivery.status}</td>
+              <td class="number">{delivery.attempts}</td>
+              <td>{delivery.last_error ?? '—'}</td>
+              {canWrite.value && (
+                <td>
+                  {delivery.status === 'failed' && (
+                    <RowAction
+                      label={`Retry delivery ${delivery.webhook_id}`}
+                      onClick={() => retry.retry(delivery.webhook_id)}
+                    >
+                      Retry
+                    </RowAction>
                   )}
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+                </td>
+              )}
+            </tr>
+          ))}
+        </Table>
       )}
+      <ShowMore list={list} what="deliveries" />
     </section>
   );
 }

@@ -1,5 +1,7 @@
-import { useSignal, useSignalEffect } from '@preact/signals';
-import { api, pathOf } from '../../api.js';
+import { pathOf } from '../../api.js';
+import { ShowMore } from '../../components/show-more.js';
+import { Table } from '../../components/table.js';
+import { usePagedList } from '../../hooks/use-paged-list.js';
 import { session } from '../../session.js';
 
 const PAGE_SIZE = 50;
@@ -14,79 +16,48 @@ interface Member {
 
 /** The segment's members, a page at a time, masked as the API masks them. */
 export function SegmentMembers({ segmentId, workspace }: { segmentId: string; workspace: string }) {
-  const members = useSignal<Member[] | null>(null);
-  const cursor = useSignal<string | null>(null);
-  const failure = useSignal<string | null>(null);
-
-  const load = async (after: string | null) => {
-    const tenant = session.tenant.value;
-    if (!tenant) return;
-    const query = `?workspace_id=${encodeURIComponent(workspace)}&limit=${PAGE_SIZE}${
-      after ? `&cursor=${encodeURIComponent(after)}` : ''
-    }`;
-    try {
-      const page = await api<{ members: Member[]; next_cursor: string | null }>(
-        'GET',
-        `${pathOf`/v1/tenants/${tenant}/segments/${segmentId}/members`}${query}`,
-      );
-      members.value = after ? [...(members.value ?? []), ...page.members] : page.members;
-      cursor.value = page.next_cursor;
-      failure.value = null;
-    } catch (error) {
-      failure.value = (error as Error).message;
-    }
-  };
-
-  useSignalEffect(() => {
-    session.tenant.value;
-    void load(null);
-  });
-
+  const list = usePagedList<Member>(
+    'members',
+    () => {
+      const tenant = session.tenant.value;
+      return tenant
+        ? `${pathOf`/v1/tenants/${tenant}/segments/${segmentId}/members`}?workspace_id=${encodeURIComponent(workspace)}`
+        : null;
+    },
+    PAGE_SIZE,
+  );
+  const members = list.rows.value;
   return (
     <section aria-labelledby="members-title">
       <div class="page-head">
         <h2 id="members-title">Members</h2>
-        <button type="button" class="quiet" onClick={() => load(null)}>
+        <button type="button" class="quiet" onClick={list.reload}>
           Refresh members
         </button>
       </div>
-      {failure.value && <p class="error">{failure.value}</p>}
-      {members.value === null ? (
+      {list.failure.value && <p class="error">{list.failure.value}</p>}
+      {members === null ? (
         <p class="loading">Loading the members…</p>
-      ) : members.value.length === 0 ? (
+      ) : members.length === 0 ? (
         <p>No member yet.</p>
       ) : (
-        <div class="table-wrap">
-          <table>
-            <caption class="help">Identifiers masked as the API masks them.</caption>
-            <thead>
-              <tr>
-                <th scope="col">Profile</th>
-                <th scope="col">Email</th>
-                <th scope="col">Phone</th>
-                <th scope="col">Last seen</th>
-              </tr>
-            </thead>
-            <tbody>
-              {members.value.map((member) => (
-                <tr key={member.profile_id}>
-                  <td>
-                    <code>{member.profile_id}</code>
-                  </td>
-                  <td>{member.email ?? '—'}</td>
-                  <td>{member.phone ?? '—'}</td>
-                  <td>{new Date(member.last_seen_at).toLocaleString()}</td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        </div>
+        <Table
+          caption="Identifiers masked as the API masks them."
+          columns={['Profile', 'Email', 'Phone', 'Last seen']}
+        >
+          {members.map((member) => (
+            <tr key={member.profile_id}>
+              <td>
+                <code>{member.profile_id}</code>
+              </td>
+              <td>{member.email ?? '—'}</td>
+              <td>{member.phone ?? '—'}</td>
+              <td>{new Date(member.last_seen_at).toLocaleString()}</td>
+            </tr>
+          ))}
+        </Table>
       )}
-      {cursor.value && (
-        <button type="button" class="quiet" onClick={() => load(cursor.value)}>
-          More members
-        </button>
-      )}
+      <ShowMore list={list} what="members" />
     </section>
   );
 }

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Context } from '../../context.js';
-import type { IngestFailure } from '../../ingest/loop.js';
+import type { IngestFailure } from '../../ingest/loop-health.js';
 import { ingestStatus, landingBacklog } from '../../ingest/status.js';
 import { isOperatorRequest } from '../auth.js';
 
