@@ -10,7 +10,7 @@ import {
   startCdsCluster,
   storedEvents,
 } from '../helpers/cds-cluster.js';
-import { type LoadResult, startLoad } from '../helpers/event-load.js';
+import { type LoadResult, type RunningLoad, startLoad } from '../helpers/event-load.js';
 import { waitUntil } from '../helpers/wait.js';
 
 let cluster: CdsCluster;
@@ -19,20 +19,24 @@ const runId = `${process.pid}-${Date.now()}`;
 
 beforeAll(async () => {
   cluster = await startCdsCluster();
-  await cluster.startOwner('a');
-  await cluster.startOwner('b');
-  await cluster.startCollector(0);
-  await cluster.startCollector(1);
-  const viaA = cluster.owners.get('a');
-  if (!viaA) throw new Error('owner a did not start');
+  // Each a process of its own: started side by side, as the tenants are created.
+  const [viaA] = await Promise.all([
+    cluster.startOwner('a'),
+    cluster.startOwner('b'),
+    cluster.startCollector(0),
+    cluster.startCollector(1),
+  ]);
   // Created through owner a for all three: t-b's requests are forwarded to shard b's owner.
-  for (const [tenant, shard] of [
-    ['t-a', 'a'],
-    ['t-b', 'b'],
-    ['t-m', 'a'],
-  ] as const) {
-    tenants.set(tenant, await cluster.createTenant(tenant, shard, viaA));
-  }
+  const created = await Promise.all(
+    (
+      [
+        ['t-a', 'a'],
+        ['t-b', 'b'],
+        ['t-m', 'a'],
+      ] as const
+    ).map(([tenant, shard]) => cluster.createTenant(tenant, shard, viaA)),
+  );
+  for (const tenant of created) tenants.set(tenant.tenant, tenant);
   // The collectors learn each workspace through the registry bucket.
   for (const collector of cluster.collectors) {
     for (const tenant of tenants.keys()) {
@@ -85,15 +89,27 @@ async function sendOne(url: string, tenantId: string, id: string): Promise<numbe
 
 const collectorUrls = () => cluster.collectors.map((collector) => collector.url);
 
+/**
+ * Until `load` has `count` more events acknowledged than it had: events in the stream before
+ * the next step, however fast the machine acknowledges them.
+ */
+async function ackedMore(load: RunningLoad, count: number): Promise<void> {
+  const from = load.ackedCount();
+  await waitUntil(
+    () => load.ackedCount() >= from + count,
+    `${count} more events acknowledged`,
+    30_000,
+  );
+}
+
 /** Stops every owner, reads each shard's database, and starts them again. */
 async function storedPerShard(): Promise<Map<string, StoredEvents>> {
   await cluster.drained();
+  const owners = [...cluster.owners];
+  await Promise.all(owners.map(([, shardOwner]) => cluster.stop(shardOwner)));
   const stored = new Map<string, StoredEvents>();
-  for (const [shard, shardOwner] of cluster.owners) {
-    await cluster.stop(shardOwner);
-    stored.set(shard, await storedEvents(shardOwner.dir));
-  }
-  for (const shard of cluster.owners.keys()) await cluster.startOwner(shard);
+  for (const [shard, shardOwner] of owners) stored.set(shard, await storedEvents(shardOwner.dir));
+  await Promise.all(owners.map(([shard]) => cluster.startOwner(shard)));
   return stored;
 }
 
@@ -127,7 +143,7 @@ describe('a cds cluster under faults (issue 30, Must show)', () => {
       targets: [tenant('t-a'), tenant('t-b')],
       runId: `faults-${runId}`,
     });
-    await sleep(3_000);
+    await ackedMore(load, 1_000);
     const leader = await cluster.nats.streamLeader();
     await cluster.nats.kill(leader);
     try {
@@ -280,7 +296,7 @@ describe('a cds cluster under faults (issue 30, Must show)', () => {
       targets: [tenant('t-m')],
       runId: `move-${runId}`,
     });
-    await sleep(3_000);
+    await ackedMore(load, 500);
     const moved = await cluster.cds([
       'shards',
       'move',
@@ -317,11 +333,11 @@ describe('a cds cluster under faults (issue 30, Must show)', () => {
       targets: [tenant('t-b')],
       runId: `restore-${runId}`,
     });
-    await sleep(2_000);
+    await ackedMore(before, 500);
     const backup = join(cluster.root, 'backup-b');
     await cluster.cds(['--server', ownerB.url, '--token', operator, 'backup', backup]);
     // Events acknowledged after the backup are only in the stream when the shard is lost.
-    await sleep(3_000);
+    await ackedMore(before, 500);
     const result = await before.stop();
     expect(result.givenUp).toBe(0);
     await cluster.kill(ownerB);

@@ -11,8 +11,8 @@ import {
   waitDrained,
 } from '../helpers/bus-owners.js';
 import type { ChildServer } from '../helpers/cli.js';
-import { tempDir } from '../helpers/context.js';
 import { startTestCluster, type TestCluster } from '../helpers/nats-cluster.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 
 let cluster: TestCluster;
 let admin: BusConnection;
@@ -34,12 +34,12 @@ describe('moving a tenant between shards under load', () => {
   it('copies its rows to the new shard and goes on from the sequence it copied: nothing lost, doubled or left behind', async () => {
     const dirA = tempDir();
     const dirB = tempDir();
-    await seedShardDir(dirA, ['tau', 'ursa']);
-    await seedShardDir(dirB, ['vega']);
-    const a = await startOwnerProcess(cluster, 'a', dirA);
-    running.push(a);
-    const b = await startOwnerProcess(cluster, 'b', dirB);
-    running.push(b);
+    await Promise.all([seedShardDir(dirA, ['tau', 'ursa']), seedShardDir(dirB, ['vega'])]);
+    const [a, b] = await Promise.all([
+      startOwnerProcess(cluster, 'a', dirA),
+      startOwnerProcess(cluster, 'b', dirB),
+    ]);
+    running.push(a, b);
     const map = await ShardMap.open(admin);
     const seen: ShardAssignment[] = [];
     const watch = await map.watch((tenantId, entry) => {
@@ -117,8 +117,7 @@ describe('moving a tenant between shards under load', () => {
   it('resumes from the shard map when the new owner was down during the hand-over', async () => {
     const dirA = tempDir();
     const dirB = tempDir();
-    await seedShardDir(dirA, ['omega']);
-    await seedShardDir(dirB, []);
+    await Promise.all([seedShardDir(dirA, ['omega']), seedShardDir(dirB, [])]);
     const a = await startOwnerProcess(cluster, 'c', dirA);
     running.push(a);
     const first = await publishMany(collector, 'omega', 300);
