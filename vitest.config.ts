@@ -5,15 +5,10 @@ import { configDefaults, defineConfig } from 'vitest/config';
  * Files that run one at a time, after the rest (docs/testing.md). Those that start child
  * processes (`*.process.test.ts`: the `cds` binary, npm, nats-server) or drive a browser
  * (`*.browser.test.ts`) wait for them within time limits, which they missed with another file
- * loading both cores. The two property tests are bounded by time and fail below a minimum number
- * of cases, which they would not reach beside another file.
+ * loading both cores. The property tests (fuzz, stream model) are bounded by a count of cases,
+ * not by time, so they run with the in-process files.
  */
-const ONE_AT_A_TIME = [
-  '**/*.process.test.ts',
-  '**/*.browser.test.ts',
-  'test/api/fuzz.test.ts',
-  'test/ingest/stream-model.integration.test.ts',
-];
+const ONE_AT_A_TIME = ['**/*.process.test.ts', '**/*.browser.test.ts'];
 
 /**
  * Tests make hundreds of data dirs (test/helpers/context.ts `tempDir`, under the OS temp dir) and

@@ -13,8 +13,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { operatorToken } from '../../src/tenancy/operator.js';
 import { type ChildServer, runCli, startCli } from '../helpers/cli.js';
 import { cdsInProcess } from '../helpers/cli-in-process.js';
-import { tempDir } from '../helpers/context.js';
 import { callServer } from '../helpers/http.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 import { waitUntil } from '../helpers/wait.js';
 
 const LISTENING = /cds listening on (http:\/\/\S+)/;

@@ -3,7 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { Store } from '../../src/store/database.js';
 import type { Session } from '../../src/store/session.js';
 import { migrations } from '../../src/store/sql-files.js';
-import { tempDir } from '../helpers/context.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 
 const ALL_TENANTS = { after_tenant: null, limit: 1000 };
 

@@ -5,8 +5,8 @@ import { type Browser, type BrowserContext, chromium, type Page } from 'playwrig
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ChildServer, runJson, startCli } from '../helpers/cli.js';
 import { CollectorDoor, close, listen } from '../helpers/collector-door.js';
-import { tempDir } from '../helpers/context.js';
 import { callServer } from '../helpers/http.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 import { waitUntil } from '../helpers/wait.js';
 
 const CHROMIUM = '/usr/bin/chromium';

@@ -6,9 +6,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { adminRequests } from '../helpers/admin-setup.js';
 import { CDS_BIN, type ChildServer, runCli, runJson, startCli } from '../helpers/cli.js';
 import { cdsInProcess, cdsJsonInProcess } from '../helpers/cli-in-process.js';
-import { tempDir } from '../helpers/context.js';
 import { tablesOf } from '../helpers/database-file.js';
 import { Receiver } from '../helpers/receiver.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 import { waitUntil } from '../helpers/wait.js';
 
 const manifest = (await import('../../package.json', { with: { type: 'json' } })).default as {

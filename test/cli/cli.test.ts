@@ -6,8 +6,8 @@ import { fileURLToPath } from 'node:url';
 import { beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { adminRequests } from '../helpers/admin-setup.js';
 import { cdsInProcess, cdsJsonInProcess } from '../helpers/cli-in-process.js';
-import { tempDir } from '../helpers/context.js';
 import { tablesOf } from '../helpers/database-file.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 
 /**
  * The CLI's commands run in this process through the binary's entry point; what only a real

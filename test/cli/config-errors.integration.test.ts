@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { describe, expect, it } from 'vitest';
 import { cdsInProcess } from '../helpers/cli-in-process.js';
-import { tempDir } from '../helpers/context.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 
 /** A data dir holding this `cds.config.json`. */
 function dataDirWith(config: string): string {

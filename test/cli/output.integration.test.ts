@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { cdsInProcess } from '../helpers/cli-in-process.js';
-import { tempDir } from '../helpers/context.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 
 /** A name a tenant could give a token: clears the screen, reverses the text, and more. */
 const HOSTILE_NAME = 'evil\x1b[2J\u202egnp.exe\u2066\x7f\u009b\x07\nsecond line';

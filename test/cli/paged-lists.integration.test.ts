@@ -7,7 +7,7 @@ import { openDataDir } from '../../src/store/data-dir.js';
 import { Store } from '../../src/store/database.js';
 import { insertToken } from '../../src/tenancy/tokens.js';
 import { cdsInProcess, cdsJsonInProcess } from '../helpers/cli-in-process.js';
-import { tempDir } from '../helpers/context.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 
 /** More than one page of the largest size the API gives. */
 const COUNT = MAX_PAGE_SIZE + 7;

@@ -2,8 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Owners } from '../../src/shards/owners.js';
 import { ShardMap } from '../../src/shards/shard-map.js';
 import { cdsInProcess } from '../helpers/cli-in-process.js';
-import { tempDir } from '../helpers/context.js';
 import { startTestCluster, type TestCluster } from '../helpers/nats-cluster.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 
 let cluster: TestCluster;
 let map: ShardMap;

@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { CDS_BIN, runCli } from '../helpers/cli.js';
-import { tempDir } from '../helpers/context.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 
 /**
  * Preloaded into `cds`: at exit it writes, on stderr, the npm packages the process loaded as

@@ -10,7 +10,7 @@ import {
   startCdsCluster,
   storedEvents,
 } from '../helpers/cds-cluster.js';
-import { type LoadResult, startLoad } from '../helpers/event-load.js';
+import { type LoadResult, type RunningLoad, startLoad } from '../helpers/event-load.js';
 import { waitUntil } from '../helpers/wait.js';
 
 let cluster: CdsCluster;
@@ -85,15 +85,27 @@ async function sendOne(url: string, tenantId: string, id: string): Promise<numbe
 
 const collectorUrls = () => cluster.collectors.map((collector) => collector.url);
 
+/**
+ * Until `load` has `count` more events acknowledged than it had: events in the stream before
+ * the next step, however fast the machine acknowledges them.
+ */
+async function ackedMore(load: RunningLoad, count: number): Promise<void> {
+  const from = load.ackedCount();
+  await waitUntil(
+    () => load.ackedCount() >= from + count,
+    `${count} more events acknowledged`,
+    30_000,
+  );
+}
+
 /** Stops every owner, reads each shard's database, and starts them again. */
 async function storedPerShard(): Promise<Map<string, StoredEvents>> {
   await cluster.drained();
+  const owners = [...cluster.owners];
+  await Promise.all(owners.map(([, shardOwner]) => cluster.stop(shardOwner)));
   const stored = new Map<string, StoredEvents>();
-  for (const [shard, shardOwner] of cluster.owners) {
-    await cluster.stop(shardOwner);
-    stored.set(shard, await storedEvents(shardOwner.dir));
-  }
-  for (const shard of cluster.owners.keys()) await cluster.startOwner(shard);
+  for (const [shard, shardOwner] of owners) stored.set(shard, await storedEvents(shardOwner.dir));
+  await Promise.all(owners.map(([shard]) => cluster.startOwner(shard)));
   return stored;
 }
 
@@ -280,7 +292,7 @@ describe('a cds cluster under faults (issue 30, Must show)', () => {
       targets: [tenant('t-m')],
       runId: `move-${runId}`,
     });
-    await sleep(3_000);
+    await ackedMore(load, 500);
     const moved = await cluster.cds([
       'shards',
       'move',
@@ -317,11 +329,11 @@ describe('a cds cluster under faults (issue 30, Must show)', () => {
       targets: [tenant('t-b')],
       runId: `restore-${runId}`,
     });
-    await sleep(2_000);
+    await ackedMore(before, 500);
     const backup = join(cluster.root, 'backup-b');
     await cluster.cds(['--server', ownerB.url, '--token', operator, 'backup', backup]);
     // Events acknowledged after the backup are only in the stream when the shard is lost.
-    await sleep(3_000);
+    await ackedMore(before, 500);
     const result = await before.stop();
     expect(result.givenUp).toBe(0);
     await cluster.kill(ownerB);

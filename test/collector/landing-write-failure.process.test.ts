@@ -8,9 +8,9 @@ import { DEMO_TENANT, setUpDemo } from '../../src/cli/demo-setup.js';
 import { openContext } from '../../src/cli/open-context.js';
 import { openOwnedCollector } from '../../src/collector/runtime.js';
 import { CDS_BIN, runCli, startCli } from '../helpers/cli.js';
-import { tempDir } from '../helpers/context.js';
 import { demoVisit, VisitSender } from '../helpers/demo-visits.js';
 import { logProblems } from '../helpers/log.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 import { waitUntil } from '../helpers/wait.js';
 
 /** Landing files may not grow past this under the collector's file-size limit (`ulimit -f`). */

@@ -2,8 +2,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { type ChildServer, runCli, runJson, startCli } from '../helpers/cli.js';
-import { tempDir } from '../helpers/context.js';
 import { logProblems } from '../helpers/log.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 import { waitUntil } from '../helpers/wait.js';
 
 const LISTENING = /cds listening on (http:\/\/\S+)/;

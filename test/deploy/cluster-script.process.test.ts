@@ -3,7 +3,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { tempDir } from '../helpers/context.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 import { waitUntil } from '../helpers/wait.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));

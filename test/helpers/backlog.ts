@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { DEMO_TENANT, DEMO_WORKSPACES, setUpDemo } from '../../src/cli/demo-setup.js';
 import { openContext } from '../../src/cli/open-context.js';
 import { generateEvents } from '../../src/demo/generator.js';
-import { tempDir } from './context.js';
+import { tempDir } from './temp-dirs.js';
 
 /** A data dir with the demo tenant, its event types, metrics and segments. */
 export async function demoDataDir(): Promise<string> {

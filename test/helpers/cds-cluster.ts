@@ -4,8 +4,8 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import type { BusRole } from '../../src/bus/connect.js';
 import { EVENTS_STREAM } from '../../src/bus/subjects.js';
 import { type ChildServer, type CliResult, runCli, startCli } from './cli.js';
-import { tempDir } from './context.js';
 import { startTestCluster, type TestCluster } from './nats-cluster.js';
+import { tempDir } from './temp-dirs.js';
 import { waitUntil } from './wait.js';
 
 /** A daemon announces its address in its log, plain or JSON. */
@@ -76,6 +76,7 @@ export async function startCdsCluster(): Promise<CdsCluster> {
   const env = { CDS_MASTER_KEY: masterKey };
   const owners = new Map<string, Owner>();
   const collectors: Collector[] = [];
+  let operator: Promise<string> | undefined;
   const admin = await nats.connect('admin');
   const busArgs = (role: BusRole) => [
     '--bus',
@@ -106,10 +107,14 @@ export async function startCdsCluster(): Promise<CdsCluster> {
     collectors,
     busArgs,
     cds,
-    async operatorToken() {
-      const owner = owners.values().next().value as Owner | undefined;
-      const dir = owner?.dir ?? join(root, 'owner-a');
-      return (await cds(['tokens', 'operator', '-d', dir])).stdout.trim();
+    operatorToken() {
+      // Asked of the CLI once: it is the same for every owner and never changes.
+      operator ??= (async () => {
+        const owner = owners.values().next().value as Owner | undefined;
+        const dir = owner?.dir ?? join(root, 'owner-a');
+        return (await cds(['tokens', 'operator', '-d', dir])).stdout.trim();
+      })();
+      return operator;
     },
     async startOwner(shard, dir) {
       const owner: Owner = owners.get(shard) ?? {

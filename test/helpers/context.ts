@@ -1,6 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { rmSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/api/app.js';
 import type { Clock } from '../../src/clock.js';
@@ -11,6 +9,7 @@ import { IngestLoop } from '../../src/ingest/loop.js';
 import { openDataDir } from '../../src/store/data-dir.js';
 import { Store } from '../../src/store/database.js';
 import { KeyRing } from '../../src/tenant-keys.js';
+import { tempDir } from './temp-dirs.js';
 
 /** A clock tests can move. */
 export class TestClock implements Clock {
@@ -34,18 +33,8 @@ export interface TestEnv {
   close(options?: { keepDir?: boolean }): Promise<void>;
 }
 
-const madeDirs: string[] = [];
-
-/** A fresh private folder, removed after its test file by `removeTempDirs` (test/setup.ts). */
-export function tempDir(prefix = 'cds-test-'): string {
-  const dir = mkdtempSync(join(tmpdir(), prefix));
-  madeDirs.push(dir);
-  return dir;
-}
-
-export function removeTempDirs(): void {
-  for (const dir of madeDirs.splice(0)) rmSync(dir, { recursive: true, force: true });
-}
+/** Files that open test envs take their temp dirs from here too. */
+export { tempDir };
 
 export interface TestEnvOptions {
   collector?: boolean;

@@ -28,6 +28,8 @@ export interface LoadResult {
 }
 
 export interface RunningLoad {
+  /** Event ids acknowledged so far, all tenants together: how far the load has gone. */
+  ackedCount(): number;
   /** Stops sending new batches and resolves once every batch in flight has an answer. */
   stop(): Promise<LoadResult>;
 }
@@ -105,6 +107,7 @@ export function startLoad(options: LoadOptions): RunningLoad {
     }),
   );
   return {
+    ackedCount: () => [...result.acked.values()].reduce((sum, ids) => sum + ids.size, 0),
     async stop() {
       running = false;
       await Promise.all(senders);

@@ -3,7 +3,7 @@ import { type BusConnection, type BusRole, connectBus } from '../../src/bus/conn
 import { type LocalCluster, startLocalCluster } from '../../src/bus/local-cluster.js';
 import { DEFAULT_SIZING, initBus } from '../../src/bus/setup.js';
 import { EVENTS_STREAM } from '../../src/bus/subjects.js';
-import { tempDir } from './context.js';
+import { tempDir } from './temp-dirs.js';
 
 export interface TestCluster extends LocalCluster {
   /** A connection as `role`, closed with the cluster. */

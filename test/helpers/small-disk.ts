@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { rmSync, statfsSync } from 'node:fs';
 import { join } from 'node:path';
-import { tempDir } from './context.js';
+import { tempDir } from './temp-dirs.js';
 
 export interface SmallDisk {
   dir: string;

@@ -7,7 +7,7 @@ import { Store } from '../../src/store/database.js';
 import { createTenant } from '../../src/tenancy/tenants.js';
 import { issueToken } from '../../src/tenancy/tokens.js';
 import { runCli, startCli } from '../helpers/cli.js';
-import { tempDir } from '../helpers/context.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 
 const ROUNDS = 6;
 const SENDERS = 4;

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { splitSealedFile } from '../../src/ingest/split-file.js';
-import { tempDir } from '../helpers/context.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 
 const lines = (count: number) =>
   Array.from(

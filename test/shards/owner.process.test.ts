@@ -49,10 +49,8 @@ describe('cds serve --bus --shard: owners consume their tenants exactly once', (
   it('stores every event once in its tenant’s shard, through an owner killed mid-load', async () => {
     const dirA = tempDir();
     const dirB = tempDir();
-    await seedShardDir(dirA, ['alpha', 'amber']);
-    await seedShardDir(dirB, ['beta']);
-    const a = await bus.owner('a', dirA);
-    const b = await bus.owner('b', dirB);
+    await Promise.all([seedShardDir(dirA, ['alpha', 'amber']), seedShardDir(dirB, ['beta'])]);
+    const [a, b] = await Promise.all([bus.owner('a', dirA), bus.owner('b', dirB)]);
     const map = await ShardMap.open(bus.admin);
     // Tenants in a database the map did not know are assigned to that database's shard.
     expect((await map.list()).map((entry) => [entry.tenantId, entry.assignment.shard])).toEqual([

@@ -9,7 +9,7 @@ import {
   useOwnerCluster,
   waitDrained,
 } from '../helpers/bus-owners.js';
-import { tempDir } from '../helpers/context.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 
 const bus = useOwnerCluster();
 
@@ -17,10 +17,8 @@ describe('moving a tenant between shards under load', () => {
   it('copies its rows to the new shard and goes on from the sequence it copied: nothing lost, doubled or left behind', async () => {
     const dirA = tempDir();
     const dirB = tempDir();
-    await seedShardDir(dirA, ['tau', 'ursa']);
-    await seedShardDir(dirB, ['vega']);
-    const a = await bus.owner('a', dirA);
-    const b = await bus.owner('b', dirB);
+    await Promise.all([seedShardDir(dirA, ['tau', 'ursa']), seedShardDir(dirB, ['vega'])]);
+    const [a, b] = await Promise.all([bus.owner('a', dirA), bus.owner('b', dirB)]);
     const map = await ShardMap.open(bus.admin);
     const seen: ShardAssignment[] = [];
     const watch = await map.watch((tenantId, entry) => {
@@ -98,8 +96,7 @@ describe('moving a tenant between shards under load', () => {
   it('resumes from the shard map when the new owner was down during the hand-over', async () => {
     const dirA = tempDir();
     const dirB = tempDir();
-    await seedShardDir(dirA, ['omega']);
-    await seedShardDir(dirB, []);
+    await Promise.all([seedShardDir(dirA, ['omega']), seedShardDir(dirB, [])]);
     const a = await bus.owner('c', dirA);
     const first = await publishMany(bus.collector, 'omega', 300);
     await waitDrained(bus.admin, ['omega']);

@@ -12,7 +12,7 @@ import { ANALYST_TABLES } from '../../src/store/analyst-views.js';
 import { writeSnapshot } from '../../src/store/snapshot.js';
 import { putWorkspace } from '../../src/tenancy/workspaces.js';
 import { cdsInProcess } from '../helpers/cli-in-process.js';
-import { tempDir } from '../helpers/context.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 const guide = readFileSync(

@@ -2,7 +2,7 @@ import { chmodSync, mkdirSync, readdirSync, statSync, writeFileSync } from 'node
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { type ChildServer, runCli, runJson, startCli } from '../helpers/cli.js';
-import { tempDir } from '../helpers/context.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 import { waitUntil } from '../helpers/wait.js';
 
 const LISTENING = /cds listening on (http:\/\/\S+)/;

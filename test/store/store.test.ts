@@ -7,7 +7,7 @@ import { openDataDir } from '../../src/store/data-dir.js';
 import { Store } from '../../src/store/database.js';
 import type { Session } from '../../src/store/session.js';
 import { migrations } from '../../src/store/sql-files.js';
-import { tempDir } from '../helpers/context.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 
 /** Every tenant, on one page of the operator's listing. */
 const ALL_TENANTS = { after_tenant: null, limit: 1000 };

@@ -4,8 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDataDir } from '../../src/store/data-dir.js';
 import { operatorToken } from '../../src/tenancy/operator.js';
 import { type ChildServer, startCli } from '../helpers/cli.js';
-import { tempDir } from '../helpers/context.js';
 import { logRecords } from '../helpers/log.js';
+import { tempDir } from '../helpers/temp-dirs.js';
 import { waitUntil } from '../helpers/wait.js';
 
 /** A port nothing listens on: bound, then closed again. */

@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { CDS_BIN } from '../../helpers/cli.js';
-import { tempDir } from '../../helpers/context.js';
+import { tempDir } from '../../helpers/temp-dirs.js';
 import { waitUntil } from '../../helpers/wait.js';
 
 /** A port nothing listens on: bound, then closed again (at warn, cds does not say its port). */

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type ChildServer, runCli, startCli } from '../../helpers/cli.js';
-import { tempDir } from '../../helpers/context.js';
+import { tempDir } from '../../helpers/temp-dirs.js';
 
 describe('cds tokens operator', () => {
   let dir: string;
