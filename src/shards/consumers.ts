@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type {
   ConsumerConfig,
   ConsumerInfo,
@@ -13,6 +14,16 @@ const ACK_WAIT_MS = 30_000;
 const NANOS_PER_MS = 1_000_000;
 /** Creating an R3 consumer alone takes about 0.5 s; 20 at a time take about 40 ms each. */
 const IN_PARALLEL = 20;
+
+/**
+ * An add refused because a consumer of that name is there again: one whose delete the cluster has
+ * not applied everywhere yet (seen just after a node rejoined), or one another process added
+ * meanwhile with a start the add cannot change.
+ */
+const NAME_IN_USE = /consumer name already in use|can not be updated/i;
+const NAME_IN_USE_ATTEMPTS = 8;
+/** Grows per attempt: the seven pauses of eight attempts come to 5.6 s. */
+const NAME_IN_USE_PAUSE_MS = 200;
 
 /** Why a tenant's consumer was re-created at its database's sequence + 1, for the log and tests. */
 export type ConsumerVerdict = 'kept' | 'missing' | 'pending' | 'config' | 'ahead_of_database';
@@ -97,19 +108,32 @@ export async function ensureConsumers(
   const jsm = await bus.manager();
   const verdicts = new Map<string, ConsumerVerdict>();
   const queue = [...tenants];
+  const setRight = async (tenantId: string, lastSeq: number | null): Promise<ConsumerVerdict> => {
+    const verdict = await verdictOf(jsm, tenantId, lastSeq, fetchSize);
+    if (verdict !== 'kept') {
+      if (verdict !== 'missing') await jsm.consumers.delete(EVENTS_STREAM, durableName(tenantId));
+      await jsm.consumers.add(EVENTS_STREAM, consumerConfig(tenantId, fetchSize, lastSeq));
+      componentLog('owner').info(
+        { tenant_id: tenantId, reason: verdict, start_seq: (lastSeq ?? 0) + 1 },
+        'consumer (re)created at the sequence after the database',
+      );
+    }
+    return verdict;
+  };
   const worker = async () => {
     for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
       const [tenantId, lastSeq] = next;
-      const verdict = await verdictOf(jsm, tenantId, lastSeq, fetchSize);
-      if (verdict !== 'kept') {
-        if (verdict !== 'missing') await jsm.consumers.delete(EVENTS_STREAM, durableName(tenantId));
-        await jsm.consumers.add(EVENTS_STREAM, consumerConfig(tenantId, fetchSize, lastSeq));
-        componentLog('owner').info(
-          { tenant_id: tenantId, reason: verdict, start_seq: (lastSeq ?? 0) + 1 },
-          'consumer (re)created at the sequence after the database',
-        );
+      for (let attempt = 1; ; attempt++) {
+        try {
+          verdicts.set(tenantId, await setRight(tenantId, lastSeq));
+          break;
+        } catch (error) {
+          // The consumer found in the way is judged by the rule again, as the server has it now.
+          if (!NAME_IN_USE.test((error as Error).message) || attempt >= NAME_IN_USE_ATTEMPTS)
+            throw error;
+          await sleep(NAME_IN_USE_PAUSE_MS * attempt);
+        }
       }
-      verdicts.set(tenantId, verdict);
     }
   };
   await Promise.all(Array.from({ length: Math.min(IN_PARALLEL, queue.length) }, worker));

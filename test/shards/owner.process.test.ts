@@ -318,6 +318,44 @@ describe('the owner loop across crashes (in process, on the cluster)', () => {
       acked.slice(-2).map((message) => message.seq),
     );
   });
+  it('judges a consumer again when its name is taken between the delete and the add', async () => {
+    const admin = await bus.admin.manager();
+    const owner = await bus.cluster.connect('owner');
+    const real = await owner.manager();
+    // Another consumer of that name comes between the restart rule's delete and its add.
+    let taken = 0;
+    const consumers = new Proxy(real.consumers, {
+      get(target, property) {
+        if (property === 'add')
+          return async (stream: string, config: Parameters<typeof target.add>[1]) => {
+            if (taken++ === 0)
+              await admin.consumers.add(stream, {
+                ...config,
+                // A start the add cannot change in place, so the server refuses the name.
+                deliver_policy: natsPackages().jetstream.DeliverPolicy.New,
+                max_ack_pending: FETCH_SIZE + 2,
+              });
+            return target.add(stream, config);
+          };
+        const value = Reflect.get(target, property, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const manager = new Proxy(real, {
+      get(target, property) {
+        if (property === 'consumers') return consumers;
+        const value = Reflect.get(target, property, target);
+        return typeof value === 'function' ? value.bind(target) : value;
+      },
+    });
+    const racing: BusConnection = { ...owner, manager: async () => manager };
+    const verdicts = await ensureConsumers(racing, new Map([['racer', null]]), FETCH_SIZE);
+    // Missing at first; the add met the other consumer, so it was judged again: other settings.
+    expect(taken).toBe(2);
+    expect(verdicts.get('racer')).toBe('config');
+    const info = await admin.consumers.info(EVENTS_STREAM, durableName('racer'));
+    expect(info.config.max_ack_pending).toBe(FETCH_SIZE);
+  });
 });
 
 describe('an erasure on the owner (issue 30, One API any node)', () => {
