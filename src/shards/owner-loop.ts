@@ -21,6 +21,8 @@ export const FETCH_SIZE = 5000;
 
 /** The client refuses a fetch that expires sooner. */
 const MIN_EXPIRES_MS = 1000;
+/** The longest a fetch of a tenant whose fetches keep failing waits (heartbeats at half). */
+const MAX_EXPIRES_MS = 30_000;
 
 export interface OwnerLoopConfig {
   /** The fetch's `expires`: how long a round waits for a tenant with fewer than M events. */
@@ -48,11 +50,26 @@ export function busEventOf(message: JsMsg): BusEvent {
   };
 }
 
-async function fetchAll(consumer: Consumer, max: number, expires: number): Promise<JsMsg[]> {
+/** What one fetch returned, and why it ended early if it failed. */
+interface Fetched {
+  messages: JsMsg[];
+  failure: Error | null;
+}
+
+/**
+ * Up to `max` messages, or what came before `expires`. A fetch that fails part way (most often
+ * the client's "heartbeats missed" on a loaded machine) keeps what it returned: those are the
+ * first of the messages it was given, in order.
+ */
+async function fetchAll(consumer: Consumer, max: number, expires: number): Promise<Fetched> {
   const messages: JsMsg[] = [];
-  for await (const message of await consumer.fetch({ max_messages: max, expires }))
-    messages.push(message);
-  return messages;
+  try {
+    for await (const message of await consumer.fetch({ max_messages: max, expires }))
+      messages.push(message);
+    return { messages, failure: null };
+  } catch (error) {
+    return { messages, failure: error as Error };
+  }
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -73,6 +90,8 @@ export class OwnerLoop {
   private readonly offsets = new Map<string, number>();
   /** Tenants whose consumer failed a fetch: taken again (restart rule) before the next round. */
   private readonly broken = new Set<string>();
+  /** Failed fetches in a row per tenant, which lengthen its next fetch (`expiresOf`). */
+  private readonly failedFetches = new Map<string, number>();
   private round: Promise<void> = Promise.resolve();
   private running: Promise<void> | null = null;
   private stopped = false;
@@ -149,6 +168,7 @@ export class OwnerLoop {
     this.wanted.delete(tenantId);
     this.consumers.delete(tenantId);
     this.broken.delete(tenantId);
+    this.failedFetches.delete(tenantId);
     await this.round;
     const lastSeq = this.offsets.get(tenantId) ?? null;
     this.offsets.delete(tenantId);
@@ -203,24 +223,29 @@ export class OwnerLoop {
     await this.upkeep.run();
     const fetched = await Promise.all(
       this.consumersThisRound().map(async ([tenantId, consumer]) => {
-        try {
-          return await fetchAll(
-            consumer,
-            FETCH_SIZE,
-            Math.max(MIN_EXPIRES_MS, this.config.intervalMs),
-          );
-        } catch (error) {
-          // A fetch that failed part way may have been given messages it never returned; left
-          // pending they would come back after newer ones and be skipped as already in (the
-          // restart rule's case): the consumer is re-created at the stored sequence instead.
-          // A consumer deleted or moved under us: the restart rule sets it right next round.
-          log().warn(
-            { tenant_id: tenantId, err: error },
-            'fetch failed; the consumer is checked again',
-          );
-          if (this.consumers.delete(tenantId)) this.broken.add(tenantId);
-          return [];
+        const { messages, failure } = await fetchAll(
+          consumer,
+          FETCH_SIZE,
+          this.expiresOf(tenantId),
+        );
+        if (failure === null) {
+          this.failedFetches.delete(tenantId);
+          return messages;
         }
+        // The messages the fetch was given after those it returned stay pending; left so, they
+        // would come back after newer ones and be skipped as already in. The ones it returned
+        // are ingested now, and the restart rule then re-creates the consumer right after them,
+        // so each failed fetch still moves the tenant on. Its next fetch waits longer: a fetch
+        // right after a re-creation waits for the new consumer's leader, which on a loaded
+        // machine outlasts a one-second fetch's heartbeats, round after round.
+        const failures = (this.failedFetches.get(tenantId) ?? 0) + 1;
+        this.failedFetches.set(tenantId, failures);
+        log().warn(
+          { tenant_id: tenantId, err: failure, returned: messages.length, failures },
+          'fetch failed; the consumer is checked again',
+        );
+        if (this.consumers.delete(tenantId)) this.broken.add(tenantId);
+        return messages;
       }),
     );
     const messages = fetched.flat();
@@ -247,6 +272,15 @@ export class OwnerLoop {
     } finally {
       await this.bus.nc.flush();
     }
+  }
+
+  /** The fetch's `expires`: the loop's interval, doubled per failed fetch in a row, to 30 s. */
+  private expiresOf(tenantId: string): number {
+    const failures = Math.min(this.failedFetches.get(tenantId) ?? 0, 5);
+    return Math.min(
+      MAX_EXPIRES_MS,
+      Math.max(MIN_EXPIRES_MS, this.config.intervalMs) * 2 ** failures,
+    );
   }
 
   /**

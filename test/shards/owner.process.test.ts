@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { JsMsg } from '@nats-io/jetstream';
+import type { Consumer, JsMsg } from '@nats-io/jetstream';
 import { describe, expect, it } from 'vitest';
 import type { BusConnection } from '../../src/bus/connect.js';
 import { natsPackages } from '../../src/bus/connect.js';
@@ -149,6 +149,53 @@ async function fetchNow(bus: BusConnection, tenant: string): Promise<JsMsg[]> {
   return messages;
 }
 
+/** Binds what a proxy passes through to the object it stands for. */
+function passedThrough<T extends object>(target: T, property: string | symbol): unknown {
+  const value = Reflect.get(target, property, target);
+  return typeof value === 'function' ? value.bind(target) : value;
+}
+
+/**
+ * `bus` whose first fetch fails as a loaded machine makes one fail ("heartbeats missed") after
+ * returning `returned` of the messages it was given; `lastReturned` is the sequence it stopped at.
+ */
+function failingFirstFetch(bus: BusConnection, returned: number) {
+  const state = { failed: false, lastReturned: 0 };
+  const failing = (consumer: Consumer): Consumer =>
+    new Proxy(consumer, {
+      get(target, property) {
+        if (property !== 'fetch' || state.failed) return passedThrough(target, property);
+        return async (options: Parameters<Consumer['fetch']>[0]) => {
+          state.failed = true;
+          const messages = await target.fetch(options);
+          return (async function* () {
+            let count = 0;
+            for await (const message of messages) {
+              yield message;
+              state.lastReturned = message.seq;
+              if (++count === returned) {
+                messages.stop();
+                throw new Error('heartbeats missed');
+              }
+            }
+          })();
+        };
+      },
+    });
+  const consumers = new Proxy(bus.js.consumers, {
+    get(target, property) {
+      if (property !== 'get') return passedThrough(target, property);
+      return async (...args: Parameters<typeof target.get>) => failing(await target.get(...args));
+    },
+  });
+  const js = new Proxy(bus.js, {
+    get(target, property) {
+      return property === 'consumers' ? consumers : passedThrough(target, property);
+    },
+  });
+  return { bus: { ...bus, js } as BusConnection, state };
+}
+
 describe('a tenant created on a running owner', () => {
   it('is put on its shard and consumed', async () => {
     const dir = tempDir();
@@ -236,6 +283,37 @@ describe('the owner loop across crashes (in process, on the cluster)', () => {
           [...(published.get(tenant) ?? [])].sort(),
         );
       }
+    } finally {
+      await env.close({ keepDir: true });
+    }
+  }, 120_000);
+
+  it('ingests what a failed fetch returned, then goes on right after it', async () => {
+    const dir = tempDir();
+    await seedShardDir(dir, ['halt']);
+    const env = await openTestEnvIn(dir, { config: { master_key: SHARED_MASTER_KEY } });
+    try {
+      const published = await publishMany(bus.collector, 'halt', 300);
+      const { bus: failing, state } = failingFirstFetch(await bus.cluster.connect('owner'), 100);
+      const loop = new OwnerLoop(env.context, failing, {
+        intervalMs: 1000,
+        maxBatchEvents: 10_000,
+      });
+      await loop.take(['halt']);
+      loop.start();
+      await expect.poll(() => state.failed).toBe(true);
+      await waitDrained(bus.admin, ['halt']);
+      await loop.stop();
+      const stored = await storedIds(env.context, 'halt');
+      expect([...stored.values()].every((n) => n === 1)).toBe(true);
+      expect([...stored.keys()].sort()).toEqual([...published].sort());
+      // The 100 it returned were committed; the consumer was re-created right after them, so
+      // the rest came at once rather than after their ack wait.
+      const info = await (await bus.admin.manager()).consumers.info(
+        EVENTS_STREAM,
+        durableName('halt'),
+      );
+      expect(info.config.opt_start_seq).toBe(state.lastReturned + 1);
     } finally {
       await env.close({ keepDir: true });
     }
