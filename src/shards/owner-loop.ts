@@ -221,6 +221,7 @@ export class OwnerLoop {
   private async oneRound(): Promise<void> {
     if (this.broken.size > 0) await this.take([...this.broken]);
     await this.upkeep.run();
+    let failedAtOnce = false;
     const fetched = await Promise.all(
       this.consumersThisRound().map(async ([tenantId, consumer]) => {
         const { messages, failure } = await fetchAll(
@@ -245,12 +246,14 @@ export class OwnerLoop {
           'fetch failed; the consumer is checked again',
         );
         if (this.consumers.delete(tenantId)) this.broken.add(tenantId);
+        if (messages.length === 0) failedAtOnce = true;
         return messages;
       }),
     );
     const messages = fetched.flat();
-    // A consumer that fails at once must not make the rounds spin.
-    if (this.broken.size > 0) await sleep(this.config.intervalMs);
+    // A consumer that fails at once must not make the rounds spin; one that returned messages
+    // before it failed moved on, and goes on at once.
+    if (failedAtOnce) await sleep(this.config.intervalMs);
     if (messages.length === 0) return;
     const fresh: JsMsg[] = [];
     for (const message of messages) {
