@@ -32,9 +32,20 @@ export async function listWebhooks(
   context: Context,
   query: PageQuery & { status: WebhookStatus | null },
 ): Promise<Page<OutboxEntry>> {
+  return outboxPage(context, 'webhooks_list', {}, query);
+}
+
+/** One page of the outbox by `queryName`, newest first, after the query's cursor. */
+async function outboxPage(
+  context: Context,
+  queryName: 'webhooks_list' | 'webhooks_list_for_segment',
+  scope: Record<string, string>,
+  query: PageQuery & { status: WebhookStatus | null },
+): Promise<Page<OutboxEntry>> {
   const after = query.cursor === null ? null : decodeCursor(query.cursor, webhookCursor);
   const rows = await context.store.read((session) =>
-    session.all<OutboxEntry>('webhooks_list', {
+    session.all<OutboxEntry>(queryName, {
+      ...scope,
       status: query.status,
       after_created: after?.c ?? null,
       after_webhook: after?.h ?? null,
@@ -79,22 +90,7 @@ export async function listSegmentWebhooks(
   segment: OutboxSegment,
   query: PageQuery & { status: WebhookStatus | null },
 ): Promise<Page<OutboxEntry>> {
-  const after = query.cursor === null ? null : decodeCursor(query.cursor, webhookCursor);
-  const rows = await context.store.read((session) =>
-    session.all<OutboxEntry>('webhooks_list_for_segment', {
-      ...segmentParams(segment),
-      status: query.status,
-      after_created: after?.c ?? null,
-      after_webhook: after?.h ?? null,
-      limit: query.limit + 1,
-    }),
-  );
-  return toPage(
-    rows,
-    query.limit,
-    (row) => ({ c: row.created_at, h: row.webhook_id }),
-    (row) => row,
-  );
+  return outboxPage(context, 'webhooks_list_for_segment', segmentParams(segment), query);
 }
 
 /** Puts one segment's failed deliveries (one, or all) back in the queue; answers how many. */
