@@ -2,13 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { operatorToken } from '../../src/tenancy/operator.js';
-import { configuredSender, type WebhookSender } from '../../src/webhooks/sender.js';
+import type { WebhookSender } from '../../src/webhooks/sender.js';
 import type { TestEnv } from '../helpers/context.js';
 import { type EventSpec, envelope, sendServer } from '../helpers/events.js';
 import { defineMetric } from '../helpers/metrics.js';
-import { Receiver } from '../helpers/receiver.js';
-import { openSeededEnv } from '../helpers/seeded.js';
+import type { Receiver } from '../helpers/receiver.js';
 import { call, type Tokens } from '../helpers/tenant.js';
+import { openWebhookEnv } from '../helpers/webhook-env.js';
 
 const DAY = 24 * 60 * 60 * 1000;
 const SECRET = `whsec_${randomBytes(24).toString('base64')}`;
@@ -22,12 +22,7 @@ describe('segment membership and webhooks', () => {
   let sender: WebhookSender;
 
   beforeEach(async () => {
-    receiver = await Receiver.start();
-    ({ env, tokens } = await openSeededEnv({
-      collector: true,
-      config: { webhook_url: receiver.url, webhook_secret: SECRET, webhook_retry_base_ms: 20 },
-    }));
-    sender = configuredSender(env.context) as WebhookSender;
+    ({ env, tokens, receiver, sender } = await openWebhookEnv(SECRET));
     for (const definition of [
       { metric_name: 'orders', event_name: 'order_completed', value_kind: 'count' },
       {
