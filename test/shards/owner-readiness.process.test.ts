@@ -110,4 +110,33 @@ describe('/readyz of a bus owner: its stream backlog', () => {
       await owner.stop();
     }
   }, 180_000);
+
+  it('answers 503 while the bus is gone for longer than the threshold, and 200 once it is back', async () => {
+    const dir = tempDir();
+    await seedShardDir(dir, ['sigma']);
+    const owner = await startOwner(dir);
+    try {
+      await expect.poll(async () => (await readyz(owner)).status, { timeout: 20_000 }).toBe(200);
+      const nodes = bus.cluster.nodes.map((_, index) => index);
+      await Promise.all(nodes.map((index) => bus.cluster.kill(index)));
+      try {
+        // Neither its batches nor its backlog reading can reach the stream: nothing says it keeps up.
+        await expect
+          .poll(async () => (await readyz(owner)).body.error?.code, { timeout: 30_000 })
+          .toBe('ingest_behind');
+        const gone = await readyz(owner);
+        expect(gone.status).toBe(503);
+        expect(gone.body.error?.message).toMatch(
+          /^this owner is behind its stream: (its ingest batches have failed for \d+ s|its stream backlog could not be read for) more than bus_ready_max_lag_ms \(1500 ms\)/,
+        );
+      } finally {
+        for (const index of nodes) await bus.cluster.start(index);
+      }
+      await expect
+        .poll(async () => (await readyz(owner)).status, { timeout: 60_000, interval: 500 })
+        .toBe(200);
+    } finally {
+      await owner.stop();
+    }
+  }, 180_000);
 });
