@@ -62,7 +62,7 @@ describe('streamReadiness: when an owner is behind its stream', () => {
     expect(streamReadiness({ ...inputs, now }).behind).toBe(why);
   });
 
-  it.each([
+  it.each<[string, { loopFailingMs?: number; failingSince?: Date }]>([
     ['batches failing for less than the threshold', { loopFailingMs: 59_000 }],
     ['a reading failing for less than the threshold', { failingSince: ago(59_000) }],
   ])('keeps up with %s', (_case, fault) => {
