@@ -83,6 +83,12 @@ const configSchema = z.object({
    * (docs/cluster-design.md §3); a test or an operator who prefers failing fast may shorten it.
    */
   bus_publish_budget_ms: z.coerce.number().int().positive().default(20_000),
+  /**
+   * Cluster mode: an owner answers `/readyz` 503 `ingest_behind` once the oldest event of its
+   * stream backlog is older than this, or its ingest has failed (or its backlog been unreadable)
+   * for this long. A minute is far above the second or two a keeping-up owner lags.
+   */
+  bus_ready_max_lag_ms: z.coerce.number().int().positive().default(60_000),
   /** Cluster mode: the shard this `cds serve` owns (docs/scaling.md). */
   shard: z
     .string()

@@ -243,6 +243,21 @@ export class RegistryLoadingError extends AppError {
 }
 
 /**
+ * Cluster mode: an owner behind its stream (its `/readyz`). It goes on ingesting and answering;
+ * `details` holds what `/readyz` shows when ready, so a probe sees how far behind it is.
+ */
+export class IngestBehindError extends AppError {
+  constructor(why: string, details: unknown) {
+    super(
+      503,
+      'ingest_behind',
+      `this owner is behind its stream: ${why}. It goes on ingesting and is ready once it has caught up`,
+      details,
+    );
+  }
+}
+
+/**
  * In cluster mode, the request was for a tenant of another shard and that shard's owner could not
  * be reached, or no owner has announced itself for it.
  */

@@ -4,6 +4,7 @@ import type { Context } from '../context.js';
 import { ValidationError } from '../errors.js';
 import type { IngestFailure } from '../ingest/loop-health.js';
 import type { ClusterView } from '../shards/cluster-view.js';
+import type { StreamReadiness } from '../shards/owner-readiness.js';
 import { loneSurrogatePath } from '../well-formed.js';
 import { registerAuth } from './auth.js';
 import { createBaseApp } from './base-app.js';
@@ -32,6 +33,8 @@ export interface AppOptions {
   collector?: CollectorRuntime;
   /** The failing batches of the ingest loop this process runs, for `/readyz`. */
   ingestFailure?: () => IngestFailure | null;
+  /** Cluster mode: the owner's stream backlog, for `/readyz` and `/metrics`; null elsewhere. */
+  streamReadiness?: () => StreamReadiness | null;
   /**
    * Serve `/openapi.json` and `/docs` (default). The CLI's in-process admin client leaves them
    * out: no command asks for them, and building the document is much of the app's start.
@@ -66,8 +69,9 @@ export function buildApp(context: Context, options: AppOptions = {}): FastifyIns
     done();
   });
 
-  healthRoutes(app, context, options.ingestFailure ?? (() => null));
-  prometheusRoute(app, { dataDir: context.dataDir, store: context.store });
+  const streamReadiness = options.streamReadiness ?? (() => null);
+  healthRoutes(app, context, options.ingestFailure ?? (() => null), streamReadiness);
+  prometheusRoute(app, { dataDir: context.dataDir, store: context.store, streamReadiness });
   whoamiRoutes(app);
   operatorRoutes(app, context);
   workspaceRoutes(app, context);

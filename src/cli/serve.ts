@@ -17,6 +17,7 @@ import { ConfigError } from '../errors.js';
 import { IngestLoop } from '../ingest/loop.js';
 import type { ClusterView } from '../shards/cluster-view.js';
 import { type RunningOwner, startOwner } from '../shards/owner.js';
+import { startingReadiness } from '../shards/owner-readiness.js';
 import { DATA_DIR_SNAPSHOT, snapshotEvery } from '../store/snapshot.js';
 import { componentLog } from '../telemetry/log.js';
 import { configuredSender } from '../webhooks/sender.js';
@@ -141,6 +142,10 @@ export async function startServer(context: Context, options: ServeOptions): Prom
     ...(cluster ? { cluster } : {}),
     console: true,
     ingestFailure: () => loop?.failure ?? owner?.failure() ?? null,
+    // Listening comes before the owner has started: until then it is not ready.
+    ...(bus !== null && options.ingest
+      ? { streamReadiness: () => owner?.streamReadiness() ?? startingReadiness() }
+      : {}),
     logRequests: options.logRequests,
   });
   if (bus !== null) tenantRowsRoutes(app, context.config.shard as string, () => owner);

@@ -1,14 +1,17 @@
 import { rm } from 'node:fs/promises';
 import type { BucketWatch } from '../bus/bucket-watch.js';
 import type { BusConnection } from '../bus/connect.js';
+import { systemClock } from '../clock.js';
 import type { Context } from '../context.js';
 import { ConflictError } from '../errors.js';
 import type { IngestFailure } from '../ingest/loop-health.js';
 import { componentLog } from '../telemetry/log.js';
 import { busStagingDir } from './bus-batch.js';
 import { OwnerLoop } from './owner-loop.js';
+import { type StreamReadiness, streamReadiness } from './owner-readiness.js';
 import { Owners } from './owners.js';
 import { type ShardEntry, ShardMap } from './shard-map.js';
+import { StreamBacklog } from './stream-backlog.js';
 import { TenantMoves } from './tenant-moves.js';
 
 export interface OwnerOptions {
@@ -26,6 +29,8 @@ export interface RunningOwner {
   ingestNow(): Promise<void>;
   /** The failing batches since the last commit, for `/readyz`. */
   failure(): IngestFailure | null;
+  /** Its tenants' stream backlog as last read, and whether it keeps up, for `/readyz`. */
+  streamReadiness(): StreamReadiness;
   /**
    * One table of a tenant's rows as a Parquet file, for the shard it moves to (the caller deletes
    * the file); 409 unless the tenant is `copied` from this shard.
@@ -88,6 +93,7 @@ export async function startOwner(
     ...(options.onBatch ? { onBatch: options.onBatch } : {}),
   });
   const moves = new TenantMoves(context, map, loop, owners, shard);
+  const backlog = new StreamBacklog(bus, () => loop.tenants());
   const latest = new Map<string, ShardEntry | null>();
   let initial = true;
   let closed = false;
@@ -122,6 +128,8 @@ export async function startOwner(
         entry !== null && entry.assignment.shard === shard && entry.assignment.state === 'active',
     );
     await loop.take(active.map((entry) => entry.tenantId));
+    // Read before the first round: a backlog left while the owner was down shows from the start.
+    await backlog.start();
     loop.start();
     initial = false;
     // A move under way or a tenant to drop resumes from the map, and a change seen while the
@@ -145,6 +153,7 @@ export async function startOwner(
     clearInterval(assigning);
     watch?.stop();
     owners.stop();
+    await backlog.stop();
     await loop.stop();
     throw error;
   }
@@ -153,12 +162,22 @@ export async function startOwner(
     shard,
     ingestNow: () => loop.ingestNow(),
     failure: () => loop.failure,
+    streamReadiness: () => {
+      const failure = loop.failure;
+      return streamReadiness({
+        reading: backlog.latest(),
+        loopFailingMs: failure ? context.clock.now().getTime() - Date.parse(failure.since) : null,
+        maxLagMs: context.config.bus_ready_max_lag_ms,
+        now: systemClock.now(),
+      });
+    },
     exportTable: (tenantId, table) => moves.exportTable(tenantId, table),
     async close() {
       closed = true;
       clearInterval(assigning);
       watch?.stop();
       owners.stop();
+      await backlog.stop();
       await changes;
       await loop.stop();
     },

@@ -145,6 +145,21 @@ function createSeries(client: typeof PromClient) {
       help: 'Age of the oldest sealed landing file waiting to be ingested (0 with no backlog)',
       registers: [registry],
     }),
+    streamBacklogMessages: new client.Gauge({
+      name: 'cds_stream_backlog_messages',
+      help: "Cluster mode: messages of this owner's tenants the stream holds unacknowledged, at the last reading of its consumers",
+      registers: [registry],
+    }),
+    streamBacklogOldest: new client.Gauge({
+      name: 'cds_stream_backlog_oldest_age_seconds',
+      help: "Cluster mode: age of the oldest message of this owner's stream backlog (0 with none)",
+      registers: [registry],
+    }),
+    streamBehind: new client.Gauge({
+      name: 'cds_stream_behind',
+      help: 'Cluster mode: 1 while this owner is behind its stream (/readyz 503 ingest_behind), else 0',
+      registers: [registry],
+    }),
     quarantinedFiles: new client.Gauge({
       name: 'cds_quarantine_files',
       help: 'Quarantined parts of landing files, listed by cds ingest quarantine list',

@@ -2,9 +2,18 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Context } from '../../context.js';
+import { IngestBehindError } from '../../errors.js';
 import type { IngestFailure } from '../../ingest/loop-health.js';
 import { ingestStatus, landingBacklog } from '../../ingest/status.js';
+import type { StreamReadiness } from '../../shards/owner-readiness.js';
 import { isOperatorRequest } from '../auth.js';
+
+/** A bus owner's stream backlog over all its tenants (shards/owner-readiness.ts). */
+const publicStream = z.object({
+  pending: z.number(),
+  lag_seconds: z.number(),
+  read_at: z.string().nullable(),
+});
 
 /**
  * What anyone may read, a probe or a load balancer: whether the service keeps up, in coarse
@@ -14,9 +23,11 @@ const publicReadiness = z.object({
   status: z.literal('ready'),
   ingest: z.object({
     backlog_files: z.number(),
+    /** The oldest event waiting, in a landing file or (on a bus owner) in the stream. */
     lag_seconds: z.number(),
     /** The last ingest batch failed; the operator's view says why. */
     failing: z.boolean(),
+    stream: publicStream.optional(),
   }),
 });
 
@@ -39,6 +50,13 @@ const detailedReadiness = publicReadiness.extend({
     error: z.string().nullable(),
     error_since: z.string().nullable(),
     failed_attempts: z.number(),
+    stream: publicStream
+      .extend({
+        tenants: z.array(
+          z.object({ tenant_id: z.string(), pending: z.number(), lag_seconds: z.number() }),
+        ),
+      })
+      .optional(),
   }),
 });
 
@@ -48,14 +66,24 @@ type DetailedReadiness = z.infer<typeof detailedReadiness>;
 async function readPublic(
   context: Context,
   failure: IngestFailure | null,
+  stream: StreamReadiness | null,
 ): Promise<PublicReadiness> {
   const backlog = await landingBacklog(context);
   return {
     status: 'ready',
     ingest: {
       backlog_files: backlog.backlog_files,
-      lag_seconds: backlog.lag_seconds,
+      lag_seconds: Math.max(backlog.lag_seconds, stream?.lag_seconds ?? 0),
       failing: failure !== null,
+      ...(stream
+        ? {
+            stream: {
+              pending: stream.pending,
+              lag_seconds: stream.lag_seconds,
+              read_at: stream.read_at,
+            },
+          }
+        : {}),
     },
   };
 }
@@ -63,17 +91,22 @@ async function readPublic(
 async function readDetail(
   context: Context,
   failure: IngestFailure | null,
+  stream: StreamReadiness | null,
   open: PublicReadiness,
 ): Promise<DetailedReadiness> {
+  const { stream: openStream, ...ingest } = open.ingest;
   return {
     ...open,
     database: context.store.path,
     ingest: {
-      ...open.ingest,
+      ...ingest,
       ...(await ingestStatus(context)),
+      // The counters' lag is the landing files'; the public part's counts the stream too.
+      lag_seconds: ingest.lag_seconds,
       error: failure?.error.message ?? null,
       error_since: failure?.since ?? null,
       failed_attempts: failure?.attempts ?? 0,
+      ...(openStream && stream ? { stream: { ...openStream, tenants: stream.tenants } } : {}),
     },
   };
 }
@@ -82,12 +115,14 @@ async function readDetail(
  * A failing ingest loop leaves the server ready: the collector still takes events, and they wait
  * in landing files. `/readyz` says that the backlog grows to anyone, and why to the operator.
  * A database DuckDB invalidated makes it not ready (503 `store_unavailable`) until the store has
- * reopened it.
+ * reopened it. A bus owner also shows its stream backlog, and is not ready (503 `ingest_behind`,
+ * the figures in `details`) while it is behind its stream (shards/owner-readiness.ts).
  */
 export function healthRoutes(
   app: FastifyInstance,
   context: Context,
   ingestFailure: () => IngestFailure | null,
+  streamReadiness: () => StreamReadiness | null,
 ): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
   api.get(
@@ -98,8 +133,13 @@ export function healthRoutes(
       const unavailable = context.store.unavailable();
       if (unavailable) throw unavailable;
       const failure = ingestFailure();
-      const open = await readPublic(context, failure);
-      return isOperatorRequest(context, request) ? readDetail(context, failure, open) : open;
+      const stream = streamReadiness();
+      const open = await readPublic(context, failure, stream);
+      const answer = isOperatorRequest(context, request)
+        ? await readDetail(context, failure, stream, open)
+        : open;
+      if (stream?.behind) throw new IngestBehindError(stream.behind, { ingest: answer.ingest });
+      return answer;
     },
   );
 }

@@ -3,6 +3,7 @@ import { systemClock } from '../../clock.js';
 import { UnauthorizedError } from '../../errors.js';
 import { listSealedFiles } from '../../ingest/landing-files.js';
 import { listQuarantine } from '../../quarantine/quarantine.js';
+import type { StreamReadiness } from '../../shards/owner-readiness.js';
 import type { DataDir } from '../../store/data-dir.js';
 import type { Store } from '../../store/database.js';
 import { prometheusSeries, prometheusText } from '../../telemetry/prometheus.js';
@@ -12,6 +13,8 @@ import { isOperatorToken } from '../../tenancy/operator.js';
 export interface ScrapeSource {
   dataDir: DataDir;
   store?: Store;
+  /** A bus owner's stream backlog as last read (a scrape costs no request to the bus). */
+  streamReadiness?: () => StreamReadiness | null;
 }
 
 interface StoredGauges {
@@ -29,6 +32,9 @@ async function readGauges(source: ScrapeSource): Promise<void> {
     quarantinedLines,
     webhookOutbox,
     erasuresAwaitingPurge,
+    streamBacklogMessages,
+    streamBacklogOldest,
+    streamBehind,
   } = prometheusSeries();
   const backlog = await listSealedFiles(source.dataDir.landingDir);
   // Against the files' modification times, which are the system clock's.
@@ -38,6 +44,12 @@ async function readGauges(source: ScrapeSource): Promise<void> {
   landingBacklogOldest.set(
     backlog.reduce((oldest, file) => Math.max(oldest, (now - file.modifiedAt) / 1000), 0),
   );
+  const stream = source.streamReadiness?.() ?? null;
+  if (stream) {
+    streamBacklogMessages.set(stream.pending);
+    streamBacklogOldest.set(stream.lag_seconds);
+    streamBehind.set(stream.behind ? 1 : 0);
+  }
   const quarantined = await listQuarantine(source.dataDir);
   quarantinedFiles.set(quarantined.length);
   quarantinedLines.set(quarantined.reduce((sum, file) => sum + file.lines, 0));
