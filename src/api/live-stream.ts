@@ -63,9 +63,10 @@ export function serveLiveStream(
       requireWorkspace(session, stream.scope.tenantId, stream.scope.workspaceId),
     );
   };
+  /** A refusal is said before the end; a fault (a 503, a failed read) only ends the stream. */
   const fail = (error: unknown) => {
     if (closed) return;
-    if (error instanceof AppError)
+    if (error instanceof AppError && error.status < 500)
       raw.write(`event: error\ndata: ${JSON.stringify(errorBody(error))}\n\n`);
     else request.log.warn({ err: error }, 'live event stream failed to read');
     close();
