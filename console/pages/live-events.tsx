@@ -80,6 +80,8 @@ export function LiveEvents() {
       lines.value = page.items;
       // The feed starts right after the page: no line between the two is lost.
       let lastId: string | null = page.stream_cursor;
+      // Set by the server's last message when the token may no longer read the feed.
+      const refused: { message?: string } = {};
       while (!abort.signal.aborted) {
         try {
           status.value = 'live';
@@ -88,6 +90,12 @@ export function LiveEvents() {
             lastId,
             abort.signal,
             (message) => {
+              if (message.event === 'error') {
+                refused.message = (
+                  JSON.parse(message.data) as { error: { message: string } }
+                ).error.message;
+                return;
+              }
               if (message.event !== 'line') return;
               const line = JSON.parse(message.data) as LiveEvent;
               lines.value = [line, ...lines.value].slice(0, SHOWN);
@@ -96,6 +104,11 @@ export function LiveEvents() {
         } catch (error) {
           if (abort.signal.aborted) return;
           status.value = `disconnected (${(error as Error).message}); reconnecting`;
+        }
+        // A refusal does not heal by reconnecting: said, and the feed stops.
+        if (refused.message !== undefined) {
+          status.value = `ended: ${refused.message}`;
+          return;
         }
         await new Promise((resolve) => setTimeout(resolve, RECONNECT_MS));
       }

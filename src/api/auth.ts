@@ -2,7 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Context } from '../context.js';
 import { UnauthorizedError } from '../errors.js';
 import { RateLimiter } from '../rate-limit.js';
-import { type Access, authorize } from '../tenancy/access.js';
+import { type Access, type AccessTarget, authorize } from '../tenancy/access.js';
 import { isOperatorToken } from '../tenancy/operator.js';
 import { authenticateToken, type Principal } from '../tenancy/tokens.js';
 import { clientAddress } from './client-address.js';
@@ -52,15 +52,33 @@ export async function authenticate(context: Context, request: FastifyRequest): P
  * The workspace a request is about: the path's, else the `workspace_id` query. A workspace token
  * that names none is taken to mean its own workspace.
  */
-export function requestedWorkspace(request: FastifyRequest): string | undefined {
+export function requestedWorkspace(
+  request: FastifyRequest,
+  principal: Principal = request.principal,
+): string | undefined {
   const params = request.params as Record<string, string | undefined>;
   const query = request.query as Record<string, unknown> | undefined;
   const named =
     params.workspace ?? (typeof query?.workspace_id === 'string' ? query.workspace_id : undefined);
   if (named !== undefined) return named;
-  return request.principal.kind === 'workspace'
-    ? (request.principal.workspaceId ?? undefined)
-    : undefined;
+  return principal.kind === 'workspace' ? (principal.workspaceId ?? undefined) : undefined;
+}
+
+function accessTarget(request: FastifyRequest, principal: Principal): AccessTarget {
+  const params = request.params as Record<string, string | undefined>;
+  return { tenantId: params.tenant, workspaceId: requestedWorkspace(request, principal) };
+}
+
+/**
+ * The request's token checked again against its route's access, as on arrival: the same look-up
+ * and the same rules, so an answer held open (a live stream) refuses what a new request would.
+ * Throws the 401 or 403 that request would get. No rate limit: those count requests.
+ */
+export async function recheckAccess(context: Context, request: FastifyRequest): Promise<void> {
+  const access = request.routeOptions.config.access;
+  if (!access) return;
+  const principal = await authenticate(context, request);
+  authorize(principal, access, accessTarget(request, principal));
 }
 
 /**
@@ -84,11 +102,7 @@ export function registerAuth(app: FastifyInstance, context: Context): void {
     }
     // Counted before authorisation, so a token probing other tenants spends its own budget.
     perToken.take(request.principal.tokenId);
-    const params = request.params as Record<string, string | undefined>;
-    authorize(request.principal, access, {
-      tenantId: params.tenant,
-      workspaceId: requestedWorkspace(request),
-    });
+    authorize(request.principal, access, accessTarget(request, request.principal));
   };
   // A callback hook: the requests of routes without access (the collector's) pass it without a
   // promise and a turn of the microtask queue each.

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Context } from '../context.js';
+import { AppError, errorBody } from '../errors.js';
 import {
   type LiveEventAfter,
   type LiveEventFilters,
@@ -8,6 +9,9 @@ import {
   liveEventsAfter,
 } from '../ingest/live-events.js';
 import { listenForAdvances } from '../ingest/live-feed.js';
+import { listenForAccessChanges } from '../tenancy/access-changes.js';
+import { requireWorkspace } from '../tenancy/workspaces.js';
+import { recheckAccess } from './auth.js';
 
 /** Between the comment lines that keep an idle connection open through proxies. */
 const HEARTBEAT_MS = 15_000;
@@ -26,6 +30,10 @@ export interface LiveStreamState {
  * then the lines each committed batch of the workspace adds, read only when the in-process
  * notifier says there are some; a comment every 15 s. Answers its `close`, which ends it (the
  * client going away calls it too).
+ *
+ * The stream's access is checked as a new request's would be before every message after the
+ * first, and at once when the tenant's access changes (a token revoked, the tenant's rows
+ * removed): a refusal is sent as an `error` event with the error body, and the stream ends.
  */
 export function serveLiveStream(
   context: Context,
@@ -48,6 +56,21 @@ export function serveLiveStream(
   let target = stream.after;
   let reading: Promise<void> | null = null;
 
+  /** Throws the refusal a new request for this stream would get now. */
+  const stillAllowed = async () => {
+    await recheckAccess(context, request);
+    await context.store.read((session) =>
+      requireWorkspace(session, stream.scope.tenantId, stream.scope.workspaceId),
+    );
+  };
+  /** A refusal is said before the end; a fault (a 503, a failed read) only ends the stream. */
+  const fail = (error: unknown) => {
+    if (closed) return;
+    if (error instanceof AppError && error.status < 500)
+      raw.write(`event: error\ndata: ${JSON.stringify(errorBody(error))}\n\n`);
+    else request.log.warn({ err: error }, 'live event stream failed to read');
+    close();
+  };
   const send = (rows: LiveEventAfter[]) => {
     for (const { seq, event } of rows) {
       raw.write(`id: ${liveCursor(seq)}\nevent: line\ndata: ${JSON.stringify(event)}\n\n`);
@@ -66,7 +89,11 @@ export function serveLiveStream(
         STREAM_CHUNK,
       );
       if (closed) return;
-      send(rows);
+      if (rows.length > 0) {
+        await stillAllowed();
+        if (closed) return;
+        send(rows);
+      }
       if (rows.length < STREAM_CHUNK) {
         // Rows up to the goal that the filters left out need not be read again.
         stream.after = Math.max(stream.after, goal);
@@ -77,10 +104,7 @@ export function serveLiveStream(
   const wake = () => {
     if (reading !== null || closed) return;
     reading = catchUp()
-      .catch((error: unknown) => {
-        request.log.warn({ err: error }, 'live event stream failed to read');
-        close();
-      })
+      .catch(fail)
       .finally(() => {
         reading = null;
         if (!closed && target > stream.after) wake();
@@ -95,13 +119,21 @@ export function serveLiveStream(
     target = Math.max(target, advance.last_seq);
     if (target > stream.after) wake();
   });
-  const heartbeat = setInterval(() => raw.write(': heartbeat\n\n'), HEARTBEAT_MS);
+  const stopWatchingAccess = listenForAccessChanges(context.store, (tenantId) => {
+    if (tenantId === stream.scope.tenantId) stillAllowed().catch(fail);
+  });
+  const heartbeat = setInterval(() => {
+    stillAllowed().then(() => {
+      if (!closed) raw.write(': heartbeat\n\n');
+    }, fail);
+  }, HEARTBEAT_MS);
   heartbeat.unref();
   const close = () => {
     if (closed) return;
     closed = true;
     clearInterval(heartbeat);
     stopListening();
+    stopWatchingAccess();
     onClose(close);
     raw.end();
   };

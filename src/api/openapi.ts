@@ -170,7 +170,7 @@ function operationOf(route: DocumentedRoute, path: string): JsonSchema {
     responses[status] = {
       description:
         type === 'text/event-stream'
-          ? 'Server-sent events: each `data:` line holds one item, its `id:` a cursor to resume from (`Last-Event-ID`)'
+          ? 'Server-sent events: each `line` event holds one item in `data:`, its `id:` a cursor to resume from (`Last-Event-ID`). The token is checked before every message: once it may no longer read the stream (revoked, or its tenant or workspace gone), an `error` event holds the error body and the stream ends'
           : `${status} answer`,
       content: { [type]: { schema: toJsonSchema(response, 'output') } },
     };

@@ -5,6 +5,7 @@ import type { Context } from '../context.js';
 import { PRIVATE_DIR_MODE } from '../store/file-modes.js';
 import type { Session } from '../store/session.js';
 import { sqlStringLiteral } from '../store/sql-files.js';
+import { announceAccessChange } from '../tenancy/access-changes.js';
 import { busStagingDir } from './bus-batch.js';
 
 /**
@@ -110,6 +111,7 @@ export async function deleteTenantRows(context: Context, tenantId: string): Prom
     },
     { large: true },
   );
+  announceAccessChange(context.store, tenantId);
 }
 
 /** Whether this database holds the tenant. */

@@ -3,6 +3,7 @@ import { type Context, nowIso } from '../context.js';
 import { NotFoundError, ValidationError } from '../errors.js';
 import { decodeCursor, type Page, type PageQuery, toPage } from '../store/cursor.js';
 import type { Session } from '../store/session.js';
+import { announceAccessChange } from './access-changes.js';
 import { requireRoom } from './quotas.js';
 import {
   digestToken,
@@ -109,7 +110,7 @@ export async function revokeToken(
   tenantId: string,
   tokenId: string,
 ): Promise<TokenListing> {
-  return context.store.write(async (session) => {
+  const listing = await context.store.write(async (session) => {
     const revoked = await session.run('revoke_token', {
       tenant_id: tenantId,
       token_id: tokenId,
@@ -121,6 +122,8 @@ export async function revokeToken(
       token_id: tokenId,
     })) as TokenListing;
   });
+  announceAccessChange(context.store, tenantId);
+  return listing;
 }
 
 export type Principal =

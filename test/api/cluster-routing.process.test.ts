@@ -395,6 +395,51 @@ describe('one API on any owner (cluster mode)', () => {
     }
   });
 
+  it('ends a stream through the other owner within a second of its token being revoked there', async ({
+    annotate,
+  }) => {
+    const minted = await send(b, acme.tenant, 'POST', '/v1/tenants/acme/tokens', {
+      body: { kind: 'workspace', workspace_id: 'eu', name: 'forwarded streamer' },
+    });
+    expect(minted.status).toBe(201);
+    const { token, token_id } = minted.body as { token: string; token_id: string };
+    const response = await fetch(`${b.url}/v1/tenants/acme/workspaces/eu/events/stream`, {
+      headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' },
+      signal: AbortSignal.timeout(15_000),
+    });
+    expect(response.status).toBe(200);
+    const reader = (response.body as ReadableStream<Uint8Array>).getReader();
+    const decoder = new TextDecoder();
+    let text = '';
+    while (!text.includes(': connected')) {
+      const chunk = await reader.read();
+      if (chunk.done) throw new Error('the stream ended before it opened');
+      text += decoder.decode(chunk.value, { stream: true });
+    }
+
+    const sent = performance.now();
+    expect(
+      (await send(b, acme.tenant, 'DELETE', `/v1/tenants/acme/tokens/${token_id}`)).status,
+    ).toBe(204);
+    // Within the issue's second, with room for a loaded machine.
+    const ended = AbortSignal.timeout(1_500);
+    for (;;) {
+      const chunk = await Promise.race([
+        reader.read(),
+        new Promise<never>((_, reject) =>
+          ended.addEventListener('abort', () => reject(new Error('the stream did not end'))),
+        ),
+      ]);
+      if (chunk.done) break;
+      text += decoder.decode(chunk.value, { stream: true });
+    }
+    await annotate(`ended ${(performance.now() - sent).toFixed(0)} ms after the DELETE was sent`);
+    expect(text).toContain(
+      'event: error\ndata: {"error":{"code":"unauthorized","message":"unknown or revoked token"}}',
+    );
+    expect(text).not.toContain('event: line');
+  });
+
   it('forwards a forwarded request no further: the loop guard answers 503', async () => {
     const looped = await send(a, acme.tenant, 'GET', '/v1/tenants/initech/workspaces', {
       headers: { 'x-cds-forwarded-from': 'b' },

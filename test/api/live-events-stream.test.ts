@@ -1,6 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { STREAMS_PER_TOKEN } from '../../src/api/routes/live-events.js';
 import type { LiveEvent } from '../../src/ingest/live-events.js';
+import { deleteTenantRows } from '../../src/shards/tenant-rows.js';
+import { operatorToken } from '../../src/tenancy/operator.js';
 import type { TestEnv } from '../helpers/context.js';
 import { envelope, sendServer } from '../helpers/events.js';
 import { openSeededEnv } from '../helpers/seeded.js';
@@ -53,6 +55,24 @@ class LiveStream {
   /** The next comment line (`: …`), or null when the stream ends first. */
   nextComment(timeoutMs = 10_000): Promise<string | null> {
     return this.nextBlock((text) => text.startsWith(':'), timeoutMs);
+  }
+
+  /**
+   * Waits for the stream to end, up to `timeoutMs`, and answers the `error` event it ended with
+   * (null without one); a line sent before the end fails the test.
+   */
+  async end(timeoutMs: number): Promise<{ error: unknown }> {
+    const deadline = performance.now() + timeoutMs;
+    let error: unknown = null;
+    for (;;) {
+      const block = await this.nextBlock(
+        (text) => !text.startsWith(':'),
+        deadline - performance.now(),
+      );
+      if (block === null) return { error };
+      expect(block).toMatch(/^event: error\ndata: /);
+      error = JSON.parse(block.slice(block.indexOf('data: ') + 6));
+    }
   }
 
   private async nextBlock(wanted: (block: string) => boolean, timeoutMs: number) {
@@ -239,5 +259,107 @@ describe('GET /v1/tenants/{t}/workspaces/{w}/events/stream', () => {
     await env.app.close();
     expect(Date.now() - started).toBeLessThan(5_000);
     expect(await stream.next()).toBeNull();
+  });
+});
+
+/** The issue's "within 1 s", with room for a loaded machine; each test records its figure. */
+const ENDS_WITHIN_MS = 1_500;
+
+async function request(method: string, path: string, token: string, body?: unknown) {
+  const response = await fetch(`${origin}${path}`, {
+    method,
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+    },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : null };
+}
+
+async function mintWorkspaceToken(): Promise<{ token_id: string; token: string }> {
+  const minted = await request('POST', '/v1/tenants/acme/tokens', tokens.tenant, {
+    kind: 'workspace',
+    workspace_id: 'eu',
+    name: 'streamer',
+  });
+  expect(minted.status).toBe(201);
+  return minted.body;
+}
+
+describe('a live stream whose access is gone', () => {
+  it('ends within a second of its token being revoked, saying 401 as a new request would', async ({
+    annotate,
+  }) => {
+    const minted = await mintWorkspaceToken();
+    const revokedStream = await openStream(minted.token);
+    const otherStream = await openStream(tokens.tenant);
+    const delivered = await ingestOne({ identifiers: { email: 'before@example.com' } });
+    expect((await revokedStream.next())?.event.event_id).toBe(delivered);
+    expect((await otherStream.next())?.event.event_id).toBe(delivered);
+
+    const sent = performance.now();
+    const revoked = await request(
+      'DELETE',
+      `/v1/tenants/acme/tokens/${minted.token_id}`,
+      tokens.tenant,
+    );
+    expect(revoked.status).toBe(204);
+    const { error } = await revokedStream.end(ENDS_WITHIN_MS);
+    await annotate(`ended ${(performance.now() - sent).toFixed(0)} ms after the DELETE was sent`);
+    expect(error).toEqual({ error: { code: 'unauthorized', message: 'unknown or revoked token' } });
+    expect((await request('GET', STREAM, minted.token)).status).toBe(401);
+
+    // Another token's stream of the same workspace goes on.
+    const next = await ingestOne({ identifiers: { email: 'after@example.com' } });
+    expect((await otherStream.next())?.event.event_id).toBe(next);
+  });
+
+  it('ends at its next message once its workspace token no longer covers the workspace', async ({
+    annotate,
+  }) => {
+    const minted = await mintWorkspaceToken();
+    const stream = await openStream(minted.token);
+    expect(await stream.nextComment()).toBe(': connected');
+    // No route rebinds a token: the row is changed as a restore or a repair could leave it, and
+    // nothing announces it, so only the check before each message can see it.
+    await env.context.store.write((session) =>
+      session.runText("UPDATE tokens SET workspace_id = 'us' WHERE token_id = $token_id", {
+        token_id: minted.token_id,
+      }),
+    );
+    const committed = performance.now();
+    await ingestOne({ identifiers: { email: 'elsewhere@example.com' } });
+    const { error } = await stream.end(ENDS_WITHIN_MS);
+    await annotate(`ended ${(performance.now() - committed).toFixed(0)} ms after the batch began`);
+    expect(error).toEqual({
+      error: { code: 'forbidden', message: 'this workspace token belongs to another workspace' },
+    });
+  });
+
+  it('ends within a second of its tenant leaving the database, for its tokens and the operator', async ({
+    annotate,
+  }) => {
+    const workspaceStream = await openStream(tokens.workspace);
+    const operatorStream = await openStream(operatorToken(env.context.dataDir.masterKey));
+    expect(await workspaceStream.nextComment()).toBe(': connected');
+    expect(await operatorStream.nextComment()).toBe(': connected');
+
+    // What the shard a tenant moved away from does last (tenant-moves.ts, dropCopy).
+    const removed = performance.now();
+    await deleteTenantRows(env.context, 'acme');
+    const [workspaceEnd, operatorEnd] = await Promise.all([
+      workspaceStream.end(ENDS_WITHIN_MS),
+      operatorStream.end(ENDS_WITHIN_MS),
+    ]);
+    const took = performance.now() - removed;
+    await annotate(`both ended within ${took.toFixed(0)} ms of the delete starting`);
+    expect(workspaceEnd.error).toEqual({
+      error: { code: 'unauthorized', message: 'unknown or revoked token' },
+    });
+    expect(operatorEnd.error).toEqual({
+      error: { code: 'not_found', message: 'workspace eu does not exist in tenant acme' },
+    });
   });
 });

@@ -112,6 +112,7 @@ describe('GET /openapi.json', () => {
     const streamed = (liveStream.responses as Record<string, Json>)['200'] as Json;
     expect(Object.keys(streamed.content as Json)).toEqual(['text/event-stream']);
     expect(JSON.stringify(streamed.content)).toContain('outcome');
+    expect(streamed.description).toContain('an `error` event holds the error body');
     expect(liveStream.security).toContainEqual({ workspaceToken: [] });
     const securityOf = (path: string) => (paths[path]?.post as Json | undefined)?.security;
     expect(securityOf('/v1/batch')).toEqual([{ writeKey: [] }, { collectorToken: [] }]);

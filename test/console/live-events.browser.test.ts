@@ -140,4 +140,44 @@ describe('the live events page (issue 31, item 3)', () => {
     await expect.poll(() => rowOf('page_viewed').count()).toBeGreaterThan(0);
     await expect.poll(() => rowOf('identify').count()).toBe(0);
   });
+
+  it('ends the feed within a second of its token being revoked, saying why, and does not reconnect', async () => {
+    const tenantCall = (method: string, path: string, body?: unknown) =>
+      fetch(`${served.url}${path}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${served.tokens.tenant}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    const minted = await tenantCall('POST', '/v1/tenants/acme/tokens', {
+      kind: 'workspace',
+      workspace_id: 'eu',
+      name: 'console reader',
+    });
+    expect(minted.status).toBe(201);
+    const { token, token_id } = (await minted.json()) as { token: string; token_id: string };
+    const reader = await (await browser.newContext()).newPage();
+    try {
+      await signIn(reader, served.url, token);
+      await reader.goto(`${served.url}/console/#/live`);
+      const status = reader.getByRole('status');
+      await expect.poll(() => status.textContent()).toMatch(/live/);
+      const streams: string[] = [];
+      reader.on('request', (request) => {
+        if (request.url().endsWith('/events/stream')) streams.push(request.url());
+      });
+
+      expect((await tenantCall('DELETE', `/v1/tenants/acme/tokens/${token_id}`)).status).toBe(204);
+      await expect
+        .poll(() => status.textContent(), { timeout: 1_500 })
+        .toBe('Feed: ended: unknown or revoked token');
+      // Past the page's reconnect delay: a refused feed is not asked for again.
+      await new Promise((resolve) => setTimeout(resolve, 3_500));
+      expect(streams).toEqual([]);
+    } finally {
+      await reader.context().close();
+    }
+  });
 });

@@ -1,9 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { durableName, EVENTS_STREAM } from '../../src/bus/subjects.js';
 import { type ShardAssignment, ShardMap } from '../../src/shards/shard-map.js';
+import { parseMasterKey } from '../../src/store/data-dir.js';
+import { operatorToken } from '../../src/tenancy/operator.js';
 import {
   exactlyOnce,
   publishMany,
+  SHARED_MASTER_KEY,
   seedShardDir,
   shardRows,
   useOwnerCluster,
@@ -13,16 +16,39 @@ import { tempDir } from '../helpers/temp-dirs.js';
 
 const bus = useOwnerCluster();
 
+/**
+ * Reads a live stream to its end, keeping its last bytes (the lines before are the tenant's
+ * events); answers when it ended and those bytes.
+ */
+async function readToEnd(url: string, token: string, signal: AbortSignal) {
+  const response = await fetch(url, {
+    headers: { authorization: `Bearer ${token}`, accept: 'text/event-stream' },
+    signal,
+  });
+  if (response.status !== 200) throw new Error(`the stream answered ${response.status}`);
+  const decoder = new TextDecoder();
+  let tail = '';
+  for await (const chunk of response.body as ReadableStream<Uint8Array>) {
+    tail = (tail + decoder.decode(chunk, { stream: true })).slice(-4096);
+  }
+  return { endedAt: performance.now(), tail };
+}
+
 describe('moving a tenant between shards under load', () => {
-  it('copies its rows to the new shard and goes on from the sequence it copied: nothing lost, doubled or left behind', async () => {
+  it('copies its rows to the new shard and goes on from the sequence it copied: nothing lost, doubled or left behind; a stream held on the old shard ends', async ({
+    annotate,
+  }) => {
     const dirA = tempDir();
     const dirB = tempDir();
     await Promise.all([seedShardDir(dirA, ['tau', 'ursa']), seedShardDir(dirB, ['vega'])]);
     const [a, b] = await Promise.all([bus.owner('a', dirA), bus.owner('b', dirB)]);
     const map = await ShardMap.open(bus.admin);
     const seen: ShardAssignment[] = [];
+    let switchedAt = Number.NaN;
     const watch = await map.watch((tenantId, entry) => {
-      if (tenantId === 'tau' && entry) seen.push(entry.assignment);
+      if (tenantId !== 'tau' || !entry) return;
+      seen.push(entry.assignment);
+      if (entry.assignment.shard === 'b') switchedAt = performance.now();
     });
 
     // Events of tau keep flowing through the whole move.
@@ -36,6 +62,12 @@ describe('moving a tenant between shards under load', () => {
       }
     })();
     const ursa = await publishMany(bus.collector, 'ursa', 200);
+    // A live stream of tau held open on A, which stops holding tau when the move is done.
+    const stream = readToEnd(
+      `${a.url}/v1/tenants/tau/workspaces/w1/events/stream`,
+      operatorToken(parseMasterKey(SHARED_MASTER_KEY, 'test')),
+      AbortSignal.timeout(120_000),
+    );
     // A has committed some of tau's events (acks follow commits) before the move asks for them.
     // The consumer's own sequence counts tau's messages only; its stream sequence also moves
     // over other tenants' messages, acked or not.
@@ -68,6 +100,15 @@ describe('moving a tenant between shards under load', () => {
     await waitDrained(bus.admin, ['tau', 'ursa']);
     // A deletes its copy once it sees tau active on b.
     await new Promise((resolve) => setTimeout(resolve, 1000));
+    const { endedAt, tail } = await stream;
+    await annotate(
+      `the stream on A ended ${(endedAt - switchedAt).toFixed(0)} ms after the test's watch of the map saw tau on b`,
+    );
+    // A ends it when it drops its copy, right after it sees the switch.
+    expect(endedAt - switchedAt).toBeLessThan(5_000);
+    expect(tail).toMatch(
+      /event: error\ndata: \{"error":\{"code":"not_found","message":"workspace w1 does not exist in tenant tau"\}\}\n\n$/,
+    );
     await a.stop();
     await b.stop();
     watch.stop();
