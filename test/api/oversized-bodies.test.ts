@@ -4,6 +4,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UNREAD_BODY_DRAIN_BYTES } from '../../src/api/unread-body.js';
+import { TRACKING_CALLS } from '../../src/collector/tracking-api/spec.js';
 import { BODY_LIMIT_BYTES } from '../../src/http/body-limit.js';
 import type { TestEnv } from '../helpers/context.js';
 import { envelope } from '../helpers/events.js';
@@ -14,7 +15,7 @@ import { basicAuth, mintWriteKey } from '../helpers/tracking-api.js';
 const OVERSIZED_BYTES = 2 * 1024 * 1024;
 const SENDS = 50;
 /** Requests in flight at once, each on its own connection: a load, not a flood, on 2 cores. */
-const IN_FLIGHT = 10;
+const IN_FLIGHT = 25;
 
 interface Answer {
   status: number;
@@ -41,7 +42,7 @@ interface Send {
  * close resets it. Written at once, 2 MiB fit in loopback's socket buffers before any answer.
  */
 async function writeSlowly(request: ClientRequest, body: Buffer): Promise<void> {
-  const piece = 64 * 1024;
+  const piece = 128 * 1024;
   for (let at = 0; at < body.length && !request.destroyed; at += piece) {
     request.write(body.subarray(at, at + piece));
     await delay(1);
@@ -162,15 +163,13 @@ const segment = () => ({ authorization: basicAuth(writeKey) });
 const control = () => ({ authorization: `Bearer ${tokens.tenant}` });
 
 /** Every route that takes a body from outside, by what it authenticates with. */
-const INTAKE_ROUTES: [string, () => Record<string, string>][] = [
+const INTAKE_ROUTES: (readonly [string, () => Record<string, string>])[] = [
   ['/v1/events', browser],
   ['/v1/events/batch', browser],
   ['/v1/server/events', server],
   ['/v1/server/events/batch', server],
   ['/v1/batch', segment],
-  ['/v1/track', segment],
-  ['/v1/identify', segment],
-  ['/v1/page', segment],
+  ...TRACKING_CALLS.map((call) => [`/v1/${call}`, segment] as const),
   ['/v1/tenants/acme/event-types/oversized', control],
 ];
 
@@ -217,6 +216,23 @@ describe('a 2 MiB body, over the 1 MiB limit', () => {
       }
     },
   );
+
+  it('sent by fetch over kept-alive connections is answered 413 with the error body, 50 times of 50', async () => {
+    const answers = await Promise.all(
+      Array.from({ length: SENDS }, async () => {
+        const response = await fetch(new URL('/v1/server/events/batch', url), {
+          method: 'POST',
+          headers: { ...server(), 'content-type': 'application/json' },
+          body,
+        });
+        return { status: response.status, body: await response.text() };
+      }),
+    );
+    for (const answer of answers) {
+      expect(answer.status).toBe(413);
+      expect(JSON.parse(answer.body).error.code).toBe('payload_too_large');
+    }
+  });
 
   it('with a token refused before the body is read is answered 401, 50 times of 50', async () => {
     expectAnswered(
