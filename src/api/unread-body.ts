@@ -69,7 +69,8 @@ export function answerAfterUnreadBody(app: FastifyInstance): void {
     else response.writeContinue();
     app.server.emit('request', request, response);
   });
-  // A callback hook: every answer passes it, and nearly all find their body read.
+  // A callback hook: every answer passes it, and nearly all find their body read. `complete` is
+  // Node's; a request through `inject` (the CLI's in-process admin, tests) has only `readableEnded`.
   app.addHook('onSend', (request, reply, payload, done) => {
     if (request.raw.complete || request.raw.readableEnded) {
       done(null, payload);
