@@ -1,8 +1,9 @@
 // Builds the console (console/, Preact) into dist/console/: one JavaScript and one CSS file with
 // hashed names (cached for a year), index.html naming them (never cached), and a gzip and a
 // brotli copy of each beside it, which @fastify/static sends to a browser that takes them. No
-// inline script, so the Content-Security-Policy can forbid it (docs/console.md).
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+// inline script, so the Content-Security-Policy can forbid it (docs/console.md). The icon,
+// favicon.svg, is linked from index.html and also answers `/favicon.ico` (src/api/console.ts).
+import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { brotliCompressSync, constants, gzipSync } from 'node:zlib';
 import { build } from 'esbuild';
@@ -39,6 +40,7 @@ writeFileSync(
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>cds console</title>
+<link rel="icon" href="favicon.svg" type="image/svg+xml">
 <link rel="stylesheet" href="assets/${basename(style)}">
 <script type="module" src="assets/${basename(script)}"></script>
 </head>
@@ -49,7 +51,10 @@ writeFileSync(
 `,
 );
 
-for (const path of [...outputs, join(OUT, 'index.html')]) {
+const ICON = join(OUT, 'favicon.svg');
+copyFileSync('console/favicon.svg', ICON);
+
+for (const path of [...outputs, join(OUT, 'index.html'), ICON]) {
   const bytes = readFileSync(path);
   writeFileSync(`${path}.gz`, gzipSync(bytes, { level: 9 }));
   writeFileSync(

@@ -11,6 +11,7 @@ import { handleError, handleNotFound } from './error-handler.js';
 import { FORWARDED_FROM } from './forward.js';
 import { answerServerEdges, checkRequestLine, httpEdgeOptions } from './http-edges.js';
 import { recordRoutes } from './openapi.js';
+import { answerAfterUnreadBody } from './unread-body.js';
 
 const { fastify: Fastify, LogController } = requirePackage<typeof import('fastify')>('fastify');
 
@@ -93,6 +94,7 @@ export function createBaseApp(
     done();
   });
   answerServerEdges(app);
+  answerAfterUnreadBody(app);
   let closing = false;
   app.addHook('preClose', async () => {
     closing = true;

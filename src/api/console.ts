@@ -25,6 +25,17 @@ export const CONSOLE_CSP = [
 /** Hashed names change with their content: a browser may keep them for a year. */
 const IMMUTABLE = 'public, max-age=31536000, immutable';
 
+/** The icon keeps its name across versions: kept a day. */
+const ICON_CACHE = 'public, max-age=86400';
+
+/** What a browser may keep of a console file: index.html names the current assets. */
+function cacheControlOf(path: string): string {
+  const name = basename(path);
+  if (name.startsWith('index.html')) return 'no-cache';
+  if (name.startsWith('favicon.svg')) return ICON_CACHE;
+  return IMMUTABLE;
+}
+
 /**
  * `GET /console/` and its assets (issue 31), precompressed, from the same origin as the `/v1` API
  * the console calls with the token it is given. No route here reads a token: the files are the
@@ -44,12 +55,11 @@ export function consoleRoutes(app: FastifyInstance): void {
       response.setHeader('content-security-policy', CONSOLE_CSP);
       response.setHeader('x-content-type-options', 'nosniff');
       response.setHeader('referrer-policy', 'no-referrer');
-      // index.html (or its .gz, .br) names the current assets: always asked again.
-      response.setHeader(
-        'cache-control',
-        basename(path).startsWith('index.html') ? 'no-cache' : IMMUTABLE,
-      );
+      response.setHeader('cache-control', cacheControlOf(path));
     },
   });
   app.get('/console', (_request, reply) => reply.redirect('/console/', 301));
+  // Browsers ask for the site's icon here on any page they show, JSON answers and /docs included;
+  // the console's own pages link it under /console/.
+  app.get('/favicon.ico', (_request, reply) => reply.sendFile('favicon.svg'));
 }

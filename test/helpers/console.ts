@@ -146,3 +146,32 @@ export async function expectAccessible(page: Page, what: string): Promise<void> 
     .map((violation) => `${violation.id}: ${violation.help} (${violation.nodes.length} nodes)`);
   expect(grave, `axe on ${what}`).toEqual([]);
 }
+
+/** What went wrong on a page while it was watched, each as one line naming it. */
+export interface PageFaults {
+  /** Requests answered 400 or above, failed on the network, console errors and thrown errors. */
+  readonly lines: string[];
+}
+
+/**
+ * Watches `page` from now on: every request the browser makes (its own, such as the site icon,
+ * included) that fails or is answered 400 or above, every console error and every uncaught error.
+ * A request the page gives up itself (a stream it closes on leaving) is no fault.
+ */
+export function watchFaults(page: Page): PageFaults {
+  const lines: string[] = [];
+  page.on('response', (response) => {
+    if (response.status() >= 400)
+      lines.push(`${response.status()} ${response.request().method()} ${response.url()}`);
+  });
+  page.on('requestfailed', (request) => {
+    const failure = request.failure()?.errorText ?? 'failed';
+    if (failure !== 'net::ERR_ABORTED')
+      lines.push(`${failure} ${request.method()} ${request.url()}`);
+  });
+  page.on('console', (message) => {
+    if (message.type() === 'error') lines.push(`console error: ${message.text()}`);
+  });
+  page.on('pageerror', (error) => lines.push(`uncaught: ${error.message}`));
+  return { lines };
+}

@@ -98,11 +98,27 @@ const AUTOMATIONS = [
 ] as const;
 
 /**
+ * A new segment, for a token that may write. A read-only token is told so and nothing is asked of
+ * the API: the preview, like the save, takes a tenant or operator token (docs/decisions.md "Which
+ * token reads what"), so the builder's requests would only be refused.
+ */
+export function SegmentBuilder() {
+  if (!canWrite.value)
+    return (
+      <section>
+        <h1>New segment</h1>
+        <p>This token is read-only: it cannot create segments.</p>
+      </section>
+    );
+  return <SegmentForm />;
+}
+
+/**
  * A new segment: its rule, the exact preview as the rule changes, and the save. The API's segments
  * are create-only (a definition is never rewritten under the members it already has), so there is
  * no editing of a saved one here.
  */
-export function SegmentBuilder() {
+function SegmentForm() {
   const tenant = session.tenant.value;
   const workspace = session.workspace.value;
   const metrics = useSignal<WorkspaceMetric[] | null>(null);
@@ -190,13 +206,6 @@ export function SegmentBuilder() {
     return merged;
   });
 
-  if (!canWrite.value)
-    return (
-      <section>
-        <h1>New segment</h1>
-        <p>This token is read-only: it cannot create segments.</p>
-      </section>
-    );
   if (!tenant || !workspace) return <p class="loading">Choose a workspace.</p>;
   if (loadError.value)
     return <p class="error">The metrics could not be loaded: {loadError.value}</p>;
