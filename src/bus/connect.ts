@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import type { Kvm } from '@nats-io/kv';
-import type { Authenticator, NatsConnection } from '@nats-io/transport-node';
+import type { Authenticator, NatsConnection, TlsOptions } from '@nats-io/transport-node';
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
 import { requirePackage } from '../require-package.js';
@@ -28,6 +28,11 @@ export interface BusSettings {
   servers: readonly string[];
   /** `--bus-creds`: unset, the process connects without credentials (a closed bus refuses it). */
   credsPath?: string | undefined;
+  /** `--bus-ca`: the CA that signed the nodes' certificates; unset, Node's default CAs. */
+  caPath?: string | undefined;
+  /** `--bus-cert` and `--bus-key`: this process's client certificate, for nodes that verify one. */
+  certPath?: string | undefined;
+  keyPath?: string | undefined;
 }
 
 type TransportNode = typeof import('@nats-io/transport-node');
@@ -49,6 +54,19 @@ export function natsPackages(): {
 
 const passwordCreds = z.strictObject({ user: z.string().min(1), password: z.string().min(1) });
 const NKEY_SEED = /^SU[A-Z2-7]{56}$/;
+
+/** A `{"user","password"}` JSON file, as `--bus-creds` and `cds bus config --route-creds` take. */
+export function readPasswordCreds(path: string, flag: string): { user: string; password: string } {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    throw new ConfigError(flag, `${path} cannot be read as JSON (${(error as Error).message})`);
+  }
+  const creds = passwordCreds.safeParse(parsed);
+  if (!creds.success) throw new ConfigError(flag, `${path} is not {"user": …, "password": …} JSON`);
+  return creds.data;
+}
 
 /** The authenticator a credentials file names: `{"user","password"}` JSON, or an nkey seed. */
 function authenticatorOf(path: string, transport: TransportNode): Authenticator {
@@ -74,6 +92,33 @@ function authenticatorOf(path: string, transport: TransportNode): Authenticator 
   return transport.usernamePasswordAuthenticator(creds.data.user, creds.data.password);
 }
 
+function readPem(path: string, flag: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new ConfigError(flag, `${path} cannot be read (${(error as Error).message})`);
+  }
+}
+
+/**
+ * The client's TLS options, read at start so a missing file is a config error naming its flag.
+ * Any of them asks for TLS: the client then refuses a node that does not offer it.
+ */
+function tlsOf(settings: BusSettings): TlsOptions | undefined {
+  const { caPath, certPath, keyPath } = settings;
+  if (!caPath && !certPath && !keyPath) return undefined;
+  if (!certPath !== !keyPath)
+    throw new ConfigError(
+      certPath ? '--bus-key' : '--bus-cert',
+      'is required with the other: a client certificate needs its key',
+    );
+  return {
+    ...(caPath ? { ca: readPem(caPath, '--bus-ca') } : {}),
+    ...(certPath ? { cert: readPem(certPath, '--bus-cert') } : {}),
+    ...(keyPath ? { key: readPem(keyPath, '--bus-key') } : {}),
+  };
+}
+
 /** One process's connection to the bus, with the JetStream and key-value clients over it. */
 export interface BusConnection {
   readonly role: BusRole;
@@ -95,6 +140,7 @@ export async function connectBus(settings: BusSettings, role: BusRole): Promise<
   const authenticator = settings.credsPath
     ? authenticatorOf(settings.credsPath, transport)
     : undefined;
+  const tls = tlsOf(settings);
   const log = componentLog('bus');
   let nc: NatsConnection;
   try {
@@ -105,6 +151,7 @@ export async function connectBus(settings: BusSettings, role: BusRole): Promise<
       maxReconnectAttempts: -1,
       reconnectTimeWait: 250,
       ...(authenticator ? { authenticator } : {}),
+      ...(tls ? { tls } : {}),
     });
   } catch (error) {
     throw new ConfigError(
