@@ -154,9 +154,16 @@ export async function connectBus(settings: BusSettings, role: BusRole): Promise<
       ...(tls ? { tls } : {}),
     });
   } catch (error) {
+    const { message } = error as Error;
+    // A node that verifies client certificates drops a client without one after its TLS 1.3
+    // handshake, which the client sees only as a connection that never answers.
+    const hint =
+      tls && !settings.certPath && /timeout/i.test(message)
+        ? ' (if the nodes verify client certificates, give --bus-cert and --bus-key)'
+        : '';
     throw new ConfigError(
       '--bus',
-      `cannot connect to ${settings.servers.join(',')} as ${role}: ${(error as Error).message}`,
+      `cannot connect to ${settings.servers.join(',')} as ${role}: ${message}${hint}`,
     );
   }
   (async () => {

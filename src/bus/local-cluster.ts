@@ -26,7 +26,8 @@ export function natsServerPath(): string {
   return found;
 }
 
-async function freePort(): Promise<number> {
+/** A loopback port nothing listens on now. */
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);
@@ -66,7 +67,7 @@ async function metaLeaderElected(nodes: readonly NodeConfig[], deadline: number)
  */
 const LOCAL_BCRYPT_COST = 4;
 
-export interface LocalCluster {
+export interface LocalCluster extends RunningNodes {
   /** `tls://127.0.0.1:port` of every node, for `--bus`. */
   servers: string[];
   nodes: NodeConfig[];
@@ -78,11 +79,6 @@ export interface LocalCluster {
   settings(role: BusRole): BusSettings;
   /** The same as CLI flags: `--bus … --bus-creds … --bus-ca …`. */
   flags(role: BusRole): string[];
-  /** Stops node `index` with SIGKILL: no goodbye to its peers. */
-  kill(index: number): Promise<void>;
-  /** Starts node `index` again on its store, and waits until its JetStream is up. */
-  start(index: number): Promise<void>;
-  stop(): Promise<void>;
 }
 
 /**
@@ -93,7 +89,6 @@ export interface LocalCluster {
  * Each node logs to `<dir>/<name>.log`.
  */
 export async function startLocalCluster(dir: string, size = 3): Promise<LocalCluster> {
-  const binary = natsServerPath();
   await mkdir(dir, { recursive: true });
   const nodes: NodeConfig[] = [];
   for (let index = 1; index <= size; index += 1) {
@@ -147,6 +142,50 @@ export async function startLocalCluster(dir: string, size = 3): Promise<LocalClu
       writeFile(configs[index] as string, config, { mode: 0o600 }),
     ),
   );
+  const running = await runNodes(dir, nodes, configs);
+  const servers = rendered.map(({ url }) => url);
+  const settings = (role: BusRole): BusSettings => ({
+    servers,
+    credsPath: creds[role],
+    caPath: tls.caFile,
+  });
+  return {
+    servers,
+    nodes,
+    creds,
+    tls,
+    settings,
+    flags: (role) => [
+      '--bus',
+      servers.join(','),
+      '--bus-creds',
+      creds[role],
+      '--bus-ca',
+      tls.caFile,
+    ],
+    ...running,
+  };
+}
+
+/** The `nats-server` processes of a cluster on this machine. */
+export interface RunningNodes {
+  /** Stops node `index` with SIGKILL: no goodbye to its peers. */
+  kill(index: number): Promise<void>;
+  /** Starts node `index` again on its store, and waits until its JetStream is up. */
+  start(index: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `nats-server -c <config>` for each node, each logging to `<dir>/<name>.log`, and waits
+ * until every one is healthy and they have elected their JetStream metadata leader.
+ */
+export async function runNodes(
+  dir: string,
+  nodes: readonly NodeConfig[],
+  configs: readonly string[],
+): Promise<RunningNodes> {
+  const binary = natsServerPath();
   const processes: (ChildProcess | null)[] = nodes.map(() => null);
 
   const launch = async (index: number) => {
@@ -186,28 +225,15 @@ export async function startLocalCluster(dir: string, size = 3): Promise<LocalClu
 
   await Promise.all(nodes.map((_, index) => launch(index)));
   const deadline = Date.now() + 30_000;
-  await Promise.all(nodes.map((_, index) => healthy(index, deadline)));
-  await metaLeaderElected(nodes, deadline);
-  const servers = rendered.map(({ url }) => url);
-  const settings = (role: BusRole): BusSettings => ({
-    servers,
-    credsPath: creds[role],
-    caPath: tls.caFile,
-  });
+  try {
+    await Promise.all(nodes.map((_, index) => healthy(index, deadline)));
+    await metaLeaderElected(nodes, deadline);
+  } catch (error) {
+    // Nodes left running would outlive the caller, which has nothing to stop them with.
+    await Promise.all(nodes.map((_, index) => killed(index)));
+    throw error;
+  }
   return {
-    servers,
-    nodes,
-    creds,
-    tls,
-    settings,
-    flags: (role) => [
-      '--bus',
-      servers.join(','),
-      '--bus-creds',
-      creds[role],
-      '--bus-ca',
-      tls.caFile,
-    ],
     kill: killed,
     async start(index) {
       await launch(index);
