@@ -15,6 +15,7 @@ import type { NodeConfig } from '../../src/bus/server-config.js';
 import { EVENTS_STREAM } from '../../src/bus/subjects.js';
 import { SHARED_MASTER_KEY, seedShardDir, shardRows, waitDrained } from '../helpers/bus-owners.js';
 import { CDS_BIN, type ChildServer, type CliResult, runCli, startCli } from '../helpers/cli.js';
+import { cdsInProcess } from '../helpers/cli-in-process.js';
 import { tempDir } from '../helpers/temp-dirs.js';
 
 /** `cds …` as a child process with `input` on its stdin. */
@@ -124,6 +125,12 @@ beforeAll(async () => {
   const ports: number[][] = [];
   for (let index = 0; index < 3; index += 1)
     ports.push([await freePort(), await freePort(), await freePort()]);
+  // As docs/scaling.md makes it: base64, whose + / = the route URLs must carry escaped.
+  const routeCreds = join(dir, 'route.json');
+  await writeFile(
+    routeCreds,
+    JSON.stringify({ user: 'route', password: `${randomBytes(18).toString('base64')}+/=` }),
+  );
   const storeDir = join(dir, 'store');
   const result = await runCli([
     'bus',
@@ -135,6 +142,8 @@ beforeAll(async () => {
     hashes.get('owner') as string,
     '--admin-hash',
     hashes.get('admin') as string,
+    '--route-creds',
+    routeCreds,
     '--store-dir',
     storeDir,
     '--max-file-store',
@@ -339,14 +348,14 @@ describe('cds bus config: bad usage', () => {
       /--max-file-store: must be a size/,
     ],
   ])('%j exits 2 naming the flag', async (args, message) => {
-    const result = await runCli(args);
+    const result = await cdsInProcess(args);
     expect(result.code).toBe(2);
     expect(result.stderr).toMatch(message);
     expect(result.stdout).toBe('');
   });
 
   it('prints one node per --node, each with every route, and the --bus value', async () => {
-    const result = await runCli([
+    const result = await cdsInProcess([
       ...base,
       '--collector-hash',
       hash,

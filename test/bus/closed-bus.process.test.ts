@@ -49,6 +49,18 @@ describe('a closed bus (issue 30, item 7)', () => {
     await expect(registry.put('tenant.acme', '{}')).rejects.toThrow(/Permissions Violation/);
   });
 
+  it('lets an owner publish events, as its own collector does, but not delete the stream', async () => {
+    const owner = await cluster.connect('owner');
+    const ack = await owner.js.publish(eventSubject('acme', 'web'), '{}', {
+      msgID: eventMessageId('acme', 'web', `owner-${runId}`),
+    });
+    expect(ack.seq).toBeGreaterThan(0);
+    await expect((await owner.manager()).streams.delete('CDS_EVENTS')).rejects.toThrow(
+      /Permissions Violation/,
+    );
+    await expect(owner.js.publish('other.subject', '{}')).rejects.toThrow(/Permissions Violation/);
+  });
+
   it('lets no collector read the events stream', async () => {
     const collector = await cluster.connect('collector');
     const manager = await collector.manager();
