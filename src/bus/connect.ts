@@ -55,49 +55,45 @@ export function natsPackages(): {
 const passwordCreds = z.strictObject({ user: z.string().min(1), password: z.string().min(1) });
 const NKEY_SEED = /^SU[A-Z2-7]{56}$/;
 
-/** A `{"user","password"}` JSON file, as `--bus-creds` and `cds bus config --route-creds` take. */
-export function readPasswordCreds(path: string, flag: string): { user: string; password: string } {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(readFileSync(path, 'utf8'));
-  } catch (error) {
-    throw new ConfigError(flag, `${path} cannot be read as JSON (${(error as Error).message})`);
-  }
-  const creds = passwordCreds.safeParse(parsed);
-  if (!creds.success) throw new ConfigError(flag, `${path} is not {"user": …, "password": …} JSON`);
-  return creds.data;
-}
-
-/** The authenticator a credentials file names: `{"user","password"}` JSON, or an nkey seed. */
-function authenticatorOf(path: string, transport: TransportNode): Authenticator {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8').trim();
-  } catch (error) {
-    throw new ConfigError('--bus-creds', `${path} cannot be read (${(error as Error).message})`);
-  }
-  if (NKEY_SEED.test(text)) return transport.nkeyAuthenticator(new TextEncoder().encode(text));
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    // Reported below with the shapes it may take.
-  }
-  const creds = passwordCreds.safeParse(parsed);
-  if (!creds.success)
-    throw new ConfigError(
-      '--bus-creds',
-      `${path} is neither {"user": …, "password": …} JSON nor an nkey seed (SU…)`,
-    );
-  return transport.usernamePasswordAuthenticator(creds.data.user, creds.data.password);
-}
-
-function readPem(path: string, flag: string): string {
+/** A file's text, or a config error naming the flag that named it. */
+function readText(path: string, flag: string): string {
   try {
     return readFileSync(path, 'utf8');
   } catch (error) {
     throw new ConfigError(flag, `${path} cannot be read (${(error as Error).message})`);
   }
+}
+
+/** `{"user","password"}` JSON, or null when the text is not that. */
+function passwordCredsOf(text: string): { user: string; password: string } | null {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  const creds = passwordCreds.safeParse(parsed);
+  return creds.success ? creds.data : null;
+}
+
+/** A `{"user","password"}` JSON file, as `cds bus config --route-creds` takes. */
+export function readPasswordCreds(path: string, flag: string): { user: string; password: string } {
+  const creds = passwordCredsOf(readText(path, flag));
+  if (!creds) throw new ConfigError(flag, `${path} is not {"user": …, "password": …} JSON`);
+  return creds;
+}
+
+/** The authenticator a credentials file names: `{"user","password"}` JSON, or an nkey seed. */
+function authenticatorOf(path: string, transport: TransportNode): Authenticator {
+  const text = readText(path, '--bus-creds').trim();
+  if (NKEY_SEED.test(text)) return transport.nkeyAuthenticator(new TextEncoder().encode(text));
+  const creds = passwordCredsOf(text);
+  if (!creds)
+    throw new ConfigError(
+      '--bus-creds',
+      `${path} is neither {"user": …, "password": …} JSON nor an nkey seed (SU…)`,
+    );
+  return transport.usernamePasswordAuthenticator(creds.user, creds.password);
 }
 
 /**
@@ -113,9 +109,9 @@ function tlsOf(settings: BusSettings): TlsOptions | undefined {
       'is required with the other: a client certificate needs its key',
     );
   return {
-    ...(caPath ? { ca: readPem(caPath, '--bus-ca') } : {}),
-    ...(certPath ? { cert: readPem(certPath, '--bus-cert') } : {}),
-    ...(keyPath ? { key: readPem(keyPath, '--bus-key') } : {}),
+    ...(caPath ? { ca: readText(caPath, '--bus-ca') } : {}),
+    ...(certPath ? { cert: readText(certPath, '--bus-cert') } : {}),
+    ...(keyPath ? { key: readText(keyPath, '--bus-key') } : {}),
   };
 }
 

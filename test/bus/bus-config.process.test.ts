@@ -344,6 +344,10 @@ describe('cds bus config: bad usage', () => {
       /--store-dir: must be an absolute path/,
     ],
     [
+      [...base, '--collector-hash', hash, '--route-creds', '/no/such/route.json'],
+      /--route-creds: \/no\/such\/route\.json cannot be read/,
+    ],
+    [
       [...base, '--collector-hash', hash, '--max-file-store', 'lots'],
       /--max-file-store: must be a size/,
     ],
