@@ -1,4 +1,4 @@
-import { createInterface } from 'node:readline/promises';
+import { createInterface } from 'node:readline';
 import { Writable } from 'node:stream';
 import { hashBusPassword } from '../bus/passwords.js';
 import { ConfigError } from '../errors.js';
@@ -13,13 +13,19 @@ export interface BusPasswdFlags {
 async function prompted(): Promise<string> {
   const silent = new Writable({ write: (_chunk, _encoding, done) => done() });
   const reader = createInterface({ input: process.stdin, output: silent, terminal: true });
-  try {
-    process.stderr.write('password: ');
-    const first = await reader.question('');
-    process.stderr.write('\nagain: ');
-    const second = await reader.question('');
+  // Lines are queued as they come, so a line typed ahead of its prompt is not lost.
+  const lines = reader[Symbol.asyncIterator]();
+  const ask = async (prompt: string) => {
+    process.stderr.write(prompt);
+    const line = await lines.next();
     process.stderr.write('\n');
-    if (first !== second) throw new ConfigError('password', 'the two entries differ');
+    if (line.done) throw new ConfigError('password', 'none was typed');
+    return line.value;
+  };
+  try {
+    const first = await ask('password: ');
+    if (first !== (await ask('again: ')))
+      throw new ConfigError('password', 'the two entries differ');
     return first;
   } finally {
     reader.close();

@@ -391,6 +391,31 @@ describe('cds bus passwd', () => {
     expect(long.stderr).toMatch(/password: is 73 bytes; bcrypt reads only the first 72/);
   });
 
+  it('asks twice at a terminal and refuses two entries that differ', async () => {
+    // script(1) (util-linux, in every Debian) gives cds a terminal and types into it.
+    const typed = (input: string) =>
+      new Promise<string>((resolve) => {
+        const child = execFile(
+          'script',
+          [
+            '-q',
+            '-c',
+            `${process.execPath} ${CDS_BIN} bus passwd --cost 4; echo "exit=$?"`,
+            '/dev/null',
+          ],
+          (_error, stdout) => resolve(stdout),
+        );
+        child.stdin?.end(input);
+      });
+    const same = await typed('sesame\rsesame\r');
+    const hash = /\$2b\$04\$\S{53}/.exec(same)?.[0] ?? '';
+    expect(await compare('sesame', hash)).toBe(true);
+    expect(same).toMatch(/password: \r?\nagain: /);
+    expect(same).toMatch(/exit=0/);
+    const differ = await typed('sesame\rother\r');
+    expect(differ).toMatch(/cds: password: the two entries differ\r?\nexit=2/);
+  });
+
   it('hashes at cost 11 by default, as nats server passwd does', async () => {
     const result = await cdsWithInput(['bus', 'passwd', '--json'], 'sesame');
     expect(result.code, result.stderr).toBe(0);
