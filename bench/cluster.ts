@@ -265,12 +265,7 @@ export async function benchCluster(): Promise<void> {
   const nats = await startLocalCluster(natsDir);
   const masterKey = randomBytes(32).toString('hex');
   const env = { ...QUIET_AND_UNLIMITED, CDS_MASTER_KEY: masterKey };
-  const bus = (role: 'collector' | 'owner' | 'admin') => [
-    '--bus',
-    nats.servers.join(','),
-    '--bus-creds',
-    nats.creds[role],
-  ];
+  const bus = (role: 'collector' | 'owner' | 'admin') => nats.flags(role);
   const running: Running[] = [];
   const start = async (args: string[]) => {
     const started = await startQuietly(args, env);
@@ -391,7 +386,7 @@ export async function benchCluster(): Promise<void> {
       [...oneOwner, ...twoOwners].map((tenant) => fill(busCollector.url, tenant, perTenant)),
     );
     await stop(busCollector);
-    const admin = await connectBus({ servers: nats.servers, credsPath: nats.creds.admin }, 'admin');
+    const admin = await connectBus(nats.settings('admin'), 'admin');
     const manager = await admin.manager();
     /** Time from the owners' start until their tenants' consumers have nothing pending. */
     const ingestRun = async (shards: string[], tenants: string[]) => {

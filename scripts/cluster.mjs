@@ -88,8 +88,7 @@ async function stopAll() {
 
 try {
   nats = await startLocalCluster(join(root, 'nats'));
-  const bus = ['--bus', nats.servers.join(',')];
-  const as = (role) => [...bus, '--bus-creds', nats.creds[role]];
+  const as = (role) => nats.flags(role);
   await cds(['bus', 'init', ...as('admin')]);
   const owners = {};
   for (const shard of ['a', 'b']) {
@@ -183,6 +182,8 @@ try {
     '',
     `  NATS (JetStream, 3 nodes)  ${nats.servers.join(',')}`,
     `  credentials                ${join(root, 'nats', '*.creds.json')} (collector, owner, admin)`,
+    `  private CA (--bus-ca)      ${nats.tls.caFile}`,
+    `  node configs               ${join(root, 'nats', 'n*.conf')}`,
     `  owner of shard a           ${owners.a}`,
     `  owner of shard b           ${owners.b}`,
     `  collectors                 ${collectors.join('  ')}`,
@@ -197,8 +198,8 @@ try {
     "Try (any owner answers for any tenant; any collector takes any tenant's events):",
     `  curl -s ${collectors[0]}/v1/events -H 'content-type: application/json' -H 'x-tenant-id: demo-b' -H 'x-workspace-id: web' -d '{"envelop_version":"1.0","id":"e1","name":"page_view","tenant_id":"demo-b","workspace_id":"web","anon_id":"cookie:v1","occured_at":"${new Date().toISOString()}","properties":{}}'`,
     `  curl -s ${owners.a}/v1/tenants/demo-b/workspaces -H 'authorization: Bearer ${tenants[1].token}'`,
-    `  node bin/cds.js shards list --bus ${nats.servers.join(',')} --bus-creds ${nats.creds.admin}`,
-    `  node bin/cds.js shards move demo-a b --bus ${nats.servers.join(',')} --bus-creds ${nats.creds.admin}`,
+    `  node bin/cds.js shards list ${nats.flags('admin').join(' ')}`,
+    `  node bin/cds.js shards move demo-a b ${nats.flags('admin').join(' ')}`,
     '',
     'Press Ctrl-C to stop every process.',
   ];

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages the tests need and this machine lacks (run by `npm test` and
 # .ci/run): chromium for the browser tests, nats-server for the cluster tests, systemd for the systemd-analyze that checks
-# deploy/cds.service. As root it installs them; otherwise it stops with the exact command to run.
+# deploy/cds.service, openssl for the private CA whose certificates the cluster tests' nodes present. As root it installs them; otherwise it stops with the exact command to run.
 set -euo pipefail
 
 # package, then the program the tests run from it
@@ -9,6 +9,7 @@ REQUIRED=(
   "chromium /usr/bin/chromium"
   "systemd /usr/bin/systemd-analyze"
   "nats-server /usr/sbin/nats-server"
+  "openssl /usr/bin/openssl"
 )
 
 missing=()

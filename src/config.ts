@@ -77,6 +77,11 @@ const configSchema = z.object({
     .optional(),
   /** The file of this process's bus credentials: `{"user","password"}` JSON or an nkey seed. */
   bus_creds: z.string().min(1).optional(),
+  /** The PEM file of the CA that signed the NATS nodes' certificates; unset, Node's default CAs. */
+  bus_ca: z.string().min(1).optional(),
+  /** The PEM client certificate and key this process presents, for nodes that verify clients. */
+  bus_cert: z.string().min(1).optional(),
+  bus_key: z.string().min(1).optional(),
   /**
    * Cluster mode: how long a collector retries an event the stream did not acknowledge before it
    * answers 503 `bus_unavailable` (and an owner a registry put). 20 s rides out a leader election

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { JetStreamClient, JetStreamManager } from '@nats-io/jetstream';
 import type { Kvm } from '@nats-io/kv';
-import type { Authenticator, NatsConnection } from '@nats-io/transport-node';
+import type { Authenticator, NatsConnection, TlsOptions } from '@nats-io/transport-node';
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
 import { requirePackage } from '../require-package.js';
@@ -28,6 +28,11 @@ export interface BusSettings {
   servers: readonly string[];
   /** `--bus-creds`: unset, the process connects without credentials (a closed bus refuses it). */
   credsPath?: string | undefined;
+  /** `--bus-ca`: the CA that signed the nodes' certificates; unset, Node's default CAs. */
+  caPath?: string | undefined;
+  /** `--bus-cert` and `--bus-key`: this process's client certificate, for nodes that verify one. */
+  certPath?: string | undefined;
+  keyPath?: string | undefined;
 }
 
 type TransportNode = typeof import('@nats-io/transport-node');
@@ -50,28 +55,64 @@ export function natsPackages(): {
 const passwordCreds = z.strictObject({ user: z.string().min(1), password: z.string().min(1) });
 const NKEY_SEED = /^SU[A-Z2-7]{56}$/;
 
-/** The authenticator a credentials file names: `{"user","password"}` JSON, or an nkey seed. */
-function authenticatorOf(path: string, transport: TransportNode): Authenticator {
-  let text: string;
+/** A file's text, or a config error naming the flag that named it. */
+function readText(path: string, flag: string): string {
   try {
-    text = readFileSync(path, 'utf8').trim();
+    return readFileSync(path, 'utf8');
   } catch (error) {
-    throw new ConfigError('--bus-creds', `${path} cannot be read (${(error as Error).message})`);
+    throw new ConfigError(flag, `${path} cannot be read (${(error as Error).message})`);
   }
-  if (NKEY_SEED.test(text)) return transport.nkeyAuthenticator(new TextEncoder().encode(text));
+}
+
+/** `{"user","password"}` JSON, or null when the text is not that. */
+function passwordCredsOf(text: string): { user: string; password: string } | null {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch {
-    // Reported below with the shapes it may take.
+    return null;
   }
   const creds = passwordCreds.safeParse(parsed);
-  if (!creds.success)
+  return creds.success ? creds.data : null;
+}
+
+/** A `{"user","password"}` JSON file, as `cds bus config --route-creds` takes. */
+export function readPasswordCreds(path: string, flag: string): { user: string; password: string } {
+  const creds = passwordCredsOf(readText(path, flag));
+  if (!creds) throw new ConfigError(flag, `${path} is not {"user": …, "password": …} JSON`);
+  return creds;
+}
+
+/** The authenticator a credentials file names: `{"user","password"}` JSON, or an nkey seed. */
+function authenticatorOf(path: string, transport: TransportNode): Authenticator {
+  const text = readText(path, '--bus-creds').trim();
+  if (NKEY_SEED.test(text)) return transport.nkeyAuthenticator(new TextEncoder().encode(text));
+  const creds = passwordCredsOf(text);
+  if (!creds)
     throw new ConfigError(
       '--bus-creds',
       `${path} is neither {"user": …, "password": …} JSON nor an nkey seed (SU…)`,
     );
-  return transport.usernamePasswordAuthenticator(creds.data.user, creds.data.password);
+  return transport.usernamePasswordAuthenticator(creds.user, creds.password);
+}
+
+/**
+ * The client's TLS options, read at start so a missing file is a config error naming its flag.
+ * Any of them asks for TLS: the client then refuses a node that does not offer it.
+ */
+function tlsOf(settings: BusSettings): TlsOptions | undefined {
+  const { caPath, certPath, keyPath } = settings;
+  if (!caPath && !certPath && !keyPath) return undefined;
+  if (!certPath !== !keyPath)
+    throw new ConfigError(
+      certPath ? '--bus-key' : '--bus-cert',
+      'is required with the other: a client certificate needs its key',
+    );
+  return {
+    ...(caPath ? { ca: readText(caPath, '--bus-ca') } : {}),
+    ...(certPath ? { cert: readText(certPath, '--bus-cert') } : {}),
+    ...(keyPath ? { key: readText(keyPath, '--bus-key') } : {}),
+  };
 }
 
 /** One process's connection to the bus, with the JetStream and key-value clients over it. */
@@ -95,6 +136,7 @@ export async function connectBus(settings: BusSettings, role: BusRole): Promise<
   const authenticator = settings.credsPath
     ? authenticatorOf(settings.credsPath, transport)
     : undefined;
+  const tls = tlsOf(settings);
   const log = componentLog('bus');
   let nc: NatsConnection;
   try {
@@ -105,11 +147,19 @@ export async function connectBus(settings: BusSettings, role: BusRole): Promise<
       maxReconnectAttempts: -1,
       reconnectTimeWait: 250,
       ...(authenticator ? { authenticator } : {}),
+      ...(tls ? { tls } : {}),
     });
   } catch (error) {
+    const { message } = error as Error;
+    // A node that verifies client certificates drops a client without one after its TLS 1.3
+    // handshake, which the client sees only as a connection that never answers.
+    const hint =
+      tls && !settings.certPath && /timeout/i.test(message)
+        ? ' (if the nodes verify client certificates, give --bus-cert and --bus-key)'
+        : '';
     throw new ConfigError(
       '--bus',
-      `cannot connect to ${settings.servers.join(',')} as ${role}: ${(error as Error).message}`,
+      `cannot connect to ${settings.servers.join(',')} as ${role}: ${message}${hint}`,
     );
   }
   (async () => {

@@ -5,8 +5,10 @@ import { mkdir, open, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { BusRole } from './connect.js';
-import { type ClusterUsers, type NodeConfig, renderNodeConfig } from './server-config.js';
+import type { BusRole, BusSettings } from './connect.js';
+import { hashBusPassword } from './passwords.js';
+import { makePrivateCa, type PrivateCa } from './private-ca.js';
+import { type ClusterSpec, type NodeConfig, renderClusterConfigs } from './server-config.js';
 
 /** Debian's package puts the server in /usr/sbin, outside an ordinary user's PATH. */
 const NATS_SERVER_PATHS = [
@@ -24,7 +26,8 @@ export function natsServerPath(): string {
   return found;
 }
 
-async function freePort(): Promise<number> {
+/** A loopback port nothing listens on now. */
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once('error', reject);
@@ -58,26 +61,34 @@ async function metaLeaderElected(nodes: readonly NodeConfig[], deadline: number)
   throw new Error('the nats-server nodes elected no JetStream metadata leader in time');
 }
 
-export interface LocalCluster {
-  /** `nats://127.0.0.1:port` of every node, for `--bus`. */
+/**
+ * The local cluster hashes its passwords at bcrypt's lowest cost: it is on loopback, and every
+ * connection of the tests makes the server check a hash (cost 11 costs each one tens of ms).
+ */
+const LOCAL_BCRYPT_COST = 4;
+
+export interface LocalCluster extends RunningNodes {
+  /** `tls://127.0.0.1:port` of every node, for `--bus`. */
   servers: string[];
   nodes: NodeConfig[];
   /** The credentials file of each role, for `--bus-creds`. */
   creds: Record<BusRole, string>;
-  /** Stops node `index` with SIGKILL: no goodbye to its peers. */
-  kill(index: number): Promise<void>;
-  /** Starts node `index` again on its store, and waits until its JetStream is up. */
-  start(index: number): Promise<void>;
-  stop(): Promise<void>;
+  /** The private CA the nodes' certificates come from, and a client certificate it signed. */
+  tls: PrivateCa;
+  /** How `role` connects: the servers, its credentials and the CA. */
+  settings(role: BusRole): BusSettings;
+  /** The same as CLI flags: `--bus … --bus-creds … --bus-ca …`. */
+  flags(role: BusRole): string[];
 }
 
 /**
  * Three (or `size`) `nats-server` processes clustered on loopback ports chosen free, with
- * JetStream on and the users of a closed bus: for `npm run cluster` and the cluster tests.
+ * JetStream on and the users of a closed bus: for `npm run cluster` and the cluster tests. Their
+ * configuration is what `cds bus config` prints (the same rendering), with bcrypt-hashed
+ * passwords and TLS for clients and routes from a private CA made in `<dir>/tls`.
  * Each node logs to `<dir>/<name>.log`.
  */
 export async function startLocalCluster(dir: string, size = 3): Promise<LocalCluster> {
-  const binary = natsServerPath();
   await mkdir(dir, { recursive: true });
   const nodes: NodeConfig[] = [];
   for (let index = 1; index <= size; index += 1) {
@@ -91,25 +102,90 @@ export async function startLocalCluster(dir: string, size = 3): Promise<LocalClu
     });
   }
   const secret = () => randomBytes(18).toString('base64url');
-  const users: ClusterUsers = {
-    route: { user: 'route', password: secret() },
+  const passwords = { collector: secret(), owner: secret(), admin: secret() };
+  const tlsDir = join(dir, 'tls');
+  await mkdir(tlsDir, { recursive: true });
+  const tls = await makePrivateCa(tlsDir, ['127.0.0.1', 'localhost']);
+  const hashed = async (role: BusRole) => ({
+    user: role,
+    passwordHash: await hashBusPassword(passwords[role], LOCAL_BCRYPT_COST),
+  });
+  const spec: ClusterSpec = {
+    nodes,
     users: {
-      collector: { user: 'collector', password: secret() },
-      owner: { user: 'owner', password: secret() },
-      admin: { user: 'admin', password: secret() },
+      route: { user: 'route', password: secret() },
+      users: {
+        collector: await hashed('collector'),
+        owner: await hashed('owner'),
+        admin: await hashed('admin'),
+      },
     },
+    tls: {
+      caFile: tls.caFile,
+      certFile: tls.serverCert,
+      keyFile: tls.serverKey,
+      verifyClients: false,
+    },
+    maxFileStore: '4GB',
   };
   const creds = {} as Record<BusRole, string>;
   for (const role of ['collector', 'owner', 'admin'] as const) {
     creds[role] = join(dir, `${role}.creds.json`);
-    await writeFile(creds[role], JSON.stringify(users.users[role]), { mode: 0o600 });
+    await writeFile(creds[role], JSON.stringify({ user: role, password: passwords[role] }), {
+      mode: 0o600,
+    });
   }
+  const rendered = renderClusterConfigs(spec);
   const configs = nodes.map((node) => join(dir, `${node.name}.conf`));
   await Promise.all(
-    nodes.map((node, index) =>
-      writeFile(configs[index] as string, renderNodeConfig(node, nodes, users), { mode: 0o600 }),
+    rendered.map(({ config }, index) =>
+      writeFile(configs[index] as string, config, { mode: 0o600 }),
     ),
   );
+  const running = await runNodes(dir, nodes, configs);
+  const servers = rendered.map(({ url }) => url);
+  const settings = (role: BusRole): BusSettings => ({
+    servers,
+    credsPath: creds[role],
+    caPath: tls.caFile,
+  });
+  return {
+    servers,
+    nodes,
+    creds,
+    tls,
+    settings,
+    flags: (role) => [
+      '--bus',
+      servers.join(','),
+      '--bus-creds',
+      creds[role],
+      '--bus-ca',
+      tls.caFile,
+    ],
+    ...running,
+  };
+}
+
+/** The `nats-server` processes of a cluster on this machine. */
+export interface RunningNodes {
+  /** Stops node `index` with SIGKILL: no goodbye to its peers. */
+  kill(index: number): Promise<void>;
+  /** Starts node `index` again on its store, and waits until its JetStream is up. */
+  start(index: number): Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts `nats-server -c <config>` for each node, each logging to `<dir>/<name>.log`, and waits
+ * until every one is healthy and they have elected their JetStream metadata leader.
+ */
+export async function runNodes(
+  dir: string,
+  nodes: readonly NodeConfig[],
+  configs: readonly string[],
+): Promise<RunningNodes> {
+  const binary = natsServerPath();
   const processes: (ChildProcess | null)[] = nodes.map(() => null);
 
   const launch = async (index: number) => {
@@ -149,12 +225,15 @@ export async function startLocalCluster(dir: string, size = 3): Promise<LocalClu
 
   await Promise.all(nodes.map((_, index) => launch(index)));
   const deadline = Date.now() + 30_000;
-  await Promise.all(nodes.map((_, index) => healthy(index, deadline)));
-  await metaLeaderElected(nodes, deadline);
+  try {
+    await Promise.all(nodes.map((_, index) => healthy(index, deadline)));
+    await metaLeaderElected(nodes, deadline);
+  } catch (error) {
+    // Nodes left running would outlive the caller, which has nothing to stop them with.
+    await Promise.all(nodes.map((_, index) => killed(index)));
+    throw error;
+  }
   return {
-    servers: nodes.map((node) => `nats://${node.host}:${node.clientPort}`),
-    nodes,
-    creds,
     kill: killed,
     async start(index) {
       await launch(index);

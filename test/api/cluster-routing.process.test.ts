@@ -593,6 +593,7 @@ describe('cds serve in cluster mode', () => {
       CDS_PORT: '0',
       CDS_BUS: cluster.servers.join(','),
       CDS_BUS_CREDS: cluster.creds.owner,
+      CDS_BUS_CA: cluster.tls.caFile,
       CDS_SHARD: 's',
       CDS_MASTER_KEY: masterKey,
     });

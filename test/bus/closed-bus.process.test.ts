@@ -18,7 +18,8 @@ const runId = `${process.pid}-${Date.now()}`;
 
 describe('a closed bus (issue 30, item 7)', () => {
   it('refuses a client without credentials at connect', async () => {
-    await expect(connectBus({ servers: cluster.servers }, 'collector')).rejects.toThrow(
+    const { servers, caPath } = cluster.settings('collector');
+    await expect(connectBus({ servers, caPath }, 'collector')).rejects.toThrow(
       /Authorization Violation/,
     );
   });
@@ -28,7 +29,7 @@ describe('a closed bus (issue 30, item 7)', () => {
     const path = `${cluster.creds.collector}.wrong`;
     await writeFile(path, JSON.stringify({ user: 'collector', password: 'not-it' }));
     await expect(
-      connectBus({ servers: cluster.servers, credsPath: path }, 'collector'),
+      connectBus({ ...cluster.settings('collector'), credsPath: path }, 'collector'),
     ).rejects.toThrow(/Authorization Violation/);
   });
 
@@ -46,6 +47,18 @@ describe('a closed bus (issue 30, item 7)', () => {
     );
     const registry = await collector.kvm.open(BUCKETS.registry);
     await expect(registry.put('tenant.acme', '{}')).rejects.toThrow(/Permissions Violation/);
+  });
+
+  it('lets an owner publish events, as its own collector does, but not delete the stream', async () => {
+    const owner = await cluster.connect('owner');
+    const ack = await owner.js.publish(eventSubject('acme', 'web'), '{}', {
+      msgID: eventMessageId('acme', 'web', `owner-${runId}`),
+    });
+    expect(ack.seq).toBeGreaterThan(0);
+    await expect((await owner.manager()).streams.delete('CDS_EVENTS')).rejects.toThrow(
+      /Permissions Violation/,
+    );
+    await expect(owner.js.publish('other.subject', '{}')).rejects.toThrow(/Permissions Violation/);
   });
 
   it('lets no collector read the events stream', async () => {
@@ -83,7 +96,7 @@ describe('a closed bus (issue 30, item 7)', () => {
 describe('cds bus init', () => {
   it('is run again to resize the stream, changing nothing else', async () => {
     const { cdsInProcess } = await import('../helpers/cli-in-process.js');
-    const bus = ['--bus', cluster.servers.join(','), '--bus-creds', cluster.creds.admin];
+    const bus = cluster.flags('admin');
     const result = await cdsInProcess(['bus', 'init', ...bus, '--max-age-hours', '26', '--json']);
     expect(result.code, result.stderr).toBe(0);
     expect(JSON.parse(result.stdout)).toEqual({
@@ -101,14 +114,7 @@ describe('cds bus init', () => {
     const missing = await cdsInProcess(['bus', 'init']);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/--bus.*is required/);
-    const asCollector = await cdsInProcess([
-      'bus',
-      'init',
-      '--bus',
-      cluster.servers.join(','),
-      '--bus-creds',
-      cluster.creds.collector,
-    ]);
+    const asCollector = await cdsInProcess(['bus', 'init', ...cluster.flags('collector')]);
     expect(asCollector.code).toBe(2);
     expect(asCollector.stderr).toMatch(
       /--bus-creds: the bus refused these credentials .*Permissions Violation.*needs the admin/,

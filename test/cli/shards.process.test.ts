@@ -22,7 +22,7 @@ beforeAll(async () => {
       pid: 1,
       started_at: '2026-11-26T08:00:00.000Z',
     });
-  bus = ['--bus', cluster.servers.join(','), '--bus-creds', cluster.creds.admin];
+  bus = cluster.flags('admin');
 }, 60_000);
 
 afterAll(async () => {
@@ -97,10 +97,7 @@ describe('cds shards', () => {
       dataDir,
       'shards',
       'list',
-      '--bus',
-      cluster.servers.join(','),
-      '--bus-creds',
-      cluster.creds.owner,
+      ...cluster.flags('owner'),
       '--bus-role',
       'owner',
     ]);

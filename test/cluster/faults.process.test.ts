@@ -270,7 +270,8 @@ describe('a cds cluster under faults (issue 30, Must show)', () => {
   });
 
   it('refuses a client without credentials on the event subjects', async () => {
-    await expect(connectBus({ servers: cluster.nats.servers }, 'collector')).rejects.toThrow(
+    const { servers, caPath } = cluster.nats.settings('collector');
+    await expect(connectBus({ servers, caPath }, 'collector')).rejects.toThrow(
       /Authorization Violation/,
     );
     // Nor may a collector's credentials write outside the event subjects, or read them back.

@@ -44,17 +44,7 @@ let noDataDir: string;
 
 const collect = (env: NodeJS.ProcessEnv = {}) =>
   startCli(
-    [
-      '--data-dir',
-      noDataDir,
-      'collect',
-      '--bus',
-      cluster.servers.join(','),
-      '--bus-creds',
-      cluster.creds.collector,
-      '--port',
-      '0',
-    ],
+    ['--data-dir', noDataDir, 'collect', ...cluster.flags('collector'), '--port', '0'],
     COLLECTING,
     20_000,
     { CDS_COLLECTOR_RATE_LIMIT: String(RATE_LIMIT), ...env },
@@ -393,6 +383,7 @@ describe('cds collect --bus (issue 30, items 1 and 3)', () => {
       config: {
         bus: cluster.servers.join(','),
         bus_creds: cluster.creds.owner,
+        bus_ca: cluster.tls.caFile,
         port: 0,
         shard: 'serve-shard',
       },

@@ -84,20 +84,7 @@ export function startOwnerProcess(
   env: NodeJS.ProcessEnv = {},
 ): Promise<ChildServer> {
   return startCli(
-    [
-      'serve',
-      '--bus',
-      cluster.servers.join(','),
-      '--bus-creds',
-      cluster.creds.owner,
-      '--shard',
-      shard,
-      '--port',
-      '0',
-      '--quiet',
-      '-d',
-      dir,
-    ],
+    ['serve', ...cluster.flags('owner'), '--shard', shard, '--port', '0', '--quiet', '-d', dir],
     /cds listening on (http:\/\/\S+)/,
     60_000,
     { CDS_MASTER_KEY: SHARED_MASTER_KEY, ...env },

@@ -78,12 +78,7 @@ export async function startCdsCluster(): Promise<CdsCluster> {
   const collectors: Collector[] = [];
   let operator: Promise<string> | undefined;
   const admin = await nats.connect('admin');
-  const busArgs = (role: BusRole) => [
-    '--bus',
-    nats.servers.join(','),
-    '--bus-creds',
-    nats.creds[role],
-  ];
+  const busArgs = (role: BusRole) => nats.flags(role);
   const cds = async (args: string[]) => {
     const result = await runCli(args, env);
     if (result.code !== 0)

@@ -23,10 +23,7 @@ export async function startTestCluster(): Promise<TestCluster> {
   const cluster = await startLocalCluster(dir);
   const connections: BusConnection[] = [];
   const connect = async (role: BusRole) => {
-    const connection = await connectBus(
-      { servers: cluster.servers, credsPath: cluster.creds[role] },
-      role,
-    );
+    const connection = await connectBus(cluster.settings(role), role);
     connections.push(connection);
     return connection;
   };

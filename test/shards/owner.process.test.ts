@@ -33,10 +33,7 @@ describe('cds serve --bus --shard: owners consume their tenants exactly once', (
   it('refuses --bus without --shard', async () => {
     const result = await runCli([
       'serve',
-      '--bus',
-      bus.cluster.servers.join(','),
-      '--bus-creds',
-      bus.cluster.creds.owner,
+      ...bus.cluster.flags('owner'),
       '--port',
       '0',
       '-d',
