@@ -137,13 +137,16 @@ export async function runDemo(globals: GlobalOptions, options: { port?: string }
   const receiver = await DemoReceiver.start(secret);
   // The receiver keeps the process alive: it closes however the demo ends.
   try {
-    const context = await openContext({
-      data_dir: dir,
-      port: options.port,
-      webhook_url: receiver.url,
-      webhook_secret: secret,
-      webhook_retry_base_ms: 1000,
-    });
+    const context = await openContext(
+      {
+        data_dir: dir,
+        port: options.port,
+        webhook_url: receiver.url,
+        webhook_secret: secret,
+        webhook_retry_base_ms: 1000,
+      },
+      'create',
+    );
     writeFileSync(join(dir, MARKER), 'made by cds demo; removed and recreated on each run\n', {
       mode: PRIVATE_FILE_MODE,
     });
