@@ -164,7 +164,7 @@ function definedOnly(input: ConfigInput): ConfigInput {
  * A data dir that is a file, or lies under one, is a setting cds cannot run with; one that does
  * not exist yet is the command's to make or refuse.
  */
-function checkDataDir(dataDir: string, source: string): void {
+export function checkDataDir(dataDir: string, source = '--data-dir (or CDS_DATA_DIR)'): void {
   let stats: Stats | undefined;
   try {
     stats = statSync(dataDir, { throwIfNoEntry: false });
@@ -187,7 +187,7 @@ export function loadConfig(flags: ConfigInput = {}, env: NodeJS.ProcessEnv = pro
     dataDir,
     Object.hasOwn(fromVariables, 'data_dir') && !Object.hasOwn(fromFlags, 'data_dir')
       ? 'CDS_DATA_DIR'
-      : '--data-dir (or CDS_DATA_DIR)',
+      : undefined,
   );
   const filePath = join(dataDir, 'cds.config.json');
   const merged = { ...fromFile(filePath), ...early, data_dir: dataDir };

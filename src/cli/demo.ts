@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { checkDataDir } from '../config.js';
 import { generateEvents } from '../demo/generator.js';
 import { sendToCollector } from '../demo/load.js';
 import { DemoReceiver } from '../demo/receiver.js';
@@ -19,6 +20,7 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 
 /** Starts from an empty folder each time, but never wipes one that the demo did not make. */
 function freshDemoDir(dir: string): void {
+  checkDataDir(dir);
   if (existsSync(dir) && readdirSync(dir).length > 0) {
     if (!existsSync(join(dir, MARKER))) {
       throw ValidationError.field(

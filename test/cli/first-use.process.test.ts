@@ -64,6 +64,9 @@ describe('cds on first use', () => {
       expect(oneLine(listed)).toBe(
         `cds: --data-dir (or CDS_DATA_DIR): ${file} is a file; the data dir must be a folder\n`,
       );
+      const demo = await runCli(['--data-dir', file, 'demo', '--port', '0']);
+      expect(demo.code).toBe(2);
+      expect(oneLine(demo)).toBe(listed.stderr);
       const served = await runCli(['serve', '--port', '0'], { CDS_DATA_DIR: join(file, 'data') });
       expect(served.code).toBe(2);
       expect(oneLine(served)).toBe(
