@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, type Stats, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { ConfigError } from './errors.js';
@@ -171,12 +171,35 @@ function definedOnly(input: ConfigInput): ConfigInput {
   return Object.fromEntries(Object.entries(input).filter(([, value]) => value !== undefined));
 }
 
+/**
+ * A data dir that is a file, or lies under one, is a setting cds cannot run with; one that does
+ * not exist yet is the command's to make or refuse.
+ */
+export function checkDataDir(dataDir: string, source = '--data-dir (or CDS_DATA_DIR)'): void {
+  let stats: Stats | undefined;
+  try {
+    stats = statSync(dataDir, { throwIfNoEntry: false });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOTDIR') throw error;
+    throw new ConfigError(source, `${dataDir} lies under a file; the data dir must be a folder`);
+  }
+  if (stats && !stats.isDirectory()) {
+    throw new ConfigError(source, `${dataDir} is a file; the data dir must be a folder`);
+  }
+}
+
 /** Flags win over `CDS_*` environment variables, which win over `cds.config.json` in the data dir. */
 export function loadConfig(flags: ConfigInput = {}, env: NodeJS.ProcessEnv = process.env): Config {
   const fromFlags = definedOnly(flags);
   const fromVariables = definedOnly(fromEnv(env));
   const early = { ...fromVariables, ...fromFlags };
   const dataDir = resolve(String(early.data_dir ?? configSchema.shape.data_dir.parse(undefined)));
+  checkDataDir(
+    dataDir,
+    Object.hasOwn(fromVariables, 'data_dir') && !Object.hasOwn(fromFlags, 'data_dir')
+      ? 'CDS_DATA_DIR'
+      : undefined,
+  );
   const filePath = join(dataDir, 'cds.config.json');
   const merged = { ...fromFile(filePath), ...early, data_dir: dataDir };
   const parsed = configSchema.safeParse(merged);

@@ -369,18 +369,23 @@ export class ServerUnreachableError extends AppError {
   }
 }
 
-/** The database file is held by another process (design §1: one owner process). */
+/**
+ * The database file is held by another process (design §1: one owner process). What to do
+ * instead depends on the command: an admin command goes to the running server with `--server`.
+ */
 export class StoreLockedError extends AppError {
   constructor(
     readonly databasePath: string,
     readonly holder: { pid: number; command: string } | null,
+    remedy = 'Stop it, or send this command to the running server with --server http://HOST:PORT',
   ) {
     const who = holder ? `process ${holder.pid} (${holder.command})` : 'another process';
-    super(
-      503,
-      'store_locked',
-      `${databasePath} is held by ${who}. Stop it, or send this command to the running server with --server http://HOST:PORT`,
-    );
+    super(503, 'store_locked', `${databasePath} is held by ${who}. ${remedy}`);
+  }
+
+  /** The same refusal, for a command that cannot go through the server. */
+  instead(remedy: string): StoreLockedError {
+    return new StoreLockedError(this.databasePath, this.holder, remedy);
   }
 }
 

@@ -4,6 +4,7 @@ import { UnauthorizedError } from '../errors.js';
 import { RateLimiter } from '../rate-limit.js';
 import { type Access, type AccessTarget, authorize } from '../tenancy/access.js';
 import { isOperatorToken } from '../tenancy/operator.js';
+import { requireTenant } from '../tenancy/tenant-lookup.js';
 import { authenticateToken, type Principal } from '../tenancy/tokens.js';
 import { clientAddress } from './client-address.js';
 
@@ -113,5 +114,20 @@ export function registerAuth(app: FastifyInstance, context: Context): void {
       return;
     }
     admit(request, access).then(() => done(), done);
+  });
+  // A tenant or workspace token belongs to a tenant that exists; the operator may name any, and a
+  // tenant that is not there is a 404 saying so, not an empty list or a missing workspace. After
+  // validation, as every 404 (order of checks).
+  app.addHook('preHandler', (request, _reply, done) => {
+    const tenantId = (request.params as Record<string, string | undefined> | undefined)?.tenant;
+    if (
+      !request.routeOptions.config.access ||
+      request.principal?.kind !== 'operator' ||
+      !tenantId
+    ) {
+      done();
+      return;
+    }
+    context.store.read((session) => requireTenant(session, tenantId)).then(() => done(), done);
   });
 }

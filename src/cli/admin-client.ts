@@ -1,14 +1,17 @@
 import { ServerUnreachableError, ValidationError } from '../errors.js';
 import { type AdminClient, answer, type GlobalOptions, urlOf } from './admin-request.js';
+import type { DataDirUse } from './open-context.js';
 
 /**
  * Runs `work` with an admin client. Without `--server` the CLI owns the database for the length of
  * the command and calls the same routes through `inject`, as the operator; with it, the request
  * goes over HTTP with `--token`, or the operator credential derived from the local master key.
+ * Only `tenants create` may start a new data dir (`use`); the others need one that holds a database.
  */
 export async function withAdminClient<T>(
   options: GlobalOptions,
   work: (client: AdminClient) => Promise<T>,
+  use: DataDirUse = 'existing',
 ): Promise<T> {
   if (options.server) {
     const base = serverBase(options.server);
@@ -34,7 +37,7 @@ export async function withAdminClient<T>(
   // The app, its routes and the database are loaded only here: a command that goes to a server,
   // or fails on its flags, starts without them.
   const { withInProcessAdmin } = await import('./in-process-admin.js');
-  return withInProcessAdmin(options, work);
+  return withInProcessAdmin(options, work, use);
 }
 
 /** `--server` as the base the API paths are appended to. */

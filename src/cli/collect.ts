@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { createBaseApp, listenOn } from '../api/base-app.js';
 import { serveApiDocument } from '../api/openapi.js';
@@ -15,7 +16,7 @@ import {
 } from '../collector/runtime.js';
 import { type Config, loadConfig } from '../config.js';
 import { ValidationError } from '../errors.js';
-import { openDataDir } from '../store/data-dir.js';
+import { openDataDir, REGISTRY_FILE } from '../store/data-dir.js';
 import { componentLog } from '../telemetry/log.js';
 import type { GlobalOptions } from './admin-request.js';
 import { type BusFlags, busConfigInput, busSettingsOf } from './bus-flags.js';
@@ -38,13 +39,15 @@ interface OpenedCollector {
 
 /** The embedded default: landing files of the data dir, the registry from its registry.json. */
 async function openOnDataDir(config: Config): Promise<OpenedCollector> {
-  const dataDir = openDataDir(config.data_dir, config.master_key);
-  if (!existsSync(dataDir.registryPath)) {
+  // Checked before the data dir is opened, which would make it and a master key where none was.
+  const registryPath = join(config.data_dir, REGISTRY_FILE);
+  if (!existsSync(registryPath)) {
     throw ValidationError.field(
       'registry.json',
-      `${dataDir.registryPath} does not exist yet: create a tenant (cds tenants create) or start cds serve on this data dir once to write it`,
+      `${registryPath} does not exist yet: create a tenant (cds tenants create) or start cds serve on this data dir once to write it`,
     );
   }
+  const dataDir = openDataDir(config.data_dir, config.master_key);
   const collector = await openFileCollector(dataDir, config);
   return {
     collector,

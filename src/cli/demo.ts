@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { checkDataDir } from '../config.js';
 import { generateEvents } from '../demo/generator.js';
 import { sendToCollector } from '../demo/load.js';
 import { DemoReceiver } from '../demo/receiver.js';
@@ -19,6 +20,7 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 
 /** Starts from an empty folder each time, but never wipes one that the demo did not make. */
 function freshDemoDir(dir: string): void {
+  checkDataDir(dir);
   if (existsSync(dir) && readdirSync(dir).length > 0) {
     if (!existsSync(join(dir, MARKER))) {
       throw ValidationError.field(
@@ -137,13 +139,16 @@ export async function runDemo(globals: GlobalOptions, options: { port?: string }
   const receiver = await DemoReceiver.start(secret);
   // The receiver keeps the process alive: it closes however the demo ends.
   try {
-    const context = await openContext({
-      data_dir: dir,
-      port: options.port,
-      webhook_url: receiver.url,
-      webhook_secret: secret,
-      webhook_retry_base_ms: 1000,
-    });
+    const context = await openContext(
+      {
+        data_dir: dir,
+        port: options.port,
+        webhook_url: receiver.url,
+        webhook_secret: secret,
+        webhook_retry_base_ms: 1000,
+      },
+      'create',
+    );
     writeFileSync(join(dir, MARKER), 'made by cds demo; removed and recreated on each run\n', {
       mode: PRIVATE_FILE_MODE,
     });

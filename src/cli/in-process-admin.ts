@@ -1,7 +1,7 @@
 import { buildApp } from '../api/app.js';
 import { operatorToken } from '../tenancy/operator.js';
 import { type AdminClient, answer, type GlobalOptions, urlOf } from './admin-request.js';
-import { openContext } from './open-context.js';
+import { type DataDirUse, openContext } from './open-context.js';
 
 /**
  * The CLI owns the database for the length of the command and calls the same routes through
@@ -11,8 +11,9 @@ import { openContext } from './open-context.js';
 export async function withInProcessAdmin<T>(
   options: GlobalOptions,
   work: (client: AdminClient) => Promise<T>,
+  use: DataDirUse,
 ): Promise<T> {
-  const context = await openContext({ data_dir: options.dataDir });
+  const context = await openContext({ data_dir: options.dataDir }, use);
   const app = buildApp(context, { apiDocument: false });
   const token = options.token ?? operatorToken(context.dataDir.masterKey);
   try {

@@ -1,4 +1,5 @@
 import { sealOrphans } from '../collector/landing-writer.js';
+import { StoreLockedError } from '../errors.js';
 import type { BatchResult } from '../ingest/batch.js';
 import { listSealedFiles } from '../ingest/landing-files.js';
 import { IngestLoop } from '../ingest/loop.js';
@@ -32,9 +33,28 @@ function describe(totals: Totals, startedAt: number): string {
   return `${totals.files} files, ${totals.events.toLocaleString('en')} events (${rate} events/s), ${totals.duplicates} duplicates, ${totals.rejected} rejected`;
 }
 
+/**
+ * `cds ingest` takes no `--server`: what to do instead of opening a database another process
+ * holds depends on that process, named by its command line.
+ */
+function whileHeld(holder: StoreLockedError['holder']): string {
+  const command = holder?.command ?? '';
+  if (command.includes('--no-ingest')) {
+    return 'It runs with --no-ingest: stop it and run cds ingest, or start it again without --no-ingest';
+  }
+  if (/\b(serve|demo)\b/.test(command)) {
+    return 'It ingests the landing files itself; cds ingest --status --server http://HOST:PORT shows how far it got';
+  }
+  return 'Stop it, then run cds ingest again';
+}
+
 /** `cds ingest`: the sealed landing files once, or, with `watch`, as they are sealed until a signal. */
 export async function runIngest(globals: GlobalOptions, watch: boolean): Promise<void> {
-  const context = await openContext({ data_dir: globals.dataDir });
+  const context = await openContext({ data_dir: globals.dataDir }, 'existing').catch(
+    (error: unknown) => {
+      throw error instanceof StoreLockedError ? error.instead(whileHeld(error.holder)) : error;
+    },
+  );
   // As a daemon it delivers the webhooks its batches queue, as serve does; a single pass
   // leaves them in the outbox for the next process that sends.
   const sender = watch ? configuredSender(context) : null;

@@ -21,23 +21,25 @@ function masterKeySource(dataDir: string, setting: string | undefined): string {
 /**
  * The operator credential of the data dir the CLI is pointed at, derived from its master key.
  * A data dir without a key is refused, not given one: a token printed for a key made just now,
- * in a mistyped folder, would fail wherever it is used.
+ * in a mistyped folder, would fail wherever it is used. `otherwise` names another way, if any.
  */
-export function printableOperatorCredential(dataDir: string | undefined): OperatorCredential {
+export function printableOperatorCredential(
+  dataDir: string | undefined,
+  otherwise = '',
+): OperatorCredential {
   const config = loadConfig({ data_dir: dataDir });
   const derivedFrom = masterKeySource(config.data_dir, config.master_key);
   if (config.master_key === undefined && !existsSync(derivedFrom)) {
     throw ValidationError.field(
       'master.key',
-      `${derivedFrom} does not exist: point --data-dir (or CDS_DATA_DIR) at the data dir cds serve uses, or give its CDS_MASTER_KEY`,
+      `${derivedFrom} does not exist: point --data-dir (or CDS_DATA_DIR) at the data dir cds serve uses, or give its CDS_MASTER_KEY${otherwise}`,
     );
   }
   const { masterKey } = openDataDir(config.data_dir, config.master_key);
   return { token: operatorToken(masterKey), derivedFrom };
 }
 
-/** The operator token of a data dir, for `--server` without `--token` (a key is made if none). */
+/** The operator token of a data dir, for `--server` without `--token`; refused as above. */
 export function operatorTokenOfDataDir(dataDir: string | undefined): string {
-  const config = loadConfig({ data_dir: dataDir });
-  return operatorToken(openDataDir(config.data_dir, config.master_key).masterKey);
+  return printableOperatorCredential(dataDir, ', or pass a token with --token').token;
 }

@@ -249,14 +249,17 @@ export interface ServeFlags extends BusFlags {
 
 /** `cds serve`: the API, the collector and the ingest loop over the data dir, until a signal. */
 export async function runServe(globals: GlobalOptions, flags: ServeFlags): Promise<void> {
-  const context = await openContext({
-    data_dir: globals.dataDir,
-    port: flags.port,
-    host: flags.host,
-    ...busConfigInput(flags),
-    shard: flags.shard,
-    advertise_url: flags.advertiseUrl,
-  });
+  const context = await openContext(
+    {
+      data_dir: globals.dataDir,
+      port: flags.port,
+      host: flags.host,
+      ...busConfigInput(flags),
+      shard: flags.shard,
+      advertise_url: flags.advertiseUrl,
+    },
+    'create',
+  );
   const server = await cleaningUpOnFailure(
     startServer(context, {
       logRequests: !flags.quiet,

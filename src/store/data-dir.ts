@@ -64,12 +64,13 @@ function readOrCreateMasterKey(path: string): Buffer {
 }
 
 export const DATABASE_FILE = 'cds.duckdb';
+export const REGISTRY_FILE = 'registry.json';
 
 /** What cds keeps directly in the data dir, besides the landing folder. */
 const TOP_LEVEL_FILES = [
   DATABASE_FILE,
   `${DATABASE_FILE}.wal`,
-  'registry.json',
+  REGISTRY_FILE,
   'master.key',
   DATA_DIR_SNAPSHOT,
 ];
@@ -119,7 +120,7 @@ export function openDataDir(root: string, masterKeyOverride?: string): DataDir {
     root,
     databasePath: join(root, DATABASE_FILE),
     landingDir,
-    registryPath: join(root, 'registry.json'),
+    registryPath: join(root, REGISTRY_FILE),
     masterKey,
   };
 }

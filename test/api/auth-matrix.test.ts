@@ -3,6 +3,7 @@ import { putEventType } from '../../src/catalog/event-types.js';
 import { metricDefinitionInputSchema } from '../../src/metrics/definition-schema.js';
 import { createMetricDefinition } from '../../src/metrics/definitions.js';
 import { createSegment, DEFAULT_AUTOMATIONS } from '../../src/segments/definitions.js';
+import { operatorToken } from '../../src/tenancy/operator.js';
 import { issueToken } from '../../src/tenancy/tokens.js';
 import type { TestEnv } from '../helpers/context.js';
 import { seedProfiles } from '../helpers/profiles.js';
@@ -347,4 +348,31 @@ describe.each(ROUTES)('$method $route', (route) => {
       }
     },
   );
+});
+
+/**
+ * The operator may name any tenant; one that is not there is said, not answered with an empty
+ * list or blamed on a workspace (issue 36: `cds segments list -t nosuch` printed "(none)").
+ */
+describe('the operator naming a tenant that does not exist', () => {
+  let env: TestEnv;
+  beforeAll(async () => {
+    ({ env } = await openSeededEnv({ eventTypes: false }));
+  });
+  afterAll(() => env.close());
+
+  const tenantRoutes = ROUTES.flatMap((route) =>
+    typeof route.url === 'string' && route.url.startsWith('/v1/tenants/acme/')
+      ? [{ ...route, url: route.url.replace('/v1/tenants/acme/', '/v1/tenants/nosuch/') }]
+      : [],
+  );
+
+  it.each(tenantRoutes)('$method $route answers 404', async (route) => {
+    const operator = operatorToken(env.context.dataDir.masterKey);
+    const response = await call(env.app, operator, route.method, route.url, route.body);
+    expect(response.statusCode, response.body).toBe(404);
+    expect(response.json()).toEqual({
+      error: { code: 'not_found', message: 'tenant nosuch does not exist' },
+    });
+  });
 });

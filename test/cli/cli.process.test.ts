@@ -426,8 +426,10 @@ describe('cds CLI', () => {
       expect(again.code).toBe(1);
       expect(again.stderr).toBe('cds: no profile with that email in workspace eu\n');
       const usage = await remote('erase', '-t', 'acme', '-w', 'eu');
-      expect(usage.code).toBe(1);
-      expect(usage.stderr).toContain('give exactly one of --profile-id, --email, --phone');
+      expect(usage.code).toBe(2);
+      expect(usage.stderr).toContain(
+        'name the customer with one of --profile-id, --email, --phone',
+      );
       const audit = await remote('erasures', 'list', '-t', 'acme');
       expect(audit.code, audit.stderr).toBe(0);
       expect(audit.stdout).toMatch(

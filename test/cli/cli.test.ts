@@ -218,7 +218,14 @@ describe('cds CLI', () => {
       await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
       const { port } = closed.address() as AddressInfo;
       await new Promise((resolve) => closed.close(resolve));
-      const unreachable = await cds('--server', `http://127.0.0.1:${port}`, 'tenants', 'list');
+      const unreachable = await cds(
+        '--server',
+        `http://127.0.0.1:${port}`,
+        '--token',
+        'cpt_unused',
+        'tenants',
+        'list',
+      );
       expect(unreachable).toMatchObject({
         code: 1,
         stderr: `cds: could not reach http://127.0.0.1:${port} (connect ECONNREFUSED 127.0.0.1:${port}); is cds serve running there?\n`,

@@ -52,7 +52,7 @@ const visit = (id: string) => demoVisit(id, 200);
 describe('a landing file the disk stops taking', () => {
   it('answers 503, keeps no torn line, and every event it acknowledged is stored once', async () => {
     const dir = tempDir();
-    const context = await openContext({ data_dir: dir });
+    const context = await openContext({ data_dir: dir }, 'create');
     await setUpDemo(context);
     await (await openOwnedCollector(context)).close();
     await context.store.close();
@@ -103,7 +103,7 @@ describe('a landing file the disk stops taking', () => {
 
   it('logs which file it could not seal, and goes on taking and sealing events', async () => {
     const dir = tempDir();
-    const context = await openContext({ data_dir: dir });
+    const context = await openContext({ data_dir: dir }, 'create');
     await setUpDemo(context);
     await (await openOwnedCollector(context)).close();
     await context.store.close();

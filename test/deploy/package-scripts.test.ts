@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 
@@ -30,5 +31,28 @@ describe('package.json scripts', () => {
     for (const script of ['demo', 'test', 'bench', 'prepack']) {
       expect(scripts[script], script).toMatch(/\bnpm run build\b/);
     }
+  });
+});
+
+/** npm's own range logic (a dependency of fastify and npm), for the check below. */
+const semver = createRequire(import.meta.url)('semver') as {
+  minVersion(range: string): { version: string };
+  satisfies(version: string, range: string): boolean;
+};
+
+describe('package-lock.json', () => {
+  it('locks only packages that run on the oldest Node package.json allows (npm ci warns EBADENGINE otherwise)', () => {
+    const manifest = JSON.parse(readFileSync(`${root}package.json`, 'utf8')) as {
+      engines: { node: string };
+    };
+    const lock = JSON.parse(readFileSync(`${root}package-lock.json`, 'utf8')) as {
+      packages: Record<string, { engines?: unknown }>;
+    };
+    const oldest = semver.minVersion(manifest.engines.node).version;
+    const refusing = Object.entries(lock.packages).flatMap(([path, entry]) => {
+      const node = (entry.engines as { node?: unknown } | undefined)?.node;
+      return typeof node === 'string' && !semver.satisfies(oldest, node) ? [`${path} ${node}`] : [];
+    });
+    expect(refusing).toEqual([]);
   });
 });

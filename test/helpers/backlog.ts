@@ -8,7 +8,7 @@ import { tempDir } from './temp-dirs.js';
 /** A data dir with the demo tenant, its event types, metrics and segments. */
 export async function demoDataDir(): Promise<string> {
   const dir = tempDir();
-  const context = await openContext({ data_dir: dir });
+  const context = await openContext({ data_dir: dir }, 'create');
   await setUpDemo(context);
   await context.store.close();
   return dir;

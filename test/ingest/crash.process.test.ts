@@ -14,7 +14,7 @@ const SENDERS = 4;
 
 async function setUp(dir: string): Promise<string> {
   // The context the children's `cds serve` opens too, with the same environment.
-  const context = await openContext({ data_dir: dir });
+  const context = await openContext({ data_dir: dir }, 'create');
   await createTenant(context, 'acme', ['eu']);
   await putEventType(context, 'acme', 'page_viewed', null);
   const collector = await issueToken(context, 'acme', {

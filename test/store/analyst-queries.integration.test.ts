@@ -84,7 +84,7 @@ let servedRun = { code: -1, stdout: '', stderr: '' };
  * ingest; then a snapshot, an export through the running server, and one from the data dir.
  */
 beforeAll(async () => {
-  const context = await openContext({ data_dir: dataDir, port: '0' });
+  const context = await openContext({ data_dir: dataDir, port: '0' }, 'create');
   const tokens = await setUpDemo(context);
   for (const workspace of ODD_WORKSPACES) {
     await putWorkspace(context, DEMO_TENANT, workspace, {

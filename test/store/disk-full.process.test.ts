@@ -54,7 +54,7 @@ async function getJson(url: string, token?: string): Promise<Answer> {
 
 /** A data dir with the demo tenant set up and its registry written, as `cds serve` expects. */
 async function demoDataDir(dir: string) {
-  const context = await openContext({ data_dir: dir });
+  const context = await openContext({ data_dir: dir }, 'create');
   const tokens = await setUpDemo(context);
   await (await openOwnedCollector(context)).close();
   await context.store.close();

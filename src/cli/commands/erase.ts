@@ -1,5 +1,4 @@
 import { Command, Option } from 'commander';
-import { ValidationError } from '../../errors.js';
 import { withAdminClient } from '../admin-client.js';
 import type { GlobalOptions } from '../admin-request.js';
 import { tenantOption, tenantPath, workspaceOption } from '../options.js';
@@ -20,21 +19,16 @@ interface ErasureAnswer {
   erased: Record<string, number>;
 }
 
-/** Exactly one way to name the customer. */
-function target(options: EraseOptions): { profileId: string } | { type: string; value: string } {
-  const given = [
-    options.profileId === undefined ? null : { profileId: options.profileId },
-    options.email === undefined ? null : { type: 'email', value: options.email },
-    options.phone === undefined ? null : { type: 'phone', value: options.phone },
-  ].filter((choice) => choice !== null);
-  const [only] = given;
-  if (given.length !== 1 || !only) {
-    throw ValidationError.field(
-      '--profile-id',
-      'give exactly one of --profile-id, --email, --phone',
-    );
-  }
-  return only;
+/** The one way the customer was named; commander has refused two (`.conflicts`). */
+function target(
+  options: EraseOptions,
+  command: Command,
+): { profileId: string } | { type: string; value: string } {
+  if (options.profileId !== undefined) return { profileId: options.profileId };
+  if (options.email !== undefined) return { type: 'email', value: options.email };
+  if (options.phone !== undefined) return { type: 'phone', value: options.phone };
+  // Bad usage, exit 2, as commander's own refusals.
+  return command.error('error: name the customer with one of --profile-id, --email, --phone');
 }
 
 export function eraseCommand(): Command {
@@ -45,14 +39,17 @@ export function eraseCommand(): Command {
     .addOption(tenantOption())
     .addOption(workspaceOption())
     .addOption(
-      new Option('--profile-id <profile_id>', 'the profile (a merged-away id erases its survivor)'),
+      new Option(
+        '--profile-id <profile_id>',
+        'the profile (a merged-away id erases its survivor)',
+      ).conflicts(['email', 'phone']),
     )
-    .addOption(new Option('--email <email>', 'find the profile by email'))
+    .addOption(new Option('--email <email>', 'find the profile by email').conflicts('phone'))
     .addOption(new Option('--phone <phone>', 'find the profile by phone'))
     .option('--dry-run', 'show what would be erased and change nothing')
     .action(async (options: EraseOptions, command: Command) => {
       const globals = command.optsWithGlobals<GlobalOptions>();
-      const chosen = target(options);
+      const chosen = target(options, command);
       const profiles = tenantPath(options.tenant, 'workspaces', options.workspace, 'profiles');
       const answer = await withAdminClient(globals, async (client) => {
         const profileId =

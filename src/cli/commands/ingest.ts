@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import { ConfigError } from '../../errors.js';
 import type { IngestStatus } from '../../ingest/status.js';
 import { withAdminClient } from '../admin-client.js';
 import type { GlobalOptions } from '../admin-request.js';
@@ -119,6 +120,12 @@ export function ingestCommand(): Command {
       if (options.status) {
         await printStatus(globals);
         return;
+      }
+      if (globals.server) {
+        throw new ConfigError(
+          '--server (or CDS_SERVER)',
+          'cds ingest reads the landing files of this machine; a cds serve ingests its own (cds ingest --status --server URL shows how far it got)',
+        );
       }
       const { runIngest } = await import('../ingest-landing.js');
       await runIngest(globals, options.watch ?? false);

@@ -21,12 +21,15 @@ export function tenantsCommand(): Command {
     )
     .action(async (tenantId: string, options: { workspace: string[] }, command: Command) => {
       const globals = command.optsWithGlobals<GlobalOptions>();
-      const created = await withAdminClient(globals, (client) =>
-        client<{ tenant_id: string; workspaces: string[]; tenant_token: IssuedToken }>({
-          method: 'POST',
-          path: '/v1/operator/tenants',
-          body: { tenant_id: tenantId, workspaces: options.workspace },
-        }),
+      const created = await withAdminClient(
+        globals,
+        (client) =>
+          client<{ tenant_id: string; workspaces: string[]; tenant_token: IssuedToken }>({
+            method: 'POST',
+            path: '/v1/operator/tenants',
+            body: { tenant_id: tenantId, workspaces: options.workspace },
+          }),
+        'create',
       );
       output(globals.json, created, (value) => {
         const workspaces = value.workspaces.length > 0 ? value.workspaces.join(', ') : '(none yet)';
