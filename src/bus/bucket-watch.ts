@@ -12,6 +12,12 @@ export interface BucketWatch {
   stop(): void;
 }
 
+async function countKeys(kv: KV, key: string): Promise<number> {
+  let count = 0;
+  for await (const _ of await kv.keys(key)) count += 1;
+  return count;
+}
+
 /**
  * Watches the keys of a bucket that match `key` (a subject pattern such as `tenant.>`): the last
  * value of each first, then every change, each in revision order. The watch is an ordered
@@ -24,8 +30,10 @@ export async function watchBucket(
   onChange: (change: BucketChange) => void,
 ): Promise<BucketWatch> {
   const log = componentLog('bus');
-  // An empty bucket delivers nothing, so nothing marks the end of loading: its count says so.
-  const initialCount = (await kv.status()).values;
+  // A watch of no value delivers nothing, so nothing marks the end of loading: a count says so.
+  // The bucket's own count when every key is watched; else the keys the pattern matches, as
+  // keys of other patterns share the bucket (the registry's `bus-key` beside `tenant.>`).
+  const initialCount = key === '>' ? (await kv.status()).values : await countKeys(kv, key);
   let markLoaded!: () => void;
   const loaded = new Promise<void>((resolve) => {
     markLoaded = resolve;

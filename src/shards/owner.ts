@@ -9,6 +9,7 @@ import { busStagingDir } from './bus-batch.js';
 import { OwnerLoop } from './owner-loop.js';
 import { Owners } from './owners.js';
 import { type ShardEntry, ShardMap } from './shard-map.js';
+import { followStreamRetention } from './stream-retention.js';
 import { TenantMoves } from './tenant-moves.js';
 
 export interface OwnerOptions {
@@ -109,7 +110,9 @@ export async function startOwner(
       });
   };
   let watch: BucketWatch | null = null;
+  let stopRetention = () => {};
   try {
+    stopRetention = await followStreamRetention(context, bus);
     watch = await map.watch((tenantId, entry) => {
       latest.set(tenantId, entry);
       if (!initial) follow(tenantId);
@@ -143,6 +146,7 @@ export async function startOwner(
     });
   } catch (error) {
     clearInterval(assigning);
+    stopRetention();
     watch?.stop();
     owners.stop();
     await loop.stop();
@@ -157,6 +161,7 @@ export async function startOwner(
     async close() {
       closed = true;
       clearInterval(assigning);
+      stopRetention();
       watch?.stop();
       owners.stop();
       await changes;
