@@ -154,6 +154,12 @@ describe('identifiers in the events stream', () => {
         messageId: `t-${run}`,
       }),
     ).toBe(200);
+    // A batch past 64 KiB is checked, and boxed, on an intake worker thread.
+    const batch = Array.from({ length: 400 }, (_, index) =>
+      nativeEvent(`b-${run}-${index}`, { email: `batch-${index}-${run}@shop.test` }, control),
+    );
+    expect(JSON.stringify({ events: batch }).length).toBeGreaterThan(64 * 1024);
+    expect(await send('/v1/server/events/batch', { events: batch })).toBe(202);
     await cluster.drained();
 
     const files = await streamFiles();
@@ -176,6 +182,8 @@ describe('identifiers in the events stream', () => {
       digits(segmentPhone),
       `u-${run}`,
       `ref-n-${run}`,
+      `batch-0-${run}`,
+      `batch-399-${run}`,
     ];
     for (const file of files)
       for (const value of forbidden)
@@ -199,6 +207,7 @@ describe('identifiers in the events stream', () => {
     );
     expect((await lookup(`email=${encodeURIComponent(contextEmail)}`)).status).toBe(200);
     expect((await lookup(`email=${encodeURIComponent(`owner-${email}`)}`)).status).toBe(200);
+    expect((await lookup(`email=batch-399-${run}%40shop.test`)).status).toBe(200);
   }, 120_000);
 
   it('an erasure says when the last stream copy expires, in the API and the CLI', async () => {
