@@ -46,7 +46,10 @@ export function erasuresCommand(): Command {
               'actor',
               'events',
               'purged_at',
-              'stream_copies_expire_at',
+              // Cluster mode only: in the embedded mode it is null on every row.
+              ...(value.erasures.some((record) => record.stream_copies_expire_at !== null)
+                ? ['stream_copies_expire_at']
+                : []),
             ],
           );
           printNextPage(value.next_cursor);
