@@ -2,7 +2,7 @@ import type { BusConnection } from '../bus/connect.js';
 import { type BoxingKey, boxingKeyFor, type PublishedBusKey } from '../bus/identifier-box.js';
 import { type BusMessage, type PublishPolicy, publishAll } from '../bus/publisher.js';
 import { eventMessageId, eventSubject } from '../bus/subjects.js';
-import { BusUnavailableError, ShuttingDownError } from '../errors.js';
+import { BusKeyMissingError, ShuttingDownError } from '../errors.js';
 import type { AcceptedLines, EventSink } from './event-sink.js';
 import type { LandingLine } from './landing-writer.js';
 import { newCollectorId } from './landing-writer.js';
@@ -26,9 +26,6 @@ export function busMessageOf(line: LandingLine): BusMessage {
  */
 const EPOCH_MS = 3600 * 1000;
 
-/** What a client told to come back before any owner published the bus key waits. */
-const NO_KEY_RETRY_SECONDS = 5;
-
 /** The events stream, in cluster mode: a request is answered once the stream holds its events. */
 export class BusSink implements EventSink {
   readonly collectorId = newCollectorId();
@@ -48,17 +45,17 @@ export class BusSink implements EventSink {
     this.busKey = busKey;
   }
 
+  hasBusKey(): boolean {
+    return this.busKey !== null;
+  }
+
   /**
    * This epoch's key to box identifiers to: refused (503, retried by clients) until an owner
    * has published the bus key, as no event may reach the stream with plain identifiers.
    */
   boxingKey(): BoxingKey {
     const busKey = this.busKey;
-    if (busKey === null)
-      throw new BusUnavailableError(
-        'no bus key is published yet: an owner publishes one when it starts',
-        NO_KEY_RETRY_SECONDS,
-      );
+    if (busKey === null) throw new BusKeyMissingError();
     const now = performance.now();
     if (this.epoch === null || this.epoch.keyId !== busKey.key_id || now >= this.epoch.endsAt)
       this.epoch = { boxing: boxingKeyFor(busKey), keyId: busKey.key_id, endsAt: now + EPOCH_MS };

@@ -69,6 +69,8 @@ export interface BusCollectorRuntime extends CollectorRuntime {
   /** Resolves once the registry's entries held at the start are applied: until then, not ready. */
   registryLoaded: Promise<void>;
   isReady(): boolean;
+  /** Whether an owner has published the bus key: until then every event is refused (503). */
+  hasBusKey(): boolean;
 }
 
 /** One publisher per open database: its owner is the only process that writes registry.json. */
@@ -255,6 +257,7 @@ export async function openBusCollector(
     clock: options.clock ?? systemClock,
     registryLoaded,
     isReady: () => ready,
+    hasBusKey: () => sink.hasBusKey(),
     async refresh() {
       if (!owner) return;
       const snapshot = await publishRegistry(owner);

@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ensureBusKey, readBusKey } from '../../src/bus/bus-key.js';
+import { BUS_KEY_ENTRY, ensureBusKey, readBusKey } from '../../src/bus/bus-key.js';
 import type { BusConnection } from '../../src/bus/connect.js';
+import { BUCKETS } from '../../src/bus/setup.js';
 import { EVENTS_STREAM } from '../../src/bus/subjects.js';
 import { ConfigError } from '../../src/errors.js';
 import {
@@ -296,6 +297,42 @@ describe('bus key rotation', () => {
     expect(result.stderr).toContain(`${join(nowhere, 'master.key')} does not exist`);
     expect((await readBusKey(admin))?.key_id).toBe(before);
   });
+});
+
+describe('a collector without a bus key', () => {
+  it('takes no event and is not ready, until an owner publishes one', async () => {
+    const kv = await admin.kvm.open(BUCKETS.registry);
+    const collectorUrl = cluster.collectors[0]?.url as string;
+    await kv.delete(BUS_KEY_ENTRY);
+    try {
+      await waitUntil(
+        async () => (await fetch(`${collectorUrl}/readyz`)).status === 503,
+        'the collector to see the bus key gone',
+        10_000,
+      );
+      const ready = await fetch(`${collectorUrl}/readyz`);
+      expect(ready.headers.get('retry-after')).toBe('5');
+      expect(((await ready.json()) as { error: { message: string } }).error.message).toMatch(
+        /^no bus key is published yet/,
+      );
+      expect(
+        await send(
+          '/v1/server/events',
+          nativeEvent(`nokey-${run}`, { email: `nokey-${run}@shop.test` }),
+        ),
+      ).toBe(503);
+    } finally {
+      await ensureBusKey(admin, Buffer.from(cluster.masterKey, 'hex'), new Date().toISOString());
+    }
+    await waitUntil(
+      async () => (await fetch(`${collectorUrl}/readyz`)).status === 200,
+      'the collector to see the new bus key',
+      10_000,
+    );
+    expect(
+      await send('/v1/server/events', nativeEvent(`key-${run}`, { email: `key-${run}@shop.test` })),
+    ).toBe(202);
+  }, 60_000);
 });
 
 describe('the bus key at an owner’s start', () => {
