@@ -34,3 +34,8 @@ SELECT count(*)::INTEGER AS n FROM tenants WHERE tenant_id = $tenant_id;
 
 /* @name bus_offset_of */
 SELECT last_seq::DOUBLE AS last_seq FROM bus_offsets WHERE tenant_id = $tenant_id;
+
+/* @name bus_stream_retention_set */
+-- $max_age_ms: the stream's max_age (0: it keeps messages for ever).
+INSERT INTO bus_stream_retention (one, max_age_ms, read_at) VALUES (1, $max_age_ms, $now::TIMESTAMP)
+ON CONFLICT (one) DO UPDATE SET max_age_ms = excluded.max_age_ms, read_at = excluded.read_at;

@@ -99,11 +99,15 @@ WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN 
 
 /* @name erasure_record_audit */
 -- Id and time come from the caller: a file rewrite may run the erasure again on its copy.
+-- stream_copies_expire_at: a line received before the erasure may still hold the profile's
+-- identifiers in the events stream (boxed) until the stream's max age after it; later lines are
+-- not the erased profile's (tombstones). Null without a stream, and for a stream kept for ever.
 INSERT INTO erasure_audit (erasure_id, tenant_id, workspace_id, profile_id, actor, erased_at, profiles, identifiers,
-  metrics, segment_memberships, history_entries, events, purged_at)
+  metrics, segment_memberships, history_entries, events, purged_at, stream_copies_expire_at)
 VALUES (
   $erasure_id, $tenant_id, $workspace_id, $profile_id, $actor, $now::TIMESTAMP,
-  $profiles, $identifiers, $metrics, $segment_memberships, $history_entries, $events, NULL
+  $profiles, $identifiers, $metrics, $segment_memberships, $history_entries, $events, NULL,
+  (SELECT $now::TIMESTAMP + to_milliseconds(max_age_ms) FROM bus_stream_retention WHERE max_age_ms > 0)
 );
 
 /* @name erasure_drop_cluster */
@@ -124,7 +128,7 @@ SELECT count(*) AS unpurged FROM erasure_audit WHERE purged_at IS NULL;
 
 /* @name erasure_audit_page */
 -- Newest first, keyset paging on (erased_at, erasure_id); $after_* are NULL on the first page.
-SELECT erasure_id, workspace_id, profile_id, actor, erased_at, purged_at,
+SELECT erasure_id, workspace_id, profile_id, actor, erased_at, purged_at, stream_copies_expire_at,
   profiles, identifiers, metrics, segment_memberships, history_entries, events
 FROM erasure_audit
 WHERE tenant_id = $tenant_id

@@ -235,6 +235,19 @@ export class RegistryNotPublishedError extends BusUnavailableError {
   }
 }
 
+/**
+ * Cluster mode: no owner has published the bus key yet, so a collector could not box identifiers
+ * and takes no event (its `/readyz` says so too) rather than put one plain in the stream.
+ */
+export class BusKeyMissingError extends BusUnavailableError {
+  constructor() {
+    // About the time an owner takes to start.
+    super('no bus key', 5);
+    this.message =
+      'no bus key is published yet, so identifiers cannot be encrypted for the event stream: an owner publishes it when it starts; send the events again';
+  }
+}
+
 /** Cluster mode: a collector whose registry is still loading from the bus (its `/readyz`). */
 export class RegistryLoadingError extends AppError {
   constructor() {

@@ -17,20 +17,24 @@ export interface BucketWatch {
  * value of each first, then every change, each in revision order. The watch is an ordered
  * consumer, which the client re-creates by itself across a node's fail-over. A change the
  * callback throws on is logged and skipped: one bad entry must not stop the others.
+ * `outside` counts the bucket's values the pattern does not match (the registry's `bus-key`).
  */
 export async function watchBucket(
   kv: KV,
   key: string,
   onChange: (change: BucketChange) => void,
+  outside: () => Promise<number> = async () => 0,
 ): Promise<BucketWatch> {
   const log = componentLog('bus');
-  // An empty bucket delivers nothing, so nothing marks the end of loading: its count says so.
-  const initialCount = (await kv.status()).values;
+  // An empty bucket delivers nothing, so nothing marks the end of loading: its count says so,
+  // less the values of keys outside the pattern that share the bucket.
+  const initialCount = (await kv.status()).values - (await outside());
   let markLoaded!: () => void;
   const loaded = new Promise<void>((resolve) => {
     markLoaded = resolve;
   });
-  if (initialCount === 0) markLoaded();
+  // Below 0 when a value outside the pattern came between the two counts.
+  if (initialCount <= 0) markLoaded();
   const watcher = await kv.watch({ key });
   (async () => {
     for await (const entry of watcher) {

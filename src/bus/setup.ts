@@ -26,9 +26,16 @@ export interface StreamSizing {
   maxBytes: number;
 }
 
+/**
+ * Retention unless set: docs/scaling.md's rule (the backup interval plus a restore) for a daily
+ * backup and a day to restore. Every copy of an event, its identifiers boxed, leaves the stream
+ * after it, so it is also how long an erasure takes to finish there.
+ */
+export const DEFAULT_MAX_AGE_HOURS = 48;
+
 export const DEFAULT_SIZING: StreamSizing = {
   replicas: 3,
-  maxAgeMs: 7 * 24 * 3600 * 1000,
+  maxAgeMs: DEFAULT_MAX_AGE_HOURS * 3600 * 1000,
   maxBytes: -1,
 };
 
@@ -57,6 +64,12 @@ export function eventsStreamConfig(sizing: StreamSizing): Partial<StreamConfig> 
     max_msg_size: MAX_MESSAGE_BYTES,
     deny_delete: true,
   };
+}
+
+/** How long the events stream keeps a message now, in ms (0: for ever). */
+export async function streamMaxAgeMs(bus: BusConnection): Promise<number> {
+  const info = await (await bus.manager()).streams.info(EVENTS_STREAM);
+  return Math.round(info.config.max_age / NANOS_PER_MS);
 }
 
 async function streamExists(jsm: JetStreamManager, name: string): Promise<boolean> {

@@ -1,3 +1,4 @@
+import { type BoxingKey, box } from '../bus/identifier-box.js';
 import { type AppError, ForbiddenError, PayloadTooLargeError, ValidationError } from '../errors.js';
 import type { EventSource, Intake } from '../landing-format.js';
 import {
@@ -25,6 +26,12 @@ export interface IntakeScope {
   tenantId: string;
   /** Browser: the header's workspace. Server: the token's workspace, or null for any of the tenant's. */
   workspaceId: string | null;
+  /**
+   * Cluster mode: the key each event's `properties.identifiers` is boxed to before its line is
+   * written, so the events stream holds no identifier value (bus/identifier-box.ts). Absent for
+   * landing files.
+   */
+  box?: BoxingKey;
 }
 
 /** The registry look-ups an event needs: its workspace and its event type must exist. */
@@ -40,9 +47,29 @@ export interface Fault {
   reason: string;
 }
 
-/** A UTF-16 code unit takes at most 3 bytes in UTF-8, so most lines need no byte count. */
-function exceedsEventBytes(text: string): boolean {
-  return text.length * 3 > MAX_EVENT_BYTES && Buffer.byteLength(text) > MAX_EVENT_BYTES;
+/**
+ * A UTF-16 code unit takes at most 3 bytes in UTF-8, so most lines need no byte count. `growth`
+ * is what boxing added (in ASCII), so an event's limit is the same on the bus as in a file.
+ */
+function exceedsEventBytes(text: string, growth: number): boolean {
+  return (
+    (text.length - growth) * 3 > MAX_EVENT_BYTES &&
+    Buffer.byteLength(text) - growth > MAX_EVENT_BYTES
+  );
+}
+
+/**
+ * Replaces the event's `properties.identifiers` with its box; returns how many bytes the line
+ * grew by. Runs after the content checks, which read the identifiers.
+ */
+function boxIdentifiers(event: Envelope, boxing: BoxingKey): number {
+  const { properties } = event;
+  if (!Object.hasOwn(properties, 'identifiers')) return 0;
+  const plain = JSON.stringify(properties.identifiers);
+  if (plain === undefined) return 0;
+  const boxed = box(boxing, event.tenant_id, plain);
+  properties.identifiers = boxed;
+  return boxed.length + 2 - Buffer.byteLength(plain);
 }
 
 function check(
@@ -104,8 +131,9 @@ function checkEnvelope(
   const contentFault = checkEventContent(event, scope.source);
   if (contentFault) return contentFault;
   // Only once the content is known to be shallow: JSON.stringify recurses on the call stack.
+  const growth = scope.box ? boxIdentifiers(event, scope.box) : 0;
   const text = lineText(receivedAt, scope.source, collectorId, event, scope.intake);
-  if (exceedsEventBytes(text)) {
+  if (exceedsEventBytes(text, growth)) {
     return {
       code: 'event_too_large',
       path: 'event',

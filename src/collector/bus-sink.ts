@@ -1,7 +1,8 @@
 import type { BusConnection } from '../bus/connect.js';
+import { type BoxingKey, boxingKeyFor, type PublishedBusKey } from '../bus/identifier-box.js';
 import { type BusMessage, type PublishPolicy, publishAll } from '../bus/publisher.js';
 import { eventMessageId, eventSubject } from '../bus/subjects.js';
-import { ShuttingDownError } from '../errors.js';
+import { BusKeyMissingError, ShuttingDownError } from '../errors.js';
 import type { AcceptedLines, EventSink } from './event-sink.js';
 import type { LandingLine } from './landing-writer.js';
 import { newCollectorId } from './landing-writer.js';
@@ -19,17 +20,47 @@ export function busMessageOf(line: LandingLine): BusMessage {
   };
 }
 
+/**
+ * How long one ephemeral key boxes identifiers: a new one an hour bounds what one leaked
+ * collector key opens, at one X25519 an hour.
+ */
+const EPOCH_MS = 3600 * 1000;
+
 /** The events stream, in cluster mode: a request is answered once the stream holds its events. */
 export class BusSink implements EventSink {
   readonly collectorId = newCollectorId();
   readonly form = 'lines';
   private closed = false;
   private readonly underWay = new Set<Promise<void>>();
+  private busKey: PublishedBusKey | null = null;
+  private epoch: { boxing: BoxingKey; keyId: string; endsAt: number } | null = null;
 
   constructor(
     private readonly bus: BusConnection,
     private readonly policy: PublishPolicy,
   ) {}
+
+  /** The bus key the registry bucket publishes now (bus/bus-key.ts); a new one starts an epoch. */
+  useBusKey(busKey: PublishedBusKey | null): void {
+    this.busKey = busKey;
+  }
+
+  hasBusKey(): boolean {
+    return this.busKey !== null;
+  }
+
+  /**
+   * This epoch's key to box identifiers to: refused (503, retried by clients) until an owner
+   * has published the bus key, as no event may reach the stream with plain identifiers.
+   */
+  boxingKey(): BoxingKey {
+    const busKey = this.busKey;
+    if (busKey === null) throw new BusKeyMissingError();
+    const now = performance.now();
+    if (this.epoch === null || this.epoch.keyId !== busKey.key_id || now >= this.epoch.endsAt)
+      this.epoch = { boxing: boxingKeyFor(busKey), keyId: busKey.key_id, endsAt: now + EPOCH_MS };
+    return this.epoch.boxing;
+  }
 
   append(accepted: AcceptedLines): Promise<void> {
     if (this.closed) return Promise.reject(new ShuttingDownError());

@@ -1,3 +1,5 @@
+import type { BoxingKey } from '../bus/identifier-box.js';
+import type { IntakeScope } from './accept.js';
 import {
   encodeLines,
   type LandingChunk,
@@ -31,6 +33,16 @@ export interface EventSink {
   readonly form: SinkForm;
   append(accepted: AcceptedLines): Promise<void>;
   close(): Promise<void>;
+  /**
+   * The key identifiers are boxed to before their lines reach this sink; absent where they may
+   * be written plain (landing files). Throws when the sink needs one and has none yet.
+   */
+  boxingKey?(): BoxingKey;
+}
+
+/** A request's scope as its events are checked for this sink: with its boxing key, if any. */
+export function scopeFor<S extends IntakeScope>(sink: EventSink, scope: S): S {
+  return sink.boxingKey ? { ...scope, box: sink.boxingKey() } : scope;
 }
 
 /** The landing files of the data dir (design §2). */

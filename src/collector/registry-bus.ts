@@ -1,5 +1,6 @@
 import type { KV } from '@nats-io/kv';
 import { type BucketWatch, watchBucket } from '../bus/bucket-watch.js';
+import { BUS_KEY_ENTRY } from '../bus/bus-key.js';
 import type { BusConnection } from '../bus/connect.js';
 import { type PublishPolicy, retryingOnBus } from '../bus/publisher.js';
 import { BUCKETS } from '../bus/setup.js';
@@ -90,15 +91,21 @@ const PUT_SINCE = /wrong last sequence/i;
  */
 export async function watchRegistry(bus: BusConnection, registry: Registry): Promise<BucketWatch> {
   const kv = await bus.kvm.open(BUCKETS.registry);
-  return watchBucket(kv, 'tenant.>', (change) => {
-    const tenantId = tenantOfKey(change.key);
-    if (change.deleted) {
-      registry.removeTenant(tenantId);
-      return;
-    }
-    const entry = parseTenantEntry(change.entry.string());
-    if (entry.tenant_id !== tenantId)
-      throw new Error(`the entry of ${change.key} is tenant ${entry.tenant_id}'s`);
-    registry.applyTenant(entry);
-  });
+  const busKeyValues = async () => ((await kv.get(BUS_KEY_ENTRY)) === null ? 0 : 1);
+  return watchBucket(
+    kv,
+    'tenant.>',
+    (change) => {
+      const tenantId = tenantOfKey(change.key);
+      if (change.deleted) {
+        registry.removeTenant(tenantId);
+        return;
+      }
+      const entry = parseTenantEntry(change.entry.string());
+      if (entry.tenant_id !== tenantId)
+        throw new Error(`the entry of ${change.key} is tenant ${entry.tenant_id}'s`);
+      registry.applyTenant(entry);
+    },
+    busKeyValues,
+  );
 }

@@ -18,7 +18,7 @@ import { countIntake, countRefusedRequest } from '../telemetry/prometheus.js';
 import { faultError, type IntakeScope, intake } from './accept.js';
 import { inflatedBody } from './compressed-body.js';
 import { addCorsHeaders, preflightOptions } from './cors.js';
-import { acceptedAs } from './event-sink.js';
+import { acceptedAs, scopeFor } from './event-sink.js';
 import { originAllowed } from './origins.js';
 import type { CollectorPrincipal } from './registry.js';
 import type { CollectorRuntime } from './runtime.js';
@@ -229,7 +229,7 @@ export async function collectorRoutes(
     const { lines, faults } = intake(
       runtime.registry,
       [event],
-      scope,
+      scopeFor(runtime.sink, scope),
       runtime.clock.now().toISOString(),
       runtime.sink.collectorId,
     );
@@ -243,7 +243,7 @@ export async function collectorRoutes(
   const receiveBatch = async (scope: IntakeScope, body: string) => {
     const request = {
       body,
-      scope,
+      scope: scopeFor(runtime.sink, scope),
       receivedAt: runtime.clock.now().toISOString(),
       collectorId: runtime.sink.collectorId,
       form: runtime.sink.form,

@@ -1,9 +1,11 @@
 import { unwatchFile, watchFile } from 'node:fs';
+import type { BucketWatch } from '../bus/bucket-watch.js';
+import { ensureBusKey, readBusKey, watchBusKey } from '../bus/bus-key.js';
 import type { BusConnection } from '../bus/connect.js';
 import { DEFAULT_PUBLISH_POLICY, type PublishPolicy } from '../bus/publisher.js';
 import { type Clock, systemClock } from '../clock.js';
 import type { Config } from '../config.js';
-import type { Context } from '../context.js';
+import { type Context, nowIso } from '../context.js';
 import type { DataDir } from '../store/data-dir.js';
 import { componentLog } from '../telemetry/log.js';
 import { BusSink } from './bus-sink.js';
@@ -67,6 +69,8 @@ export interface BusCollectorRuntime extends CollectorRuntime {
   /** Resolves once the registry's entries held at the start are applied: until then, not ready. */
   registryLoaded: Promise<void>;
   isReady(): boolean;
+  /** Whether an owner has published the bus key: until then every event is refused (503). */
+  hasBusKey(): boolean;
 }
 
 /** One publisher per open database: its owner is the only process that writes registry.json. */
@@ -99,12 +103,19 @@ export function publishPolicyOf(config: Pick<Config, 'bus_publish_budget_ms'>): 
 /**
  * Cluster mode, on the owner: from now on every publish of the registry also puts each changed
  * tenant entry in the bus's registry bucket, and resolves only once the bucket took it. Puts every
- * tenant of the database now.
+ * tenant of the database now, and the first bus key if the cluster has none (bus/bus-key.ts).
  */
 export async function publishRegistryToBus(context: Context, bus: BusConnection): Promise<void> {
+  await ensureBusKey(bus, context.dataDir.masterKey, nowIso(context));
   const publisher = publisherOf(context);
   publisher.attachBucket(await RegistryBucketWriter.open(bus, publishPolicyOf(context.config)));
   await publisher.publish();
+}
+
+/** The sink boxes to the published bus key: read once, so the first request finds it, then watched. */
+async function followBusKey(bus: BusConnection, sink: BusSink): Promise<BucketWatch> {
+  sink.useBusKey(await readBusKey(bus));
+  return watchBusKey(bus, (busKey) => sink.useBusKey(busKey));
 }
 
 /** `cors_origins` of the configuration, by tenant id: tenant ids are never keys of a plain object. */
@@ -221,12 +232,17 @@ export async function openBusCollector(
     ready = true;
   });
   const sink = new BusSink(bus, publishPolicyOf(config));
+  const keyWatch = await followBusKey(bus, sink).catch((error: unknown) => {
+    watch.stop();
+    throw error;
+  });
   const liveness = await CollectorLiveness.start(
     bus,
     sink.collectorId,
     options.liveness ?? DEFAULT_LIVENESS,
   ).catch((error: unknown) => {
     watch.stop();
+    keyWatch.stop();
     throw error;
   });
   const intakePool = new IntakePool();
@@ -241,6 +257,7 @@ export async function openBusCollector(
     clock: options.clock ?? systemClock,
     registryLoaded,
     isReady: () => ready,
+    hasBusKey: () => sink.hasBusKey(),
     async refresh() {
       if (!owner) return;
       const snapshot = await publishRegistry(owner);
@@ -250,6 +267,7 @@ export async function openBusCollector(
       await sink.close();
       await liveness.close();
       watch.stop();
+      keyWatch.stop();
       await intakePool.close();
     },
   };

@@ -14,6 +14,12 @@ export const erasureRecordSchema = z.object({
   erased_at: z.string(),
   /** When the database file was rewritten without the erased rows; null until then. */
   purged_at: z.string().nullable(),
+  /**
+   * Cluster mode: when the last copy of the profile's events leaves the events stream (the
+   * erasure's time plus the stream's max age), after which no byte of them is on any node. Null
+   * in the embedded default, which has no stream.
+   */
+  stream_copies_expire_at: z.string().nullable(),
   erased: erasedCountsSchema,
 });
 

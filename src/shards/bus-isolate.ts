@@ -12,6 +12,7 @@ import {
 } from '../quarantine/quarantine.js';
 import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../store/file-modes.js';
 import { type BusEvent, byTenant, ingestBusBatch, offsetsParam } from './bus-batch.js';
+import { openBoxes } from './bus-boxes.js';
 
 export interface IsolatedBusIngest {
   batches: BatchResult[];
@@ -52,13 +53,19 @@ async function quarantineEvent(
  * first, then in halves in stream order, until the failing events are found: each is quarantined,
  * and every other part commits on its own. As with landing files (ingest/isolate.ts), one
  * tenant's bad event costs that event only, and a fault of the machine fails the whole batch.
+ * Identifier boxes are opened first (bus-boxes.ts); an event whose box does not open is
+ * quarantined as it came, its identifiers still boxed.
  */
 export async function ingestBusIsolating(
   context: Context,
   events: readonly BusEvent[],
 ): Promise<IsolatedBusIngest> {
   const outcome: IsolatedBusIngest = { batches: [], quarantined: [] };
-  await ingestInto(context, events, outcome);
+  const { opened, unopenable } = openBoxes(context, events);
+  await ingestInto(context, opened, outcome);
+  // After the rest: a quarantined event's sequence is recorded as done for its tenant.
+  for (const { event, failure } of unopenable)
+    outcome.quarantined.push(await quarantineEvent(context, event, failure));
   return outcome;
 }
 

@@ -12,6 +12,7 @@ import { type StreamReadiness, streamReadiness } from './owner-readiness.js';
 import { Owners } from './owners.js';
 import { type ShardEntry, ShardMap } from './shard-map.js';
 import { StreamBacklog } from './stream-backlog.js';
+import { followStreamRetention } from './stream-retention.js';
 import { TenantMoves } from './tenant-moves.js';
 
 export interface OwnerOptions {
@@ -115,7 +116,9 @@ export async function startOwner(
       });
   };
   let watch: BucketWatch | null = null;
+  let stopRetention = () => {};
   try {
+    stopRetention = await followStreamRetention(context, bus);
     watch = await map.watch((tenantId, entry) => {
       latest.set(tenantId, entry);
       if (!initial) follow(tenantId);
@@ -151,6 +154,7 @@ export async function startOwner(
     });
   } catch (error) {
     clearInterval(assigning);
+    stopRetention();
     watch?.stop();
     owners.stop();
     await backlog.stop();
@@ -175,6 +179,7 @@ export async function startOwner(
     async close() {
       closed = true;
       clearInterval(assigning);
+      stopRetention();
       watch?.stop();
       owners.stop();
       await backlog.stop();

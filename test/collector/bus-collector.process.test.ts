@@ -386,6 +386,8 @@ describe('cds collect --bus (issue 30, items 1 and 3)', () => {
         bus_ca: cluster.tls.caFile,
         port: 0,
         shard: 'serve-shard',
+        // Owners of one cluster share its master key, which the bus key derives from.
+        master_key: owner.context.dataDir.masterKey.toString('hex'),
       },
     });
     const { token: tenantToken } = await createTenant(env.context, 'serveco', ['main']);

@@ -160,6 +160,8 @@ describe('erasure', () => {
     // The answer comes before the file rewrite, which waits a few seconds for more erasures.
     await settlePurges(env.context);
     expect((await erasures()).json().erasures[0].purged_at).toBe('2026-03-01T12:00:00.000Z');
+    // No events stream in the embedded default: nothing to expire there.
+    expect((await erasures()).json().erasures[0].stream_copies_expire_at).toBeNull();
 
     env.clock.advance(60_000);
     expect((await erase(bob)).statusCode).toBe(200);

@@ -2,7 +2,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import type { GlobalOptions } from '../admin-request.js';
 import type { BusInitFlags } from '../bus.js';
 import type { BusConfigFlags } from '../bus-config.js';
-import { addBusOptions } from '../bus-flags.js';
+import { addBusOptions, type BusFlags } from '../bus-flags.js';
 import type { BusPasswdFlags } from '../bus-passwd.js';
 import type { BusStepDownFlags } from '../bus-step-down.js';
 
@@ -38,7 +38,8 @@ export function busCommand(): Command {
         '--max-age-hours <hours>',
         'how long the stream keeps events: at least the backup interval plus a restore',
         positiveInteger,
-        7 * 24,
+        // DEFAULT_MAX_AGE_HOURS of bus/setup.ts, which is not loaded before a bus command runs.
+        48,
       )
       .option(
         '--max-bytes <size>',
@@ -51,9 +52,19 @@ export function busCommand(): Command {
     const { runBusInit } = await import('../bus.js');
     await runBusInit(globals, flags);
   });
+  const rotateKey = addBusOptions(
+    new Command('rotate-key').description(
+      "make a new bus key the one collectors box identifiers to (owner credentials, and the cluster's master key: --data-dir of an owner or CDS_MASTER_KEY); boxes of the old key still open until the stream drops them",
+    ),
+  ).action(async (flags: BusFlags, command: Command) => {
+    const globals = command.optsWithGlobals<GlobalOptions>();
+    const { runBusRotateKey } = await import('../bus-key.js');
+    await runBusRotateKey(globals, flags);
+  });
   return new Command('bus')
     .description('the NATS JetStream bus of a cluster')
     .addCommand(init)
+    .addCommand(rotateKey)
     .addCommand(configCommand())
     .addCommand(passwdCommand())
     .addCommand(stepDownCommand());

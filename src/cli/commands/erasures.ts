@@ -16,7 +16,7 @@ export function erasuresCommand(): Command {
   erasures
     .command('list')
     .description(
-      "a tenant's erasures, newest first: who, when, what, and when the database file was purged",
+      "a tenant's erasures, newest first: who, when, what, when the database file was purged, and (cluster mode) when the last stream copy expires",
     )
     .addOption(tenantOption())
     .option('-w, --workspace <workspace>', 'only this workspace')
@@ -39,7 +39,18 @@ export function erasuresCommand(): Command {
         output(globals.json, page, (value) => {
           printTable(
             value.erasures.map((record) => ({ ...record, events: record.erased.events })),
-            ['erased_at', 'workspace_id', 'profile_id', 'actor', 'events', 'purged_at'],
+            [
+              'erased_at',
+              'workspace_id',
+              'profile_id',
+              'actor',
+              'events',
+              'purged_at',
+              // Cluster mode only: in the embedded mode it is null on every row.
+              ...(value.erasures.some((record) => record.stream_copies_expire_at !== null)
+                ? ['stream_copies_expire_at']
+                : []),
+            ],
           );
           printNextPage(value.next_cursor);
         });

@@ -5,7 +5,7 @@ import { ForbiddenError, UnauthorizedError } from '../../errors.js';
 import type { RateLimiter } from '../../rate-limit.js';
 import { countIntake } from '../../telemetry/prometheus.js';
 import { parseBody } from '../batch-intake.js';
-import { acceptedAs } from '../event-sink.js';
+import { acceptedAs, scopeFor } from '../event-sink.js';
 import type { CollectorRuntime } from '../runtime.js';
 import {
   checkTrackingBatchBody,
@@ -138,7 +138,7 @@ export async function trackingApiRoutes(
   };
 
   const requestIn = (scope: WorkspaceScope): TrackingRequest => ({
-    scope,
+    scope: scopeFor(runtime.sink, scope),
     receivedAt: runtime.clock.now().toISOString(),
     collectorId: runtime.sink.collectorId,
     form: runtime.sink.form,
