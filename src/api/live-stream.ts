@@ -143,5 +143,8 @@ export function serveLiveStream(
   send(first);
   // A batch committed between the first read and the listener is read now.
   wake();
+  // So is a change of access announced between the request's own check and the listener: under
+  // load, a revocation landed there and the stream stayed open until its next message.
+  stillAllowed().catch(fail);
   return close;
 }

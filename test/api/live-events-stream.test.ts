@@ -316,6 +316,24 @@ describe('a live stream whose access is gone', () => {
     expect((await otherStream.next())?.event.event_id).toBe(next);
   });
 
+  it('ends within a second of a revocation that lands while the stream is opening', async () => {
+    // The request's own check passes, the revocation is announced before the stream listens for
+    // changes: only a check made after it started listening sees it.
+    for (let round = 0; round < 12; round += 1) {
+      const minted = await mintWorkspaceToken();
+      const [stream] = await Promise.all([
+        openStream(minted.token),
+        request('DELETE', `/v1/tenants/acme/tokens/${minted.token_id}`, tokens.tenant),
+      ]);
+      if (stream.response.status === 401) continue;
+      expect(stream.response.status).toBe(200);
+      const { error } = await stream.end(ENDS_WITHIN_MS);
+      expect(error).toEqual({
+        error: { code: 'unauthorized', message: 'unknown or revoked token' },
+      });
+    }
+  });
+
   it('ends at its next message once its workspace token no longer covers the workspace', async ({
     annotate,
   }) => {
