@@ -147,10 +147,14 @@ describe('file modes', () => {
 
   it('makes a data dir made before this version private, and leaves what is not its own', async () => {
     const dir = join(tempDir(), 'old');
+    const created = await runCli(['--data-dir', dir, 'tenants', 'create', 'acme', '-w', 'eu']);
+    expect(created.code, created.stderr).toBe(0);
+    // What an older cds left: the same files, readable by everyone.
+    for (const [path, mode] of modesUnder(dir))
+      chmodSync(join(dir, path), mode.startsWith('7') ? 0o755 : 0o644);
     mkdirSync(join(dir, 'landing', 'tenant=acme'), { recursive: true, mode: 0o755 });
-    chmodSync(dir, 0o755);
+    chmodSync(join(dir, 'landing'), 0o755);
     writeFileSync(join(dir, 'landing', 'tenant=acme', 'old.ndjson'), '{}\n', { mode: 0o644 });
-    writeFileSync(join(dir, 'registry.json'), '{}', { mode: 0o644 });
     writeFileSync(join(dir, 'notes.txt'), 'kept\n', { mode: 0o644 });
     const listed = await runCli(['--data-dir', dir, 'tenants', 'list']);
     expect(listed.code, listed.stderr).toBe(0);
