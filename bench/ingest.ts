@@ -107,11 +107,11 @@ async function rawReadJson(files: string[]): Promise<{ seconds: number; rows: nu
 }
 
 /**
- * The floor under any ingest into a database file: the lines parsed and stored as rows of the
- * events table's columns, then checkpointed, with nothing checked, keyed, resolved or counted.
+ * The bare store under any ingest into a database file: the lines parsed and stored as rows of
+ * the events table's columns, then checkpointed, with nothing checked, keyed, resolved or counted.
  */
 async function rawStore(files: string[], dir: string): Promise<{ seconds: number; rows: number }> {
-  const instance = await DuckDBInstance.create(join(dir, 'floor.duckdb'));
+  const instance = await DuckDBInstance.create(join(dir, 'bare-store.duckdb'));
   const connection = await instance.connect();
   const started = performance.now();
   await connection.run(
@@ -130,7 +130,7 @@ async function rawStore(files: string[], dir: string): Promise<{ seconds: number
   const rows = Number(reader.getRowObjectsJS()[0]?.n);
   connection.closeSync();
   instance.closeSync();
-  rmSync(join(dir, 'floor.duckdb'));
+  rmSync(join(dir, 'bare-store.duckdb'));
   return { seconds, rows };
 }
 
@@ -156,12 +156,12 @@ function inBatches(files: LandingFile[], maxBatchEvents: number): string[][] {
 }
 
 /**
- * One micro-batch of the DuckDB-only floor (issue 37): every line parsed, checked (required
- * fields, a known workspace and event type, occured_at a time), given the event type's dedup key
- * and hash as cds gives them (FLOOR_CHECK), and stored unless a stored event or an earlier line of
- * the batch holds its hash (FLOOR_STORE; two statements, as only a text's last statement takes
- * parameters). Identifiers are taken out of the stored properties, as a stored event may not hold
- * them; no identity is resolved, so profile_id is empty and no key is stored.
+ * One micro-batch of the ingest floor (issue 37; docs/decisions.md glossary): every line parsed,
+ * checked (required fields, a known workspace and event type, occured_at a time), given the event
+ * type's dedup key and hash as cds gives them (FLOOR_CHECK), and stored unless a stored event or
+ * an earlier line of the batch holds its hash (FLOOR_STORE; two statements, as only a text's last
+ * statement takes parameters). Identifiers are taken out of the stored properties, as a stored
+ * event may not hold them; no identity is resolved, so profile_id is empty and no key is stored.
  */
 const FLOOR_CHECK = `
 CREATE TEMP TABLE floor_checked AS
@@ -205,9 +205,9 @@ FROM floor_checked c SEMI JOIN (
 DROP TABLE floor_checked`;
 
 /**
- * The DuckDB-only floor of issue 37 over a fresh cds database (its real `events` table, tenant,
- * workspaces and event types), opened as the store opens it: batches cut as cds cuts them, each in
- * a transaction followed by a CHECKPOINT.
+ * The ingest floor over a fresh cds database (its real `events` table, tenant, workspaces and
+ * event types), opened as the store opens it: batches cut as cds cuts them, each in a transaction
+ * followed by a CHECKPOINT.
  */
 async function ingestFloor(
   files: LandingFile[],
@@ -272,7 +272,7 @@ export async function benchIngest(events: number): Promise<void> {
   const { max_batch_events: maxBatchEvents } = loadConfig({ data_dir: dir }, process.env);
   const floor = await ingestFloor(written.files, maxBatchEvents);
   console.log(
-    `(f) DuckDB-only floor: parse, check, hash-dedup, store as events, CHECKPOINT per batch (${floor.batches} of <= ${maxBatchEvents.toLocaleString('en')} lines): ${floor.seconds.toFixed(2)} s, ${rate(floor.rows, floor.seconds)} (${floor.rows.toLocaleString('en')} stored)`,
+    `(f) ingest floor, DuckDB only: parse, check, hash-dedup, store as events, CHECKPOINT per batch (${floor.batches} of <= ${maxBatchEvents.toLocaleString('en')} lines): ${floor.seconds.toFixed(2)} s, ${rate(floor.rows, floor.seconds)} (${floor.rows.toLocaleString('en')} stored)`,
   );
 
   const bounded = await prepareDataDir();
