@@ -33,7 +33,7 @@ try {
   if (!only || only === 'console') await benchConsole(profiles);
   // Needs nats-server (scripts/system-packages.sh), so only when asked for by name.
   if (only === 'cluster') await benchCluster();
-  // Ten million events by default, most of an hour: only when asked for by name.
+  // Ten million events by default, a quarter of an hour or more: only when asked for by name.
   if (only === 'growth') await benchGrowth(rounds, events);
 } finally {
   removeBenchDirs();
