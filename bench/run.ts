@@ -3,21 +3,24 @@ import { benchCluster } from './cluster.js';
 import { benchCollector } from './collector.js';
 import { benchConsole } from './console.js';
 import { benchErase } from './erase.js';
+import { benchGrowth } from './growth.js';
 import { benchIngest } from './ingest.js';
 import { benchSegments } from './segments.js';
 import { removeBenchDirs } from './setup.js';
 
 /**
- * `npm run bench [-- ingest|collector|segments|erase|cli|cluster|console] [--events N] [--profiles N]`: prints figures and
- * ratios, asserts nothing.
+ * `npm run bench [-- ingest|collector|segments|erase|cli|cluster|console|growth] [--events N] [--profiles N]
+ * [--rounds N]`: prints figures and ratios, asserts nothing.
  */
 const args = process.argv.slice(2);
 const eventsFlag = args.indexOf('--events');
 const events = eventsFlag >= 0 ? Number(args[eventsFlag + 1]) : 1_000_000;
 const profilesFlag = args.indexOf('--profiles');
 const profiles = profilesFlag >= 0 ? Number(args[profilesFlag + 1]) : 1_000_000;
+const roundsFlag = args.indexOf('--rounds');
+const rounds = roundsFlag >= 0 ? Number(args[roundsFlag + 1]) : 10;
 const only = args.find((arg) =>
-  ['ingest', 'collector', 'segments', 'erase', 'cli', 'cluster', 'console'].includes(arg),
+  ['ingest', 'collector', 'segments', 'erase', 'cli', 'cluster', 'console', 'growth'].includes(arg),
 );
 
 try {
@@ -30,6 +33,8 @@ try {
   if (!only || only === 'console') await benchConsole(profiles);
   // Needs nats-server (scripts/system-packages.sh), so only when asked for by name.
   if (only === 'cluster') await benchCluster();
+  // Ten million events by default, a quarter of an hour or more: only when asked for by name.
+  if (only === 'growth') await benchGrowth(rounds, events);
 } finally {
   removeBenchDirs();
 }

@@ -57,16 +57,23 @@ export async function prepareDataDir(): Promise<{ dir: string; tenantToken: stri
 
 export interface Timed {
   seconds: number;
+  /** User plus system CPU of the child. */
+  cpuSeconds: number;
   maxRssMiB: number;
   stdout: string;
+  stderr: string;
 }
 
-/** Runs `cds` under /usr/bin/time for wall time and peak resident memory. */
+/** Runs `cds` under /usr/bin/time for wall time, CPU time and peak resident memory. */
 export function timeCds(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Timed> {
   return new Promise((resolve, reject) => {
-    const child = spawn('/usr/bin/time', ['-f', 'TIME %e %M', process.execPath, CDS_BIN, ...args], {
-      env: { ...process.env, ...env },
-    });
+    const child = spawn(
+      '/usr/bin/time',
+      ['-f', 'TIME %e %M %U %S', process.execPath, CDS_BIN, ...args],
+      {
+        env: { ...process.env, ...env },
+      },
+    );
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => {
@@ -76,10 +83,17 @@ export function timeCds(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Ti
       stderr += chunk.toString();
     });
     child.on('exit', (code) => {
-      const match = /TIME ([\d.]+) (\d+)/.exec(stderr);
+      const match = /TIME ([\d.]+) (\d+) ([\d.]+) ([\d.]+)/.exec(stderr);
       if (code !== 0 || !match)
         reject(new Error(`cds ${args.join(' ')} failed (${code}): ${stderr}`));
-      else resolve({ seconds: Number(match[1]), maxRssMiB: Number(match[2]) / 1024, stdout });
+      else
+        resolve({
+          seconds: Number(match[1]),
+          cpuSeconds: Number(match[3]) + Number(match[4]),
+          maxRssMiB: Number(match[2]) / 1024,
+          stdout,
+          stderr,
+        });
     });
   });
 }
