@@ -1,31 +1,12 @@
-import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync } from 'node:crypto';
+import { NoncePool } from './nonce-pool.js';
 
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
-const IVS_PER_DRAW = 4096;
 /** SHA-256's block size: a 32-byte key is zero-padded to it. */
 const HMAC_BLOCK_BYTES = 64;
 
-/**
- * Random IVs drawn from the system CSPRNG in bulk: one draw per IV cost more than AES-GCM itself
- * when a batch seals a few hundred thousand new identifiers.
- */
-class IvPool {
-  private pool = Buffer.alloc(0);
-  private next = 0;
-
-  take(): Buffer {
-    if (this.next === this.pool.length) {
-      this.pool = randomBytes(IV_BYTES * IVS_PER_DRAW);
-      this.next = 0;
-    }
-    const iv = this.pool.subarray(this.next, this.next + IV_BYTES);
-    this.next += IV_BYTES;
-    return iv;
-  }
-}
-
-const ivs = new IvPool();
+const ivs = new NoncePool(IV_BYTES);
 
 /**
  * The two secrets of one tenant, derived from the master key with HKDF (design §10): one keys

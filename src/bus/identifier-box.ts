@@ -9,6 +9,7 @@ import {
   type KeyObject,
   randomBytes,
 } from 'node:crypto';
+import { NoncePool } from '../nonce-pool.js';
 
 /**
  * Identifier boxes (docs/cluster-design.md §3, docs/decisions.md "Identifier boxes on the bus"):
@@ -26,7 +27,6 @@ import {
 const BOX_PREFIX = 'cdsbox1.';
 const NONCE_BYTES = 12;
 const TAG_BYTES = 16;
-const NONCES_PER_DRAW = 4096;
 const HKDF_INFO = Buffer.from('cds identifier box v1');
 /** DER prefixes of an X25519 key in PKCS#8 and SPKI: the raw 32 bytes follow. */
 const PKCS8_X25519 = Buffer.from('302e020100300506032b656e04220420', 'hex');
@@ -108,26 +108,7 @@ export function boxingKeyFor(busKey: PublishedBusKey): BoxingKey {
   };
 }
 
-/**
- * Nonces drawn from the system CSPRNG in bulk, as tenant-keys.ts does for IVs: one draw a box
- * would cost more than the AES-GCM.
- */
-class NoncePool {
-  private pool = Buffer.alloc(0);
-  private next = 0;
-
-  take(): Buffer {
-    if (this.next === this.pool.length) {
-      this.pool = randomBytes(NONCE_BYTES * NONCES_PER_DRAW);
-      this.next = 0;
-    }
-    const nonce = this.pool.subarray(this.next, this.next + NONCE_BYTES);
-    this.next += NONCE_BYTES;
-    return nonce;
-  }
-}
-
-const nonces = new NoncePool();
+const nonces = new NoncePool(NONCE_BYTES);
 
 /** `plain` (the identifiers' JSON) boxed for the owners of `tenantId`. */
 export function box(boxing: BoxingKey, tenantId: string, plain: string): string {
