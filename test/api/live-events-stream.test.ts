@@ -5,6 +5,7 @@ import { deleteTenantRows } from '../../src/shards/tenant-rows.js';
 import { operatorToken } from '../../src/tenancy/operator.js';
 import type { TestEnv } from '../helpers/context.js';
 import { envelope, sendServer } from '../helpers/events.js';
+import { callServer } from '../helpers/http.js';
 import { openSeededEnv } from '../helpers/seeded.js';
 import type { Tokens } from '../helpers/tenant.js';
 import { mintWriteKey, postTrackingApi } from '../helpers/tracking-api.js';
@@ -265,17 +266,8 @@ describe('GET /v1/tenants/{t}/workspaces/{w}/events/stream', () => {
 /** The issue's "within 1 s", with room for a loaded machine; each test records its figure. */
 const ENDS_WITHIN_MS = 1_500;
 
-async function request(method: string, path: string, token: string, body?: unknown) {
-  const response = await fetch(`${origin}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  return { status: response.status, body: text ? JSON.parse(text) : null };
+function request(method: string, path: string, token: string, body?: unknown) {
+  return callServer({ url: origin }, token, method, path, body);
 }
 
 async function mintWorkspaceToken(): Promise<{ token_id: string; token: string }> {
