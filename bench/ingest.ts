@@ -1,6 +1,6 @@
 import { closeSync, cpSync, mkdirSync, openSync, readdirSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import { DuckDBInstance } from '@duckdb/node-api';
+import { type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { loadConfig } from '../src/config.js';
 import { generateEvents } from '../src/demo/generator.js';
 import { openDataDir } from '../src/store/data-dir.js';
@@ -90,6 +90,18 @@ export function writeLandingFiles(
   return { files, bytes: total };
 }
 
+/** The rows the `events` table of a bench database holds, then the database closed. */
+async function countEventsAndClose(
+  instance: DuckDBInstance,
+  connection: DuckDBConnection,
+): Promise<number> {
+  const reader = await connection.runAndReadAll('SELECT count(*) AS n FROM events');
+  const rows = Number(reader.getRowObjectsJS()[0]?.n);
+  connection.closeSync();
+  instance.closeSync();
+  return rows;
+}
+
 async function rawReadJson(files: string[]): Promise<{ seconds: number; rows: number }> {
   const instance = await DuckDBInstance.create(':memory:');
   const connection = await instance.connect();
@@ -126,10 +138,7 @@ async function rawStore(files: string[], dir: string): Promise<{ seconds: number
   );
   await connection.run('CHECKPOINT');
   const seconds = (performance.now() - started) / 1000;
-  const reader = await connection.runAndReadAll('SELECT count(*) AS n FROM events');
-  const rows = Number(reader.getRowObjectsJS()[0]?.n);
-  connection.closeSync();
-  instance.closeSync();
+  const rows = await countEventsAndClose(instance, connection);
   rmSync(join(dir, 'bare-store.duckdb'));
   return { seconds, rows };
 }
@@ -241,10 +250,7 @@ async function ingestFloor(
     await connection.run('CHECKPOINT');
   }
   const seconds = (performance.now() - started) / 1000;
-  const reader = await connection.runAndReadAll('SELECT count(*) AS n FROM events');
-  const rows = Number(reader.getRowObjectsJS()[0]?.n);
-  connection.closeSync();
-  instance.closeSync();
+  const rows = await countEventsAndClose(instance, connection);
   return { seconds, rows, batches: batches.length };
 }
 
