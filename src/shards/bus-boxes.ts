@@ -41,7 +41,7 @@ export function openBoxes(context: Context, events: readonly BusEvent[]): Opened
       continue;
     }
     try {
-      outcome.opened.push({ ...event, data: openedLine(opener, event) });
+      outcome.opened.push({ ...event, data: openedLine(opener, event, bytes) });
     } catch (error) {
       if (!(error instanceof UnopenableBoxError)) throw error;
       outcome.unopenable.push({ event, failure: error });
@@ -54,8 +54,8 @@ export function openBoxes(context: Context, events: readonly BusEvent[]): Opened
  * The line with its box replaced by the identifiers' JSON, every other byte as published: the
  * box's text is random, so it occurs once, where the collector put it.
  */
-function openedLine(opener: BoxOpener, event: BusEvent): Uint8Array {
-  const text = Buffer.from(event.data).toString('utf8');
+function openedLine(opener: BoxOpener, event: BusEvent, bytes: Buffer): Uint8Array {
+  const text = bytes.toString('utf8');
   let line: { event?: { properties?: Record<string, unknown> } };
   try {
     line = JSON.parse(text);
