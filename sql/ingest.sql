@@ -444,11 +444,6 @@ UPDATE profile_identifiers i SET profile_id = m.survivor_profile_id
 FROM ingest_merges m
 WHERE i.tenant_id = m.tenant_id AND i.workspace_id = m.workspace_id AND i.profile_id = m.merged_profile_id;
 
-/* @name ingest_apply_merges_to_events */
-UPDATE events e SET profile_id = m.survivor_profile_id
-FROM ingest_merges m
-WHERE e.tenant_id = m.tenant_id AND e.workspace_id = m.workspace_id AND e.profile_id = m.merged_profile_id;
-
 /* @name ingest_apply_merges_to_frozen_segments */
 -- Segments that are not evaluated (paused, draft, archived) keep their members frozen, but a
 -- merged-away profile no longer exists: its memberships pass to the survivor (the earlier entry

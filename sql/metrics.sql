@@ -109,10 +109,13 @@ WHERE EXISTS (
 );
 
 /* @name metrics_sources_from_events */
--- Stored events of the definitions being backfilled.
+-- Stored events of the definitions being backfilled, each with its profile's survivor: an event
+-- keeps the profile it was stored with (ingest does not rewrite events on a merge).
 CREATE TEMP TABLE metric_sources AS
-SELECT e.tenant_id, e.workspace_id, e.profile_id, e.event_name, e.occured_at, e.properties
+SELECT e.tenant_id, e.workspace_id, coalesce(p.merged_into, e.profile_id) AS profile_id, e.event_name, e.occured_at,
+  e.properties
 FROM events e
+LEFT JOIN profiles p ON p.tenant_id = e.tenant_id AND p.workspace_id = e.workspace_id AND p.profile_id = e.profile_id
 WHERE EXISTS (
   SELECT 1 FROM metric_applying d
   WHERE d.tenant_id = e.tenant_id AND d.event_name = e.event_name AND d.workspace_scope IN ('*', e.workspace_id)

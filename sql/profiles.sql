@@ -32,7 +32,10 @@ ORDER BY profile_id;
 -- Newest first; keyset on (happened_at, kind, ref), ref being unique within a kind.
 SELECT happened_at, kind, ref, event_name FROM (
   SELECT occured_at AS happened_at, 'event' AS kind, event_id AS ref, event_name
-  FROM events WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id = $profile_id
+  FROM events WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id
+    AND (profile_id = $profile_id OR profile_id IN (
+      SELECT profile_id FROM profiles
+      WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND merged_into = $profile_id))
   UNION ALL
   SELECT merged_at, 'merge', merged_profile_id, NULL
   FROM profile_merges WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND survivor_profile_id = $profile_id

@@ -27,11 +27,13 @@ CREATE OR REPLACE TEMP VIEW analyst_segment_history AS
 SELECT tenant_id, workspace_id, segment_id, profile_id, change, backfill,
   timezone('UTC', changed_at) AS changed_at
 FROM segment_history;
+-- An event's profile is its survivor: ingest leaves a merged profile's events as they were stored.
 CREATE OR REPLACE TEMP VIEW analyst_events AS
-SELECT tenant_id, workspace_id, event_id, event_name, dedup_key, profile_id, source,
-  timezone('UTC', occured_at) AS occured_at, timezone('UTC', received_at) AS received_at,
-  timezone('UTC', ingested_at) AS ingested_at, properties, identifier_keys
-FROM events;
+SELECT e.tenant_id, e.workspace_id, e.event_id, e.event_name, e.dedup_key, coalesce(p.merged_into, e.profile_id) AS profile_id,
+  e.source, timezone('UTC', e.occured_at) AS occured_at, timezone('UTC', e.received_at) AS received_at,
+  timezone('UTC', e.ingested_at) AS ingested_at, e.properties, e.identifier_keys
+FROM events e
+LEFT JOIN profiles p ON p.tenant_id = e.tenant_id AND p.workspace_id = e.workspace_id AND p.profile_id = e.profile_id;
 -- The export's events, with the UTC day they are partitioned by (src/store/parquet-export.ts).
 CREATE OR REPLACE TEMP VIEW analyst_events_by_date AS
 SELECT *, CAST(timezone('UTC', occured_at) AS DATE) AS date FROM analyst_events;

@@ -117,7 +117,8 @@ async function resolveSettled(
 
 /**
  * Writes the new profiles and identifiers to the store, then the merges and conflicts: a merge
- * moves profiles and identifiers this batch may just have inserted. Needs the sealed values, which
+ * moves profiles and identifiers this batch may just have inserted. Stored events keep the profile
+ * they were stored with; readers follow its `merged_into` (docs/decisions.md, "Merged events"). Needs the sealed values, which
  * the stored identifiers carry.
  */
 async function storeIdentities(
@@ -136,7 +137,6 @@ async function storeIdentities(
     await session.run('ingest_apply_merges_to_profiles');
     await session.run('ingest_apply_merges_to_earlier_merges');
     await session.run('ingest_apply_merges_to_identifiers');
-    await session.run('ingest_apply_merges_to_events');
     await session.run('ingest_apply_merges_to_frozen_segments');
   }
   if (resolved.counts.conflicts > 0) await session.run('ingest_record_conflicts', { now });

@@ -351,8 +351,11 @@ async function observe(env: TestEnv, tokens: Tokens) {
        FROM profile_identifiers ORDER BY identifier_key`,
     ),
     events: await session.allText(
-      `SELECT event_name, event_id, profile_id, ${ISO('occured_at')} AS occured_at
-       FROM events ORDER BY event_name, event_id`,
+      // An event keeps the profile it was stored with, which depends on the cut: its survivor does not.
+      `SELECT e.event_name, e.event_id, coalesce(p.merged_into, e.profile_id) AS profile_id,
+         ${ISO('e.occured_at')} AS occured_at
+       FROM events e LEFT JOIN profiles p USING (tenant_id, workspace_id, profile_id)
+       ORDER BY e.event_name, e.event_id`,
     ),
     merges: await session.allText(
       'SELECT merged_profile_id, survivor_profile_id, event_id FROM profile_merges ORDER BY ALL',
