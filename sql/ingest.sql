@@ -68,14 +68,15 @@ FROM (
 );
 
 /* @name ingest_mark_duplicates */
--- Lines whose key a stored event already holds are duplicates. Of the rest, a key the batch holds
+-- Lines whose key a stored event already holds are duplicates: those the dedup index found
+-- (ingest_stored_keys, src/ingest/dedup-index.ts), not a pass over every stored key. Of the rest, a key the batch holds
 -- once is that line's; a key held by several lines is contested: its first line with usable
 -- identifiers wins (ingest_first_seen), as one line a batch would give, so only contested lines
 -- are keyed beyond each key's first. Only line numbers are kept; ingest_candidates shows those
 -- lines of ingest_checked, so the batch's lines are held in memory once.
 CREATE TEMP TABLE ingest_hash_firsts AS
 SELECT n.dedup_hash, min(n.rowid) AS seq, count(*) AS lines
-FROM ingest_checked n ANTI JOIN events e ON e.dedup_hash = n.dedup_hash
+FROM ingest_checked n ANTI JOIN ingest_stored_keys e ON e.dedup_hash = n.dedup_hash
 WHERE n.reject_reason IS NULL
 GROUP BY n.dedup_hash;
 CREATE TEMP TABLE ingest_contested AS
@@ -561,7 +562,7 @@ DROP TABLE IF EXISTS ingest_key_lists;
 DROP TABLE IF EXISTS ingest_sets; DROP TABLE IF EXISTS ingest_event_sets; DROP TABLE IF EXISTS ingest_resolution; DROP TABLE IF EXISTS ingest_repeat_resolution; DROP TABLE IF EXISTS ingest_new_profiles; DROP TABLE IF EXISTS ingest_new_identifiers;
 DROP TABLE IF EXISTS ingest_merges; DROP TABLE IF EXISTS ingest_conflicts; DROP TABLE IF EXISTS ingest_erased;
 DROP TABLE IF EXISTS ingest_known; DROP TABLE IF EXISTS ingest_set_keys; DROP TABLE IF EXISTS ingest_settled;
-DROP TABLE IF EXISTS ingest_open_known; DROP TABLE IF EXISTS ingest_fresh;
+DROP TABLE IF EXISTS ingest_open_known; DROP TABLE IF EXISTS ingest_fresh; DROP TABLE IF EXISTS ingest_stored_keys;
 
 /* @name ingest_stats */
 SELECT batches, files, events_ingested, duplicates, rejected, unparsable_lines, dropped_identifiers, last_batch_at, last_received_at

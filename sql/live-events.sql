@@ -78,9 +78,14 @@ CROSS JOIN (
   SELECT (SELECT coalesce(max(seq), 0) FROM recent_events) AS last_seq, (SELECT min(seq) FROM live_outcomes) AS first_rowid
 ) b
 LEFT JOIN (
-  SELECT e.dedup_hash, any_value(e.profile_id) AS profile_id
-  FROM events e SEMI JOIN (SELECT dedup_hash FROM live_outcomes WHERE outcome = 'duplicate') d USING (dedup_hash)
-  GROUP BY e.dedup_hash
+  -- A duplicate's first copy is a stored event the dedup index found, or a line of this batch.
+  SELECT dedup_hash, any_value(profile_id) AS profile_id FROM (
+    SELECT dedup_hash, profile_id FROM ingest_stored_keys
+    UNION ALL
+    SELECT a.dedup_hash, p.profile_id FROM ingest_accepted a JOIN ingest_event_profiles p USING (seq)
+  )
+  SEMI JOIN (SELECT dedup_hash FROM live_outcomes WHERE outcome = 'duplicate') d USING (dedup_hash)
+  GROUP BY dedup_hash
 ) f ON o.outcome = 'duplicate' AND f.dedup_hash = o.dedup_hash;
 
 /* @name live_events_drop_outcomes */

@@ -2,6 +2,7 @@ import { unlink } from 'node:fs/promises';
 import { type Context, nowIso } from '../context.js';
 import type { Session } from '../store/session.js';
 import { sessionOf } from '../store/temporary-table.js';
+import { dedupIndexOf } from './dedup-index.js';
 import { digestFiles, type FileDigest } from './landing-files.js';
 import { landingFiles, originsParam, type Staged } from './line-source.js';
 import { announceCommitted } from './live-feed.js';
@@ -111,17 +112,22 @@ export async function ingestBatch(context: Context, paths: string[]): Promise<Ba
   }
   // Hashing runs on this thread while DuckDB reads the same files on its own.
   const hashing = digestFiles(pending);
-  const { batch: result, advances } = await context.store.write(
+  const {
+    batch: result,
+    advances,
+    dedupAdditions,
+  } = await context.store.write(
     async (session) => {
       const now = nowIso(context);
       const ingested = await ingestLines(context, session, landingFiles(pending), now);
       await recordFiles(ingested.staged, await hashing, now);
       const batch = batchResult(pending.length, ingested);
       await closeBatch(session, batch, ingested, now);
-      return { batch, advances: ingested.advances };
+      return { batch, advances: ingested.advances, dedupAdditions: ingested.dedupAdditions };
     },
     { large: true },
   );
+  dedupIndexOf(context.store).committed(dedupAdditions);
   announceCommitted(context.store, advances);
   await Promise.all(pending.map((path) => unlink(path).catch(() => undefined)));
   return result;

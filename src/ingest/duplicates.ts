@@ -1,4 +1,5 @@
 import { sessionOf, type TemporaryTable, temporaryTable } from '../store/temporary-table.js';
+import type { DedupIndex, StoredKeys } from './dedup-index.js';
 import type { Staged } from './line-source.js';
 
 /** The valid lines that stored events do not already hold, and how their dedup keys stand. */
@@ -9,17 +10,22 @@ export interface Candidates {
   hashFirsts: TemporaryTable<'ingest_hash_firsts'>;
   /** The lines of keys several lines hold: which of them wins needs their identifiers. */
   contested: TemporaryTable<'ingest_contested'>;
+  /** The stored events whose keys lines of the batch hold, with their profiles. */
+  storedKeys: StoredKeys;
 }
 
 /**
- * Sets aside the lines whose dedup key a stored event holds (first seen wins, design §9). Runs
+ * Sets aside the lines whose dedup key a stored event holds (first seen wins, design §9), as the
+ * store's dedup index finds them. Runs
  * right after staging: every identity step after it keys only the candidates, not the duplicates
  * of a replayed file.
  */
-export async function markDuplicates(staged: Staged): Promise<Candidates> {
-  const session = sessionOf(staged);
+export async function markDuplicates(staged: Staged, index: DedupIndex): Promise<Candidates> {
+  const storedKeys = await index.findStored(staged);
+  const session = sessionOf(staged, storedKeys);
   await session.run('ingest_mark_duplicates');
   return {
+    storedKeys,
     lines: temporaryTable(session, 'ingest_candidates'),
     hashFirsts: temporaryTable(session, 'ingest_hash_firsts'),
     contested: temporaryTable(session, 'ingest_contested'),

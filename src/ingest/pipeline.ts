@@ -1,6 +1,7 @@
 import type { Context } from '../context.js';
 import { applyBatchToMetrics, metricTime } from '../metrics/materialize.js';
 import type { Session } from '../store/session.js';
+import { type DedupAdditions, dedupIndexOf } from './dedup-index.js';
 import { markDuplicates } from './duplicates.js';
 import { resolveAndApply } from './identities.js';
 import { countLines, type LineCounts, recordRejections } from './line-outcomes.js';
@@ -19,6 +20,8 @@ export interface IngestedLines {
   merges: number;
   /** What the live view gained per workspace: told to its streams once the batch commits. */
   advances: WorkspaceAdvance[];
+  /** The stored events' dedup keys: added to the store's dedup index once the batch commits. */
+  dedupAdditions: DedupAdditions;
 }
 
 /**
@@ -34,13 +37,15 @@ export async function ingestLines(
   now: string,
 ): Promise<IngestedLines> {
   const staged = await stageLines(session, source);
-  const candidates = await markDuplicates(staged);
+  const dedupIndex = dedupIndexOf(context.store);
+  const candidates = await markDuplicates(staged, dedupIndex);
   const resolved = await resolveAndApply(staged, candidates, context.keyRing, now);
   const eventProfiles = await assignProfiles(staged, resolved);
   // The stored tables resolving scanned stay cached beside the batch's temporary tables through
   // storing its events, the peak of a batch: evicted first.
   await context.store.releaseTableCache();
   await insertEvents(resolved, eventProfiles, now);
+  const dedupAdditions = await dedupIndex.additions(eventProfiles, now);
   await touchProfiles(resolved, eventProfiles);
   const time = metricTime(now);
   const touched = await applyBatchToMetrics(
@@ -49,7 +54,13 @@ export async function ingestLines(
   );
   await evaluateAfterMetricStep(context, touched, time);
   await recordRejections(staged, resolved, now);
-  const advances = await recordRecentEvents(staged, resolved, eventProfiles, now);
+  const advances = await recordRecentEvents(
+    staged,
+    resolved,
+    eventProfiles,
+    candidates.storedKeys,
+    now,
+  );
   const counts = await countLines(staged, resolved, eventProfiles);
   return {
     staged,
@@ -57,5 +68,6 @@ export async function ingestLines(
     droppedIdentifiers: resolved.dropped,
     merges: resolved.mergeCount,
     advances,
+    dedupAdditions,
   };
 }

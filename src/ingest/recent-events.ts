@@ -2,6 +2,7 @@ import type { Context } from '../context.js';
 import { type QuarantinedFile, quarantinedLinesPath } from '../quarantine/quarantine.js';
 import type { Session } from '../store/session.js';
 import { sessionOf } from '../store/temporary-table.js';
+import type { StoredKeys } from './dedup-index.js';
 import type { ResolvedBatch } from './identities.js';
 import type { Staged } from './line-source.js';
 import { announceCommitted, type WorkspaceAdvance } from './live-feed.js';
@@ -18,17 +19,18 @@ export const RECENT_LINES_PER_BATCH = 1_000;
 
 /**
  * Records the outcome of each workspace's newest lines of the batch (`RECENT_LINES_PER_BATCH`)
- * in `recent_events` for the live view: stored, duplicate or rejected. Reads the stored events to
- * name a duplicate's profile, so it runs after they are inserted; returns what it added per
+ * in `recent_events` for the live view: stored, duplicate or rejected. A duplicate's profile is
+ * its first copy's: a stored event the dedup index found, or a line the batch stored; returns what it added per
  * workspace, for the streams to be told once the batch commits.
  */
 export async function recordRecentEvents(
   staged: Staged,
   resolved: Pick<ResolvedBatch, 'accepted' | 'erased'>,
   eventProfiles: EventProfiles,
+  storedKeys: StoredKeys,
   now: string,
 ): Promise<WorkspaceAdvance[]> {
-  const session = sessionOf(staged, resolved.accepted, resolved.erased, eventProfiles);
+  const session = sessionOf(staged, resolved.accepted, resolved.erased, eventProfiles, storedKeys);
   return recording(session, async () => {
     await session.run('live_events_record', { cap: RECENT_LINES_PER_BATCH });
     await session.run('live_events_outcomes');

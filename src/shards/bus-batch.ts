@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { subjectToken } from '../bus/subjects.js';
 import { type Context, nowIso } from '../context.js';
 import { type BatchResult, batchResult, closeBatch } from '../ingest/batch.js';
+import { dedupIndexOf } from '../ingest/dedup-index.js';
 import type { LineSource } from '../ingest/line-source.js';
 import { announceCommitted } from '../ingest/live-feed.js';
 import { ingestLines } from '../ingest/pipeline.js';
@@ -115,17 +116,18 @@ export async function ingestBusBatch(
   const groups = byTenant(events);
   const { source, files } = await busLines(context, groups);
   try {
-    const { batch, advances } = await context.store.write(
+    const { batch, advances, dedupAdditions } = await context.store.write(
       async (session) => {
         const now = nowIso(context);
         const ingested = await ingestLines(context, session, source, now);
         const batch = batchResult(0, ingested);
         await session.run('bus_offsets_advance', { offsets: offsetsParam(groups), now });
         await closeBatch(session, batch, ingested, now);
-        return { batch, advances: ingested.advances };
+        return { batch, advances: ingested.advances, dedupAdditions: ingested.dedupAdditions };
       },
       { large: true },
     );
+    dedupIndexOf(context.store).committed(dedupAdditions);
     announceCommitted(context.store, advances);
     return batch;
   } finally {

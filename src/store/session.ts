@@ -74,6 +74,35 @@ export class Session {
     }
   }
 
+  /**
+   * For results too large to hold as rows or JSON (millions of rows): reads the statement's
+   * UINTEGER columns chunk by chunk as it streams, `each` taking one chunk's columns (a null as 0).
+   */
+  async scanUint32(
+    name: string,
+    params: Params | undefined,
+    each: (columns: Uint32Array[], rows: number) => void,
+  ): Promise<void> {
+    await traced(name, async () => {
+      const result = await this.connection.stream(sql(name), params).catch((error) => {
+        throw translated(error);
+      });
+      for (;;) {
+        const chunk = await result.fetchChunk();
+        const rows = chunk?.rowCount ?? 0;
+        if (!chunk || rows === 0) return;
+        const columns: Uint32Array[] = [];
+        for (let column = 0; column < chunk.columnCount; column += 1) {
+          const vector = chunk.getColumnVector(column);
+          const values = new Uint32Array(rows);
+          for (let row = 0; row < rows; row += 1) values[row] = Number(vector.getItem(row) ?? 0);
+          columns.push(values);
+        }
+        each(columns, rows);
+      }
+    });
+  }
+
   async runText(text: string, params?: Params): Promise<number> {
     try {
       const result = await this.connection.run(text, params);

@@ -61,7 +61,8 @@ async function snapshot(env: TestEnv) {
          (SELECT list(identifier_key ORDER BY identifier_key) FROM profile_identifiers i
           WHERE i.workspace_id = p.workspace_id AND i.profile_id = p.profile_id) AS keys,
          (SELECT list(event_id ORDER BY event_id) FROM events e
-          WHERE e.workspace_id = p.workspace_id AND e.profile_id = p.profile_id) AS events
+          LEFT JOIN profiles q USING (tenant_id, workspace_id, profile_id)
+          WHERE e.workspace_id = p.workspace_id AND coalesce(q.merged_into, e.profile_id) = p.profile_id) AS events
        FROM profiles p ORDER BY p.workspace_id, p.profile_id`,
     ),
     merges: await session.allText(

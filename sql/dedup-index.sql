@@ -1,0 +1,38 @@
+-- The dedup index (src/ingest/dedup-index.ts): each stored event's dedup key as a 32-bit
+-- fingerprint (the low bits of dedup_hash, an MD5) with the second it was ingested, held in
+-- memory so a batch finds the stored events its keys may name without reading every stored key.
+-- A fingerprint only says where to look: every match is confirmed against events.dedup_hash.
+-- The mask, not %: a modulo of a UHUGEINT costs 100 times more.
+
+/* @name dedup_index_events */
+-- Cheap (table statistics), and it changes with any insert or delete, whoever made it.
+SELECT count(*) AS events FROM events;
+
+/* @name dedup_index_scan */
+SELECT (dedup_hash & 4294967295::UHUGEINT)::UINTEGER AS fingerprint, (epoch_ms(ingested_at) // 1000)::UINTEGER AS second FROM events;
+
+/* @name dedup_index_batch_fingerprints */
+SELECT DISTINCT (dedup_hash & 4294967295::UHUGEINT)::UINTEGER AS fingerprint
+FROM ingest_checked WHERE reject_reason IS NULL;
+
+/* @name dedup_index_create_stored_keys */
+CREATE TEMP TABLE ingest_stored_keys (dedup_hash UHUGEINT, profile_id VARCHAR);
+
+/* @name dedup_index_find_stored */
+-- The stored events ingested in [$from_us, $to_us) whose key a line of the batch with one of the
+-- $fingerprints holds: ingested_at follows the table's order, so only those row groups are read.
+INSERT INTO ingest_stored_keys
+SELECT e.dedup_hash, any_value(e.profile_id)
+FROM events e
+WHERE e.ingested_at >= make_timestamp($from_us::BIGINT) AND e.ingested_at < make_timestamp($to_us::BIGINT)
+  AND e.dedup_hash IN (
+    SELECT dedup_hash FROM ingest_checked
+    WHERE reject_reason IS NULL
+      AND list_contains(CAST($fingerprints AS JSON)::UINTEGER[], (dedup_hash & 4294967295::UHUGEINT)::UINTEGER)
+  )
+GROUP BY e.dedup_hash;
+
+/* @name dedup_index_batch_stored */
+-- The fingerprints of the events the batch stored, added to the index once it commits.
+SELECT (a.dedup_hash & 4294967295::UHUGEINT)::UINTEGER AS fingerprint
+FROM ingest_accepted a SEMI JOIN ingest_event_profiles p USING (seq);

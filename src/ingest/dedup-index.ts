@@ -1,0 +1,179 @@
+import type { Store } from '../store/database.js';
+import type { Session } from '../store/session.js';
+import { sessionOf, type TemporaryTable, temporaryTable } from '../store/temporary-table.js';
+import type { Staged } from './line-source.js';
+
+/** The table starts this large and doubles; it is never fuller than MAX_LOAD. */
+const FIRST_CAPACITY = 1 << 16;
+const MAX_LOAD = 0.7;
+/**
+ * A batch whose possible duplicates lie in more ingest seconds than this reads one range from
+ * the first to the last (a replayed file's keys spread over its whole history): fewer statements,
+ * each reading more.
+ */
+const MAX_RANGES = 16;
+
+/**
+ * An open-addressing table of 32-bit fingerprints, each with the ingest second of its event.
+ * Fingerprints are the low bits of an MD5, already uniform: the slot is the fingerprint itself.
+ * Zero marks an empty slot, so a zero fingerprint is kept as one (it is a hint, never an answer).
+ */
+class FingerprintTable {
+  private fingerprints = new Uint32Array(FIRST_CAPACITY);
+  private seconds = new Uint32Array(FIRST_CAPACITY);
+  private size = 0;
+
+  add(fingerprint: number, second: number): void {
+    if (this.size + 1 > this.fingerprints.length * MAX_LOAD) this.grow();
+    this.place(fingerprint || 1, second);
+    this.size += 1;
+  }
+
+  /** Adds the ingest second of every entry with this fingerprint to `into`. */
+  secondsOf(fingerprint: number, into: Set<number>): boolean {
+    const wanted = fingerprint || 1;
+    const mask = this.fingerprints.length - 1;
+    let found = false;
+    for (let slot = wanted & mask; ; slot = (slot + 1) & mask) {
+      const held = this.fingerprints[slot] as number;
+      if (held === 0) return found;
+      if (held === wanted) {
+        into.add(this.seconds[slot] as number);
+        found = true;
+      }
+    }
+  }
+
+  private place(fingerprint: number, second: number): void {
+    const mask = this.fingerprints.length - 1;
+    let slot = fingerprint & mask;
+    while (this.fingerprints[slot] !== 0) slot = (slot + 1) & mask;
+    this.fingerprints[slot] = fingerprint;
+    this.seconds[slot] = second;
+  }
+
+  private grow(): void {
+    const fingerprints = this.fingerprints;
+    const seconds = this.seconds;
+    this.fingerprints = new Uint32Array(fingerprints.length * 2);
+    this.seconds = new Uint32Array(seconds.length * 2);
+    for (let slot = 0; slot < fingerprints.length; slot += 1) {
+      const fingerprint = fingerprints[slot] as number;
+      if (fingerprint !== 0) this.place(fingerprint, seconds[slot] as number);
+    }
+  }
+}
+
+/** What a batch adds to the index once it has committed. */
+export interface DedupAdditions {
+  fingerprints: Uint32Array;
+  second: number;
+}
+
+/** The stored events a batch's dedup keys name (`ingest_stored_keys`), with their profiles. */
+export type StoredKeys = TemporaryTable<'ingest_stored_keys'>;
+
+/**
+ * The store's dedup keys, indexed in memory (docs/decisions.md, "Dedup index"): a batch asks it
+ * which of its keys stored events may hold and reads only those events, found by their ingest
+ * second, instead of every stored key. It follows commits only: a batch's keys are added after
+ * its commit, and whenever the events table no longer holds the count the index knows (an
+ * erasure, a tenant moved in or out, a batch whose additions were lost), it is built again from
+ * the table at the next batch.
+ */
+export class DedupIndex {
+  private table: FingerprintTable | null = null;
+  private events = 0;
+
+  /** Makes `ingest_stored_keys`: the stored events holding a dedup key of the batch's lines. */
+  async findStored(staged: Staged): Promise<StoredKeys> {
+    const session = sessionOf(staged);
+    const table = await this.current(session);
+    await session.run('dedup_index_create_stored_keys');
+    const hits: number[] = [];
+    const seconds = new Set<number>();
+    await session.scanUint32('dedup_index_batch_fingerprints', undefined, ([fingerprints]) => {
+      for (const fingerprint of fingerprints as Uint32Array) {
+        if (table.secondsOf(fingerprint, seconds)) hits.push(fingerprint);
+      }
+    });
+    if (hits.length > 0) {
+      const fingerprints = JSON.stringify(hits);
+      for (const [from, to] of secondRanges(seconds)) {
+        await session.run('dedup_index_find_stored', {
+          fingerprints,
+          from_us: from * 1_000_000,
+          to_us: to * 1_000_000,
+        });
+      }
+    }
+    return temporaryTable(session, 'ingest_stored_keys');
+  }
+
+  /** The fingerprints of what the batch stored (read in its transaction, before its tables go). */
+  async additions(
+    stored: TemporaryTable<'ingest_event_profiles'>,
+    now: string,
+  ): Promise<DedupAdditions> {
+    const parts: Uint32Array[] = [];
+    await stored.session.scanUint32('dedup_index_batch_stored', undefined, ([fingerprints]) => {
+      parts.push(fingerprints as Uint32Array);
+    });
+    const fingerprints = new Uint32Array(parts.reduce((sum, part) => sum + part.length, 0));
+    let offset = 0;
+    for (const part of parts) {
+      fingerprints.set(part, offset);
+      offset += part.length;
+    }
+    return { fingerprints, second: Math.floor(Date.parse(now) / 1000) };
+  }
+
+  /** After the batch's commit: its stored events are known. */
+  committed(additions: DedupAdditions): void {
+    if (!this.table) return;
+    for (const fingerprint of additions.fingerprints) this.table.add(fingerprint, additions.second);
+    this.events += additions.fingerprints.length;
+  }
+
+  /** The table, built again when the events table holds another count than it knows. */
+  private async current(session: Session): Promise<FingerprintTable> {
+    const events = Number((await session.one<{ events: number }>('dedup_index_events'))?.events);
+    if (this.table && events === this.events) return this.table;
+    const table = new FingerprintTable();
+    await session.scanUint32('dedup_index_scan', undefined, ([fingerprints, seconds], rows) => {
+      for (let row = 0; row < rows; row += 1)
+        table.add(
+          (fingerprints as Uint32Array)[row] as number,
+          (seconds as Uint32Array)[row] as number,
+        );
+    });
+    this.table = table;
+    this.events = events;
+    return table;
+  }
+}
+
+/** Seconds as half-open ranges [from, to), adjacent ones joined; one range past MAX_RANGES. */
+function secondRanges(seconds: Set<number>): [number, number][] {
+  const sorted = [...seconds].sort((a, b) => a - b);
+  const ranges: [number, number][] = [];
+  for (const second of sorted) {
+    const last = ranges.at(-1);
+    if (last && last[1] === second) last[1] = second + 1;
+    else ranges.push([second, second + 1]);
+  }
+  if (ranges.length <= MAX_RANGES) return ranges;
+  return [[(ranges[0] as [number, number])[0], (ranges.at(-1) as [number, number])[1]]];
+}
+
+const indexes = new WeakMap<Store, DedupIndex>();
+
+/** The dedup index of a store, one per open store in this process. */
+export function dedupIndexOf(store: Store): DedupIndex {
+  let index = indexes.get(store);
+  if (!index) {
+    index = new DedupIndex();
+    indexes.set(store, index);
+  }
+  return index;
+}

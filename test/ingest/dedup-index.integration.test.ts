@@ -1,0 +1,116 @@
+import { DuckDBInstance } from '@duckdb/node-api';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openTestEnvIn, type TestEnv } from '../helpers/context.js';
+import { envelope, sendServer } from '../helpers/events.js';
+import { operatorReadiness } from '../helpers/readiness.js';
+import { openSeededEnv } from '../helpers/seeded.js';
+import { call, type Tokens } from '../helpers/tenant.js';
+
+const order = (orderId: string, email: string) =>
+  envelope({ name: 'order_placed', identifiers: { email }, properties: { order_id: orderId } });
+
+/**
+ * Two order ids whose dedup keys share the dedup index's fingerprint (the low 32 bits of their
+ * MD5), found the way ingest computes the hash: the index must not take one for the other.
+ */
+async function collidingOrderIds(): Promise<[string, string]> {
+  const instance = await DuckDBInstance.create(':memory:');
+  const connection = await instance.connect();
+  const reader = await connection.runAndReadAll(`
+    SELECT list(order_id ORDER BY order_id)[1:2] AS pair FROM (
+      SELECT 'o' || i AS order_id,
+        (md5_number('acme/eu/order_placed/order:' || to_json(['o' || i])::VARCHAR) & 4294967295::UHUGEINT)::UINTEGER
+          AS fingerprint
+      FROM range(400000) t(i)
+    ) GROUP BY fingerprint HAVING count(*) > 1 LIMIT 1`);
+  connection.closeSync();
+  const pair = reader.getRowObjectsJS()[0]?.pair as string[] | undefined;
+  if (!pair) throw new Error('no two order ids share a fingerprint in the range searched');
+  return [pair[0] as string, pair[1] as string];
+}
+
+describe('dedup index', () => {
+  let env: TestEnv;
+  let tokens: Tokens;
+  beforeEach(async () => {
+    ({ env, tokens } = await openSeededEnv({ collector: true, eventTypes: false }));
+    const type = await call(
+      env.app,
+      tokens.tenant,
+      'PUT',
+      '/v1/tenants/acme/event-types/order_placed',
+      {
+        dedup_entity: 'order',
+        dedup_key_paths: ['properties.order_id'],
+      },
+    );
+    expect(type.statusCode, type.body).toBe(201);
+  });
+  afterEach(() => env.close());
+
+  const storedFingerprints = () =>
+    env.context.store.read((session) =>
+      session.allText<{ fingerprint: number }>(
+        'SELECT (dedup_hash & 4294967295::UHUGEINT)::UINTEGER AS fingerprint FROM events ORDER BY ALL',
+      ),
+    );
+
+  it('stores an event whose key shares a stored key’s fingerprint, and still knows both as duplicates', async () => {
+    const [first, second] = await collidingOrderIds();
+    await sendServer(env, tokens.collector, [order(first, 'ada@acme.test')]);
+    await env.ingest();
+    await sendServer(env, tokens.collector, [order(second, 'bob@acme.test')]);
+    await env.ingest();
+    expect(await operatorReadiness(env)).toMatchObject({ events_ingested: 2, duplicates: 0 });
+    const [a, b] = await storedFingerprints();
+    expect(a?.fingerprint).toBe(b?.fingerprint);
+
+    await sendServer(env, tokens.collector, [
+      order(first, 'ada@acme.test'),
+      order(second, 'bob@acme.test'),
+    ]);
+    await env.ingest();
+    expect(await operatorReadiness(env)).toMatchObject({ events_ingested: 2, duplicates: 2 });
+  });
+
+  it('knows stored events as duplicates after a restart, and after an erasure removed others', async () => {
+    await sendServer(env, tokens.collector, [
+      order('o-1', 'ada@acme.test'),
+      order('o-2', 'bob@acme.test'),
+    ]);
+    await env.ingest();
+    await env.close({ keepDir: true });
+    env = await openTestEnvIn(env.dir, { collector: true });
+
+    await sendServer(env, tokens.collector, [order('o-1', 'ada@acme.test')]);
+    await env.ingest();
+    expect(await operatorReadiness(env)).toMatchObject({ events_ingested: 2, duplicates: 1 });
+
+    const lookup = await call(
+      env.app,
+      tokens.tenant,
+      'GET',
+      '/v1/tenants/acme/workspaces/eu/profiles/lookup?email=ada@acme.test',
+    );
+    expect(lookup.statusCode, lookup.body).toBe(200);
+    const erased = await call(
+      env.app,
+      tokens.tenant,
+      'DELETE',
+      `/v1/tenants/acme/workspaces/eu/profiles/${lookup.json().profile_id}`,
+    );
+    expect(erased.statusCode, erased.body).toBeLessThan(300);
+
+    await sendServer(env, tokens.collector, [
+      order('o-2', 'bob@acme.test'),
+      order('o-3', 'bob@acme.test'),
+    ]);
+    await env.ingest();
+    const counts = await env.context.store.read((session) =>
+      session.allText<{ order_id: string }>(
+        "SELECT properties->>'$.order_id' AS order_id FROM events ORDER BY ALL",
+      ),
+    );
+    expect(counts.map((row) => row.order_id)).toEqual(['o-2', 'o-3']);
+  });
+});
