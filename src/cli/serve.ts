@@ -14,7 +14,7 @@ import {
 } from '../collector/runtime.js';
 import type { Context } from '../context.js';
 import { ConfigError } from '../errors.js';
-import { IngestLoop } from '../ingest/loop.js';
+import { LandingLoop } from '../ingest/landing-loop.js';
 import type { ClusterView } from '../shards/cluster-view.js';
 import { type RunningOwner, startOwner } from '../shards/owner.js';
 import { startingReadiness } from '../shards/owner-readiness.js';
@@ -131,7 +131,7 @@ export async function startServer(context: Context, options: ServeOptions): Prom
   // On the bus the owner loop ingests the stream, and this one what comes back to the landing
   // folder: a quarantined event put back by `cds ingest quarantine retry`.
   const loop = options.ingest
-    ? new IngestLoop(context, {
+    ? new LandingLoop(context, {
         maxBatchEvents: context.config.max_batch_events,
         intervalMs: context.config.ingest_interval_ms,
         onBatch: () => sender?.tick(),

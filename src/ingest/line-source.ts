@@ -25,10 +25,17 @@ export interface LineSource {
   stage(session: Session, catalog: Catalog): Promise<void>;
 }
 
-/** The sealed landing files a collector wrote (design §2), read in the order given. */
-export function landingFiles(paths: readonly string[]): LineSource {
+/**
+ * NDJSON files of landing lines, read in the order given: sealed landing files (design §2), or
+ * the files a batch of the events stream is written to. `origins` name them by position (the
+ * files' own paths unless said otherwise).
+ */
+export function ndjsonFiles(
+  paths: readonly string[],
+  origins: readonly string[] = paths,
+): LineSource {
   return {
-    origins: paths,
+    origins,
     async stage(session, catalog) {
       await session.run('ingest_stage', { paths: JSON.stringify(paths), ...catalog });
     },
