@@ -71,7 +71,7 @@ async function closeBatch(
  * One micro-batch (design §9), whatever its source: in one transaction the pipeline's steps store
  * the events, resolve identities and apply metrics and segments, and the source records its units
  * done (landing files, the stream's sequences), so a crash before the commit reads them again and
- * one after it skips them. Once committed, the live view's streams are told and the source does
+ * one after it skips them. Once committed, the live streams are told and the source does
  * its after-commit work (landing files deleted); the events stream acknowledges in its loop.
  */
 export async function ingestBatch<Unit>(
