@@ -8,9 +8,10 @@ export interface Catalog {
 }
 
 /**
- * Where a batch's lines come from. Every source stages its lines into the one table all later
- * steps read (`ingest_checked`: each line parsed, checked against the catalog and given its dedup
- * key, in the order the source gives them), so the steps after staging do not know the source.
+ * A batch's lines, as the pipeline's first step takes them (an ingest source hands one over per
+ * batch, source.ts). They are staged into the one table all later steps read (`ingest_checked`:
+ * each line parsed, checked against the catalog and given its dedup key, in the order given), so
+ * the steps after staging do not know the source.
  */
 export interface LineSource {
   /**
