@@ -144,7 +144,7 @@ async function rawStore(files: string[], dir: string): Promise<{ seconds: number
 }
 
 /**
- * The files in path order, cut into batches as `cds ingest` cuts them (`IngestLoop.nextBatch`):
+ * The files in path order, cut into batches as `cds ingest` cuts them (`LandingLoop.nextBatch`):
  * whole files, about `max_batch_events` lines a batch, here counted rather than estimated.
  */
 function inBatches(files: LandingFile[], maxBatchEvents: number): string[][] {

@@ -9,7 +9,7 @@ interface LiveEvent {
   name: string | null;
   occured_at: string | null;
   received_at: string | null;
-  source: LineSource | null;
+  source: LiveEventSource | null;
   outcome: 'stored' | 'duplicate' | 'rejected' | 'quarantined';
   reason: string | null;
   profile_id: string | null;
@@ -17,14 +17,14 @@ interface LiveEvent {
 }
 
 const OUTCOMES = ['stored', 'duplicate', 'rejected', 'quarantined'] as const;
-type LineSource = 'browser' | 'server' | 'segment_api';
+type LiveEventSource = 'browser' | 'server' | 'segment_api';
 /** Each source as people name it; the API's value is what the filter sends. */
-const SOURCE_LABELS = new Map<LineSource, string>([
+const SOURCE_LABELS = new Map<LiveEventSource, string>([
   ['browser', 'browser'],
   ['server', 'server'],
   ['segment_api', 'Segment API'],
 ]);
-const sourceLabel = (source: LineSource | null) =>
+const sourceLabel = (source: LiveEventSource | null) =>
   source === null ? '—' : (SOURCE_LABELS.get(source) ?? source);
 /** Lines kept on screen; older ones are a page of the list route away. */
 const SHOWN = 500;

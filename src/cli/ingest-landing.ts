@@ -2,7 +2,7 @@ import { sealOrphans } from '../collector/landing-writer.js';
 import { StoreLockedError } from '../errors.js';
 import type { BatchResult } from '../ingest/batch.js';
 import { listSealedFiles } from '../ingest/landing-files.js';
-import { IngestLoop } from '../ingest/loop.js';
+import { LandingLoop } from '../ingest/landing-loop.js';
 import { componentLog } from '../telemetry/log.js';
 import { configuredSender } from '../webhooks/sender.js';
 import type { GlobalOptions } from './admin-request.js';
@@ -73,7 +73,7 @@ export async function runIngest(globals: GlobalOptions, watch: boolean): Promise
         plainLine: (line) => componentLog('ingest').info(line),
       })
     : startProgress('ingest', backlogBytes);
-  const loop = new IngestLoop(context, {
+  const loop = new LandingLoop(context, {
     maxBatchEvents: context.config.max_batch_events,
     intervalMs: context.config.ingest_interval_ms,
     onBatch: (batch) => {

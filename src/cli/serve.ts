@@ -14,7 +14,7 @@ import {
 } from '../collector/runtime.js';
 import type { Context } from '../context.js';
 import { ConfigError } from '../errors.js';
-import { IngestLoop } from '../ingest/loop.js';
+import { LandingLoop } from '../ingest/landing-loop.js';
 import type { ClusterView } from '../shards/cluster-view.js';
 import { type RunningOwner, startOwner } from '../shards/owner.js';
 import { startingReadiness } from '../shards/owner-readiness.js';
@@ -60,8 +60,8 @@ interface OpenedCollector {
 }
 
 /**
- * Cluster mode: the connection of an owner (`--bus` with `--shard`). In bus mode the owner loop
- * takes the place of the landing-file ingest loop, so a shard is required.
+ * Cluster mode: the connection of an owner (`--bus` with `--shard`). In bus mode the stream loop
+ * ingests what the landing loop would, so a shard is required.
  */
 async function ownerBus(context: Context): Promise<BusConnection | null> {
   const settings = busSettingsOf(context.config);
@@ -128,10 +128,10 @@ export async function startServer(context: Context, options: ServeOptions): Prom
     },
   );
   let owner: RunningOwner | null = null;
-  // On the bus the owner loop ingests the stream, and this one what comes back to the landing
-  // folder: a quarantined event put back by `cds ingest quarantine retry`.
+  // On the bus the stream loop ingests the events stream, and this one what comes back to the
+  // landing folder: a quarantined event put back by `cds ingest quarantine retry`.
   const loop = options.ingest
-    ? new IngestLoop(context, {
+    ? new LandingLoop(context, {
         maxBatchEvents: context.config.max_batch_events,
         intervalMs: context.config.ingest_interval_ms,
         onBatch: () => sender?.tick(),

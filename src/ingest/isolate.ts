@@ -1,14 +1,9 @@
-import { sep } from 'node:path';
 import { type Context, nowIso } from '../context.js';
 import { AppError } from '../errors.js';
-import {
-  type QuarantinedFile,
-  quarantineFile,
-  scrubErasedFromQuarantine,
-} from '../quarantine/quarantine.js';
+import { type QuarantinedFile, scrubErasedFromQuarantine } from '../quarantine/quarantine.js';
 import { type BatchResult, ingestBatch } from './batch.js';
 import { recordQuarantined } from './recent-events.js';
-import { halveSealedFile } from './split-file.js';
+import type { IngestSource } from './source.js';
 
 /**
  * Failures of the machine rather than of the lines: a full disk, an I/O error, memory, a database
@@ -25,64 +20,87 @@ export function isDataFault(error: unknown): boolean {
   return !ENVIRONMENT_FAULT.test(error.message);
 }
 
-/** The landing partition `tenant=<t>/workspace=<w>` a sealed file lies in. */
-function partitionKey(path: string): string {
-  const parts = path.split(sep);
-  const tenant = parts.findIndex((part) => part.startsWith('tenant='));
-  return tenant < 0 ? path : parts.slice(tenant, tenant + 2).join(sep);
-}
-
-/** The files grouped by partition, in order; one group per file when all share a partition. */
-function smallerGroups(paths: string[]): string[][] {
-  const groups = new Map<string, string[]>();
-  for (const path of paths) {
-    const key = partitionKey(path);
-    groups.set(key, [...(groups.get(key) ?? []), path]);
-  }
-  return groups.size > 1 ? [...groups.values()] : paths.map((path) => [path]);
-}
-
 export interface IsolatedIngest {
   batches: BatchResult[];
   quarantined: QuarantinedFile[];
 }
 
 /**
- * Ingests the files as one batch. When the lines of one tenant make it fail, it is split, first by
- * tenant and workspace, then by file, then each failing file in halves, until the failing lines
- * are found: they are quarantined with the error, and every other part commits on its own. One
+ * Ingests the units as one batch. When the lines of one tenant make it fail, it is split, first
+ * by the source's partitions, then in halves, until the failing unit is found and cannot be cut
+ * further: it is quarantined with the error, and every other part commits on its own. One
  * tenant's bad line thus costs that tenant the line, never another tenant's ingest. Parts keep
- * the files' order, so events are still taken in the order they landed.
+ * the units' order, so events are still taken in the order they came. A fault of the machine
+ * fails the whole batch as it is.
  */
-export async function ingestIsolating(context: Context, paths: string[]): Promise<IsolatedIngest> {
+export async function ingestIsolating<Unit>(
+  context: Context,
+  source: IngestSource<Unit>,
+  units: readonly Unit[],
+): Promise<IsolatedIngest> {
   const outcome: IsolatedIngest = { batches: [], quarantined: [] };
-  await ingestInto(context, paths, outcome);
+  const { admitted, refused } = source.screen?.(units) ?? { admitted: [...units], refused: [] };
+  await bisect(context, source, admitted, outcome);
+  for (const { unit, failure } of refused)
+    outcome.quarantined.push(await setAside(context, source, unit, failure));
   return outcome;
 }
 
-async function ingestInto(context: Context, paths: string[], outcome: IsolatedIngest) {
+async function bisect<Unit>(
+  context: Context,
+  source: IngestSource<Unit>,
+  units: readonly Unit[],
+  outcome: IsolatedIngest,
+): Promise<void> {
   let failure: Error;
   try {
-    outcome.batches.push(await ingestBatch(context, paths));
+    outcome.batches.push(await ingestBatch(context, source, units));
     return;
   } catch (error) {
     if (!isDataFault(error)) throw error;
     failure = error as Error;
   }
-  if (paths.length > 1) {
-    for (const group of smallerGroups(paths)) await ingestInto(context, group, outcome);
+  const parts = await smallerParts(source, units);
+  if (parts.length === 0) {
+    outcome.quarantined.push(await setAside(context, source, units[0] as Unit, failure));
     return;
   }
-  const only = paths[0] as string;
-  const halves = await halveSealedFile(only);
-  if (halves.length === 0) {
-    const record = await quarantineFile(context.dataDir, only, failure, nowIso(context));
-    if (record.tenant_id !== null && record.workspace_id !== null) {
-      await scrubErasedFromQuarantine(context, record.tenant_id, record.workspace_id);
-    }
-    await recordQuarantined(context, record);
-    outcome.quarantined.push(record);
-    return;
+  for (const part of parts) await bisect(context, source, part, outcome);
+}
+
+/** The source's partitions when the units span several; else halves; none for one uncuttable unit. */
+async function smallerParts<Unit>(
+  source: IngestSource<Unit>,
+  units: readonly Unit[],
+): Promise<Unit[][]> {
+  const partitions = new Map<string, Unit[]>();
+  for (const unit of units) {
+    const key = source.partitionOf(unit);
+    const partition = partitions.get(key);
+    if (partition) partition.push(unit);
+    else partitions.set(key, [unit]);
   }
-  for (const half of halves) await ingestInto(context, [half], outcome);
+  if (partitions.size > 1) return [...partitions.values()];
+  if (units.length > 1) {
+    const half = Math.ceil(units.length / 2);
+    return [units.slice(0, half), units.slice(half)];
+  }
+  return (await source.halve(units[0] as Unit)).map((part) => [part]);
+}
+
+/**
+ * Quarantines one unit, then removes from its workspace's quarantine the lines an earlier erasure
+ * covers, and shows it in the live view.
+ */
+async function setAside<Unit>(
+  context: Context,
+  source: IngestSource<Unit>,
+  unit: Unit,
+  failure: Error,
+): Promise<QuarantinedFile> {
+  const record = await source.quarantine(unit, failure, nowIso(context));
+  if (record.tenant_id !== null && record.workspace_id !== null)
+    await scrubErasedFromQuarantine(context, record.tenant_id, record.workspace_id);
+  await recordQuarantined(context, record);
+  return record;
 }

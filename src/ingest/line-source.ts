@@ -8,9 +8,10 @@ export interface Catalog {
 }
 
 /**
- * Where a batch's lines come from. Every source stages its lines into the one table all later
- * steps read (`ingest_checked`: each line parsed, checked against the catalog and given its dedup
- * key, in the order the source gives them), so the steps after staging do not know the source.
+ * A batch's lines, as the pipeline's first step takes them (an ingest source hands one over per
+ * batch, source.ts). They are staged into the one table all later steps read (`ingest_checked`:
+ * each line parsed, checked against the catalog and given its dedup key, in the order given), so
+ * the steps after staging do not know the source.
  */
 export interface LineSource {
   /**
@@ -25,10 +26,17 @@ export interface LineSource {
   stage(session: Session, catalog: Catalog): Promise<void>;
 }
 
-/** The sealed landing files a collector wrote (design §2), read in the order given. */
-export function landingFiles(paths: readonly string[]): LineSource {
+/**
+ * NDJSON files of landing lines, read in the order given: sealed landing files (design §2), or
+ * the files a batch of the events stream is written to. `origins` name them by position (the
+ * files' own paths unless said otherwise).
+ */
+export function ndjsonFiles(
+  paths: readonly string[],
+  origins: readonly string[] = paths,
+): LineSource {
   return {
-    origins: paths,
+    origins,
     async stage(session, catalog) {
       await session.run('ingest_stage', { paths: JSON.stringify(paths), ...catalog });
     },

@@ -1,6 +1,6 @@
 import { BoxOpener, isBox, UnopenableBoxError } from '../bus/identifier-box.js';
 import type { Context } from '../context.js';
-import type { BusEvent } from './bus-batch.js';
+import type { BusEvent } from './bus-event.js';
 
 /** One opener per master key for the life of the process: it keeps the keys it agreed. */
 const openers = new WeakMap<Buffer, BoxOpener>();

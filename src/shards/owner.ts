@@ -6,13 +6,13 @@ import type { Context } from '../context.js';
 import { ConflictError } from '../errors.js';
 import type { IngestFailure } from '../ingest/loop-health.js';
 import { componentLog } from '../telemetry/log.js';
-import { busStagingDir } from './bus-batch.js';
-import { OwnerLoop } from './owner-loop.js';
 import { type StreamReadiness, streamReadiness } from './owner-readiness.js';
 import { Owners } from './owners.js';
 import { type ShardEntry, ShardMap } from './shard-map.js';
 import { StreamBacklog } from './stream-backlog.js';
+import { StreamLoop } from './stream-loop.js';
 import { followStreamRetention } from './stream-retention.js';
+import { busStagingDir } from './stream-source.js';
 import { TenantMoves } from './tenant-moves.js';
 
 export interface OwnerOptions {
@@ -88,7 +88,7 @@ export async function startOwner(
   await rm(busStagingDir(context), { recursive: true, force: true });
   const map = await ShardMap.open(bus);
   const owners = await Owners.open(bus);
-  const loop = new OwnerLoop(context, bus, {
+  const loop = new StreamLoop(context, bus, {
     intervalMs: context.config.ingest_interval_ms,
     maxBatchEvents: context.config.max_batch_events,
     ...(options.onBatch ? { onBatch: options.onBatch } : {}),

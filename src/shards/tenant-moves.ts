@@ -4,9 +4,9 @@ import type { Context } from '../context.js';
 import { ConflictError, OwnerUnavailableError } from '../errors.js';
 import { componentLog } from '../telemetry/log.js';
 import { operatorToken } from '../tenancy/operator.js';
-import type { OwnerLoop } from './owner-loop.js';
 import type { Owners } from './owners.js';
 import type { ShardEntry, ShardMap } from './shard-map.js';
+import type { StreamLoop } from './stream-loop.js';
 import {
   deleteTenantRows,
   exportTenantTable,
@@ -40,7 +40,7 @@ export class TenantMoves {
   constructor(
     private readonly context: Context,
     private readonly map: ShardMap,
-    private readonly loop: OwnerLoop,
+    private readonly loop: StreamLoop,
     private readonly owners: Owners,
     private readonly shard: string,
   ) {}

@@ -6,7 +6,7 @@ import { PRIVATE_DIR_MODE } from '../store/file-modes.js';
 import type { Session } from '../store/session.js';
 import { sqlStringLiteral } from '../store/sql-files.js';
 import { announceAccessChange } from '../tenancy/access-changes.js';
-import { busStagingDir } from './bus-batch.js';
+import { busStagingDir } from './stream-source.js';
 
 /**
  * A tenant's rows as a move copies them (docs/cluster-design.md §5): every table with a

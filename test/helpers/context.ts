@@ -5,7 +5,7 @@ import type { Clock } from '../../src/clock.js';
 import { openOwnedCollector } from '../../src/collector/runtime.js';
 import { type ConfigInput, loadConfig } from '../../src/config.js';
 import type { Context } from '../../src/context.js';
-import { IngestLoop } from '../../src/ingest/loop.js';
+import { LandingLoop } from '../../src/ingest/landing-loop.js';
 import { openDataDir } from '../../src/store/data-dir.js';
 import { Store } from '../../src/store/database.js';
 import { KeyRing } from '../../src/tenant-keys.js';
@@ -71,7 +71,7 @@ export async function openTestEnvIn(dir: string, options: TestEnvOptions = {}): 
   };
   const collector = options.collector ? await openOwnedCollector(context) : undefined;
   const app = buildApp(context, { collector });
-  const loop = new IngestLoop(context, {
+  const loop = new LandingLoop(context, {
     maxBatchEvents: options.maxBatchEvents ?? 500_000,
     intervalMs: 60_000,
   });

@@ -11,6 +11,7 @@ import {
 } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { listSealedFiles } from '../../src/ingest/landing-files.js';
 import {
   listQuarantine,
   type QuarantinedFile,
@@ -187,6 +188,27 @@ describe('one tenant’s poison in a shared backlog', () => {
       'utf8',
     );
     expect(kept).toBe(tail);
+  });
+
+  it('finds a failing file among several of one partition by halves, and takes every other line', async () => {
+    const tail = `{"received_at":"2026-03-01T11:00:00.000Z","source":"server","event":{"pad":"${'x'.repeat(17 * 1024 * 1024)}"}}`;
+    const emails = [1, 2, 3, 4, 5].map((n) => `file${n}@acme.test`);
+    for (const [index, email] of emails.entries())
+      land(
+        env.context.dataDir.landingDir,
+        'acme',
+        'eu',
+        [serverEvent('acme', email)],
+        index === 3 ? tail : '',
+      );
+    await env.ingest();
+    expect(await listQuarantine(env.context.dataDir)).toEqual([
+      expect.objectContaining({ tenant_id: 'acme', workspace_id: 'eu', lines: 1 }),
+    ]);
+    expect(await ingested(env)).toBe(5);
+    for (const email of emails)
+      expect(await profileOf(env, tokens.tenant, 'acme', email), email).not.toBeNull();
+    expect(await listSealedFiles(env.context.dataDir.landingDir)).toEqual([]);
   });
 
   it('gets past lines of bytes that are not text (invalid UTF-8, NUL, a lone surrogate)', async () => {

@@ -13,7 +13,7 @@ import {
 import { call, seedTenants, type Tokens } from '../helpers/tenant.js';
 
 /**
- * Random streams through the real ingest (collector → landing files → IngestLoop.drain on a DuckDB
+ * Random streams through the real ingest (collector → landing files → LandingLoop.drain on a DuckDB
  * file): (a) one batch, one event a batch and random cuts give the same profiles, identifiers,
  * events, metric values and segment members; (b) those match the reference model of
  * test/helpers/stream-model.ts. CDS_STREAM_SEED, CDS_STREAM_RUNS and CDS_STREAM_MIN_RUNS override

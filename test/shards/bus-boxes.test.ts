@@ -9,14 +9,15 @@ import {
   UnopenableBoxError,
 } from '../../src/bus/identifier-box.js';
 import { type EventCatalog, type IntakeScope, intake } from '../../src/collector/accept.js';
+import { ingestIsolating } from '../../src/ingest/isolate.js';
 import {
   listQuarantine,
   type QuarantinedFile,
   quarantinedLinesPath,
 } from '../../src/quarantine/quarantine.js';
-import type { BusEvent } from '../../src/shards/bus-batch.js';
 import { openBoxes } from '../../src/shards/bus-boxes.js';
-import { ingestBusIsolating } from '../../src/shards/bus-isolate.js';
+import type { BusEvent } from '../../src/shards/bus-event.js';
+import { readOffsets, streamSource } from '../../src/shards/stream-source.js';
 import type { TestEnv } from '../helpers/context.js';
 import { envelope } from '../helpers/events.js';
 import { openSeededEnv } from '../helpers/seeded.js';
@@ -136,7 +137,7 @@ describe('an owner batch of boxed lines', () => {
       envelope({ id: 'foreign', identifiers: { email: 'foreign.key@example.com' } }),
       randomBytes(32),
     );
-    const outcome = await ingestBusIsolating(env.context, [
+    const outcome = await ingestIsolating(env.context, streamSource(env.context), [
       busEvent(1, stored),
       busEvent(2, foreign),
     ]);
@@ -160,5 +161,7 @@ describe('an owner batch of boxed lines', () => {
     );
     expect(kept).toContain('cdsbox1.');
     expect(kept).not.toContain('foreign.key');
+    // Its sequence is recorded as done, so its redelivery is skipped like the stored one's.
+    expect(await readOffsets(env.context)).toEqual(new Map([['acme', 2]]));
   });
 });

@@ -8,10 +8,11 @@ import { natsPackages } from '../../src/bus/connect.js';
 import { durableName, EVENTS_STREAM, tenantFilter } from '../../src/bus/subjects.js';
 import { landingLineText } from '../../src/collector/envelope.js';
 import type { Context } from '../../src/context.js';
-import { ingestBusBatch } from '../../src/shards/bus-batch.js';
+import { ingestBatch } from '../../src/ingest/batch.js';
 import { ensureConsumers } from '../../src/shards/consumers.js';
-import { busEventOf, FETCH_SIZE, OwnerLoop } from '../../src/shards/owner-loop.js';
 import { ShardMap } from '../../src/shards/shard-map.js';
+import { busEventOf, FETCH_SIZE, StreamLoop } from '../../src/shards/stream-loop.js';
+import { streamSource } from '../../src/shards/stream-source.js';
 import { operatorToken } from '../../src/tenancy/operator.js';
 import {
   exactlyOnce,
@@ -266,7 +267,7 @@ describe('the owner loop across crashes (in process, on the cluster)', () => {
       for (const tenant of tenants)
         published.set(tenant, await publishMany(bus.collector, tenant, 40));
       // One fetch fills a batch: each round fetches from one tenant, in turn.
-      const loop = new OwnerLoop(env.context, await bus.cluster.connect('owner'), {
+      const loop = new StreamLoop(env.context, await bus.cluster.connect('owner'), {
         intervalMs: 1000,
         maxBatchEvents: FETCH_SIZE,
       });
@@ -292,7 +293,7 @@ describe('the owner loop across crashes (in process, on the cluster)', () => {
     try {
       const published = await publishMany(bus.collector, 'halt', 300);
       const { bus: failing, state } = failingFirstFetch(await bus.cluster.connect('owner'), 100);
-      const loop = new OwnerLoop(env.context, failing, {
+      const loop = new StreamLoop(env.context, failing, {
         intervalMs: 1000,
         maxBatchEvents: 10_000,
       });
@@ -328,7 +329,7 @@ describe('the owner loop across crashes (in process, on the cluster)', () => {
       await ensureConsumers(first, new Map([['crash', null]]), FETCH_SIZE);
       const fetched = await fetchNow(first, 'crash');
       expect(fetched).toHaveLength(50);
-      await ingestBusBatch(env.context, fetched.map(busEventOf));
+      await ingestBatch(env.context, streamSource(env.context), fetched.map(busEventOf));
       await first.close();
       const lastCommitted = Math.max(...fetched.map((message) => message.seq));
 
@@ -340,7 +341,7 @@ describe('the owner loop across crashes (in process, on the cluster)', () => {
       await second.close();
       const later = await publishMany(bus.collector, 'crash', 20);
 
-      const loop = new OwnerLoop(env.context, await bus.cluster.connect('owner'), {
+      const loop = new StreamLoop(env.context, await bus.cluster.connect('owner'), {
         intervalMs: 1000,
         maxBatchEvents: 10_000,
       });

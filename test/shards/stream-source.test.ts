@@ -1,8 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { busMessageOf } from '../../src/collector/bus-sink.js';
 import { envelopeSchema, landingLineText } from '../../src/collector/envelope.js';
+import { ingestBatch } from '../../src/ingest/batch.js';
 import { listenForAdvances, type WorkspaceAdvance } from '../../src/ingest/live-feed.js';
-import { ingestBusBatch } from '../../src/shards/bus-batch.js';
+import { streamSource } from '../../src/shards/stream-source.js';
 import type { TestEnv } from '../helpers/context.js';
 import { envelope } from '../helpers/events.js';
 import { openSeededEnv } from '../helpers/seeded.js';
@@ -33,7 +34,10 @@ describe('a cluster owner’s batch and the live view', () => {
     const stop = listenForAdvances(env.context.store, (advance) => heard.push(advance));
     const stored = envelope({ identifiers: { email: 'bus.person@example.com' } });
     const unidentified = envelope({ identifiers: { loyalty_id: 'L-1' } });
-    await ingestBusBatch(env.context, [busEvent(1, stored), busEvent(2, unidentified)]);
+    await ingestBatch(env.context, streamSource(env.context), [
+      busEvent(1, stored),
+      busEvent(2, unidentified),
+    ]);
     stop();
     expect(heard).toEqual([
       { tenant_id: 'acme', workspace_id: 'eu', last_seq: expect.any(Number) },
@@ -73,7 +77,9 @@ describe('a cluster owner’s batch and the live view', () => {
       text,
     });
     const data = Buffer.from(message.data);
-    await ingestBusBatch(env.context, [{ tenantId: 'acme', workspaceId: 'eu', seq: 1, data }]);
+    await ingestBatch(env.context, streamSource(env.context), [
+      { tenantId: 'acme', workspaceId: 'eu', seq: 1, data },
+    ]);
     const page = await call(
       env.app,
       tokens.workspace,

@@ -2,14 +2,14 @@ import type { Consumer, JsMsg } from '@nats-io/jetstream';
 import type { BusConnection } from '../bus/connect.js';
 import { durableName, EVENTS_STREAM, fromSubjectToken, tenantOfSubject } from '../bus/subjects.js';
 import type { Context } from '../context.js';
-import { recordBatches } from '../ingest/loop.js';
-import { FailureStreak, type IngestFailure, TolerantUpkeep } from '../ingest/loop-health.js';
+import { ingestIsolating } from '../ingest/isolate.js';
+import { type IngestFailure, LoopHealth } from '../ingest/loop-health.js';
+import type { IngestSource } from '../ingest/source.js';
 import { componentLog } from '../telemetry/log.js';
-import { prometheusSeries } from '../telemetry/prometheus.js';
 import { traced } from '../trace.js';
-import { type BusEvent, readOffsets } from './bus-batch.js';
-import { ingestBusIsolating } from './bus-isolate.js';
+import type { BusEvent } from './bus-event.js';
 import { ensureConsumers } from './consumers.js';
+import { readOffsets, streamSource } from './stream-source.js';
 
 /**
  * M: the most messages one fetch takes from a tenant's consumer, and the consumer's
@@ -24,7 +24,7 @@ const MIN_EXPIRES_MS = 1000;
 /** The longest a fetch of a tenant whose fetches keep failing waits (heartbeats at half). */
 const MAX_EXPIRES_MS = 30_000;
 
-export interface OwnerLoopConfig {
+export interface StreamLoopConfig {
   /** The fetch's `expires`: how long a round waits for a tenant with fewer than M events. */
   intervalMs: number;
   /** The most events one transaction takes (design §4 `max_batch_events`). */
@@ -75,14 +75,15 @@ async function fetchAll(consumer: Consumer, max: number, expires: number): Promi
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
- * An owner's loop over the tenants it has taken (docs/cluster-design.md §4): fetch up to M from
- * every tenant's consumer at once; ack at once what the database already holds (`seq <= S`);
+ * The stream loop: a shard owner's loop over the tenants it has taken (docs/cluster-design.md
+ * §4), its batches through the ingest engine (stream-source.ts). Fetch up to M from every
+ * tenant's consumer at once; ack at once what the database already holds (`seq <= S`);
  * ingest the rest as micro-batches, each tenant's last sequence committed with its events; then
  * ack and flush. A batch that fails on the store is nak'ed, so its messages come back first (no
  * consumer delivers past M unacknowledged), and the loop retries after growing pauses as the
  * landing loop does. Rounds never overlap; taking and releasing tenants happens between them.
  */
-export class OwnerLoop {
+export class StreamLoop {
   /** The tenants taken and not released: what `tenants()` answers. */
   private readonly wanted = new Set<string>();
   private readonly consumers = new Map<string, Consumer>();
@@ -99,26 +100,26 @@ export class OwnerLoop {
   /** Where the next round starts among the consumers, when not all fit in one. */
   private turn = 0;
   private taking: Promise<void> = Promise.resolve();
-  private readonly streak: FailureStreak;
-  private readonly upkeep: TolerantUpkeep;
+  private readonly health: LoopHealth;
+  private readonly source: IngestSource<BusEvent>;
 
   constructor(
     private readonly context: Context,
     private readonly bus: BusConnection,
-    private readonly config: OwnerLoopConfig,
+    private readonly config: StreamLoopConfig,
   ) {
-    this.streak = new FailureStreak(
-      context,
+    this.health = new LoopHealth(context, {
       log,
-      config.intervalMs,
-      'owner ingest failed; the messages were given back to the stream and are tried again after growing pauses',
-    );
-    this.upkeep = new TolerantUpkeep(context, log);
+      firstRetryMs: config.intervalMs,
+      failedMessage:
+        'owner ingest failed; the messages were given back to the stream and are tried again after growing pauses',
+    });
+    this.source = streamSource(context);
   }
 
   /** The failed rounds in a row, until one commits. */
   get failure(): IngestFailure | null {
-    return this.streak.failure;
+    return this.health.failure;
   }
 
   /** The tenants being consumed now (a consumer being set right included). */
@@ -199,16 +200,13 @@ export class OwnerLoop {
 
   private async run(): Promise<void> {
     while (!this.stopped) {
-      const waitMs = this.streak.pauseLeftMs();
+      const waitMs = this.health.pauseLeftMs();
       if (waitMs > 0 || this.consumers.size + this.broken.size === 0) {
         await sleep(Math.max(Math.min(waitMs, this.config.intervalMs), 50));
         if (this.consumers.size + this.broken.size === 0) this.roundDone();
         continue;
       }
-      this.round = this.oneRound().then(
-        () => this.streak.succeeded(),
-        (error: unknown) => this.streak.failed(error as Error),
-      );
+      this.round = this.health.attempt(() => this.oneRound());
       await this.round;
       this.roundDone();
     }
@@ -220,7 +218,7 @@ export class OwnerLoop {
 
   private async oneRound(): Promise<void> {
     if (this.broken.size > 0) await this.take([...this.broken]);
-    await this.upkeep.run();
+    await this.health.upkeep();
     let failedAtOnce = false;
     const fetched = await Promise.all(
       this.consumersThisRound().map(async ([tenantId, consumer]) => {
@@ -302,22 +300,15 @@ export class OwnerLoop {
   private async ingest(messages: JsMsg[]): Promise<void> {
     const startedAt = performance.now();
     const outcome = await traced('owner batch', () =>
-      ingestBusIsolating(this.context, messages.map(busEventOf)),
+      ingestIsolating(this.context, this.source, messages.map(busEventOf)),
     );
     for (const message of messages) {
       const tenantId = tenantOfSubject(message.subject);
       this.offsets.set(tenantId, Math.max(this.offsets.get(tenantId) ?? 0, message.seq));
       message.ack();
     }
-    for (const record of outcome.quarantined) {
-      prometheusSeries().quarantinedParts.inc();
-      log().warn(
-        { tenant_id: record.tenant_id, reason: record.reason, quarantine_id: record.quarantine_id },
-        `owner quarantined an event of tenant ${record.tenant_id ?? '?'} that fails every batch; the other events were ingested (see cds ingest quarantine list)`,
-      );
-    }
     const oldest = Math.min(...messages.map((message) => message.time.getTime()));
-    recordBatches(outcome.batches, (performance.now() - startedAt) / 1000, oldest);
+    this.health.committed(outcome, (performance.now() - startedAt) / 1000, oldest);
     this.config.onBatch?.();
   }
 }
