@@ -117,6 +117,13 @@ async function openClusterRouting(
   return openClusterView(bus, { shard, defaultShard: default_shard });
 }
 
+/**
+ * Once the ingest loop has nothing sealed to take, a landing file is sealed at this age rather
+ * than at `landing_max_age_ms`: while events flow, each batch takes what came during the last
+ * one, and a trickle of events still waits a little to share a batch.
+ */
+const CAUGHT_UP_SEAL_AGE_MS = 250;
+
 export async function startServer(context: Context, options: ServeOptions): Promise<RunningServer> {
   const sender = configuredSender(context);
   const { collector, landing, bus } = await openCollector(context);
@@ -135,6 +142,9 @@ export async function startServer(context: Context, options: ServeOptions): Prom
         maxBatchEvents: context.config.max_batch_events,
         intervalMs: context.config.ingest_interval_ms,
         onBatch: () => sender?.tick(),
+        ...(landing
+          ? { onCaughtUp: () => landing.writer.sealOnceAged(CAUGHT_UP_SEAL_AGE_MS) }
+          : {}),
       })
     : null;
   const app = buildApp(context, {

@@ -126,6 +126,7 @@ export class LandingWriter {
   private flushing: Promise<void> | null = null;
   private sequence = 0;
   private sealTimer: NodeJS.Timeout | null = null;
+  private agedSealTimer: NodeJS.Timeout | null = null;
   private closed = false;
 
   /** Told after a file with lines is sealed: an ingest loop in the same process starts at once. */
@@ -159,9 +160,31 @@ export class LandingWriter {
     return this.runExclusive(() => this.sealDue(true));
   }
 
+  /**
+   * Seals the open files once they are `ageMs` old, before their age is due: the ingest loop of
+   * this process has caught up and can take them (docs/decisions.md, "Sealing for a caught-up
+   * loop"). Those old enough are sealed now; the rest when the oldest of them reaches the age.
+   */
+  sealOnceAged(ageMs: number): Promise<void> {
+    return this.runExclusive(async () => {
+      await this.sealDue(false, ageMs);
+      if (this.files.size === 0 || this.agedSealTimer || this.closed) return;
+      const oldest = Math.min(...[...this.files.values()].map((file) => file.openedAt));
+      this.agedSealTimer = setTimeout(
+        () => {
+          this.agedSealTimer = null;
+          this.runExclusive(() => this.sealDue(false, ageMs)).catch(() => undefined);
+        },
+        Math.max(0, oldest + ageMs - performance.now()),
+      );
+      this.agedSealTimer.unref();
+    });
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     if (this.sealTimer) clearInterval(this.sealTimer);
+    if (this.agedSealTimer) clearTimeout(this.agedSealTimer);
     await this.flushing;
     await this.sealAll();
   }
@@ -256,15 +279,10 @@ export class LandingWriter {
     return file;
   }
 
-  private async sealDue(all: boolean): Promise<void> {
+  private async sealDue(all: boolean, maxAgeMs = this.config.maxFileAgeMs): Promise<void> {
     const now = performance.now();
     for (const [partition, file] of this.files) {
-      if (
-        !all &&
-        file.bytes < this.config.maxFileBytes &&
-        now - file.openedAt < this.config.maxFileAgeMs
-      )
-        continue;
+      if (!all && file.bytes < this.config.maxFileBytes && now - file.openedAt < maxAgeMs) continue;
       this.files.delete(partition);
       // A file that cannot be sealed keeps its synced lines under its `.open` name, and the next
       // collector to start seals it (sealOrphans); the other files are sealed all the same, and

@@ -19,6 +19,11 @@ export interface LandingLoopConfig {
   onBatch?: (batch: BatchResult) => void;
   /** Called once the files of a drained batch are done: their bytes and the lines they held. */
   onFilesDone?: (done: { bytes: number; lines: number }) => void;
+  /**
+   * Called when a drain finds no sealed file left: a collector in this process may seal what it
+   * holds now rather than when its age is due (its seal asks for a tick).
+   */
+  onCaughtUp?: () => Promise<void>;
 }
 
 const log = () => componentLog('ingest');
@@ -71,7 +76,10 @@ export class LandingLoop {
       // Upkeep goes between batches too, so a steady flow of files does not starve it.
       await this.health.upkeep();
       const batch = this.nextBatch(await this.sealedFilesInBatchSizes());
-      if (batch.length === 0) return results;
+      if (batch.length === 0) {
+        await this.config.onCaughtUp?.();
+        return results;
+      }
       const startedAt = performance.now();
       const outcome = await traced('ingest batch', () =>
         ingestIsolating(
