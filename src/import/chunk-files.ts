@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { type FileHandle, mkdir, open, readdir, rename, rm, rmdir } from 'node:fs/promises';
+import { mkdir, open, readdir, rename, rm, rmdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { LandingLine } from '../collector/landing-writer.js';
 import { SEALED_SUFFIX } from '../landing-format.js';
@@ -72,16 +72,19 @@ export interface ChunkFile {
   lines: number;
 }
 
-/** Bytes a partition's lines gather in memory before they are written. */
-const WRITE_BYTES = 1024 * 1024;
+/**
+ * Bytes a chunk's lines gather in memory before they are written, all partitions together: a
+ * history of thousands of workspaces holds no more, nor a file handle for each.
+ */
+const WRITE_BYTES = 4 * 1024 * 1024;
 
-interface OpenChunkFile {
+interface PendingChunkFile {
   path: string;
   temporaryPath: string;
-  handle: FileHandle;
   texts: string[];
-  textLength: number;
   lines: number;
+  /** Whether the temporary file exists yet: the first write makes it, later ones append. */
+  started: boolean;
 }
 
 /**
@@ -90,9 +93,10 @@ interface OpenChunkFile {
  * path an earlier run already ingested is not written again: its lines are only counted.
  */
 export class ChunkWriter {
-  private readonly files = new Map<string, OpenChunkFile>();
+  private readonly files = new Map<string, PendingChunkFile>();
   private readonly skippedFiles = new Set<string>();
   private skippedLines = 0;
+  private bufferedLength = 0;
 
   constructor(
     private readonly landingDir: string,
@@ -103,7 +107,7 @@ export class ChunkWriter {
     private readonly done: ReadonlySet<string>,
   ) {}
 
-  /** Adds a line; what it gathers is written by `flush`. */
+  /** Adds a line; what the lines gather is written once it reaches `WRITE_BYTES`. */
   async add(line: LandingLine): Promise<void> {
     const path = chunkFilePath(this.landingDir, this.identity, line, this.offset);
     if (this.done.has(path)) {
@@ -111,11 +115,26 @@ export class ChunkWriter {
       this.skippedLines += 1;
       return;
     }
-    const file = this.files.get(path) ?? (await this.openFile(path));
+    let file = this.files.get(path);
+    if (file === undefined) {
+      // Not a landing name (`.ndjson`, `.ndjson.open`): neither ingest nor a collector's start
+      // takes a file still being written.
+      file = {
+        path,
+        temporaryPath: `${path}.${process.pid}.tmp`,
+        texts: [],
+        lines: 0,
+        started: false,
+      };
+      this.files.set(path, file);
+    }
     file.texts.push(line.text);
-    file.textLength += line.text.length;
     file.lines += 1;
-    if (file.textLength >= WRITE_BYTES) await this.write(file);
+    this.bufferedLength += line.text.length;
+    if (this.bufferedLength >= WRITE_BYTES) {
+      for (const pending of this.files.values()) await this.write(pending, false);
+      this.bufferedLength = 0;
+    }
   }
 
   /** Lines of this chunk an earlier run ingested, and how many files they were in. */
@@ -127,9 +146,7 @@ export class ChunkWriter {
   async seal(): Promise<ChunkFile[]> {
     const sealed: ChunkFile[] = [];
     for (const file of this.files.values()) {
-      await this.write(file);
-      await file.handle.datasync();
-      await file.handle.close();
+      await this.write(file, true);
       await rename(file.temporaryPath, file.path);
       await syncDirectory(dirname(file.path));
       sealed.push({ path: file.path, lines: file.lines });
@@ -138,40 +155,28 @@ export class ChunkWriter {
     return sealed;
   }
 
-  /** Closes and removes what this chunk wrote, after a failure. */
+  /** Removes what this chunk wrote, after a failure. */
   async discard(): Promise<void> {
-    for (const file of this.files.values()) {
-      await file.handle.close().catch(() => undefined);
-      await rm(file.temporaryPath, { force: true });
-    }
+    for (const file of this.files.values()) await rm(file.temporaryPath, { force: true });
     this.files.clear();
   }
 
-  private async openFile(path: string): Promise<OpenChunkFile> {
-    await mkdir(dirname(path), { recursive: true, mode: PRIVATE_DIR_MODE });
-    // Not a landing name (`.ndjson`, `.ndjson.open`): neither ingest nor a collector's start
-    // takes a file still being written.
-    const temporaryPath = `${path}.${process.pid}.tmp`;
-    const file: OpenChunkFile = {
-      path,
-      temporaryPath,
-      handle: await open(temporaryPath, 'w', PRIVATE_FILE_MODE),
-      texts: [],
-      textLength: 0,
-      lines: 0,
-    };
-    this.files.set(path, file);
-    return file;
-  }
-
-  private async write(file: OpenChunkFile): Promise<void> {
-    if (file.texts.length === 0) return;
-    const data = Buffer.from(file.texts.join(''));
-    file.texts = [];
-    file.textLength = 0;
-    const { bytesWritten } = await file.handle.write(data);
-    if (bytesWritten !== data.length) {
-      throw new Error(`${file.temporaryPath}: wrote ${bytesWritten} of ${data.length} bytes`);
+  /** Appends what the file gathered; `last` syncs it, as it is about to be sealed. */
+  private async write(file: PendingChunkFile, last: boolean): Promise<void> {
+    if (file.texts.length === 0 && !last) return;
+    if (!file.started) await mkdir(dirname(file.path), { recursive: true, mode: PRIVATE_DIR_MODE });
+    const handle = await open(file.temporaryPath, file.started ? 'a' : 'w', PRIVATE_FILE_MODE);
+    file.started = true;
+    try {
+      const data = Buffer.from(file.texts.join(''));
+      file.texts = [];
+      const { bytesWritten } = await handle.write(data);
+      if (bytesWritten !== data.length) {
+        throw new Error(`${file.temporaryPath}: wrote ${bytesWritten} of ${data.length} bytes`);
+      }
+      if (last) await handle.datasync();
+    } finally {
+      await handle.close();
     }
   }
 }

@@ -7,6 +7,7 @@ import { ConfigError, NotFoundError, ValidationError } from '../errors.js';
 import { ingestIsolating } from '../ingest/isolate.js';
 import { runUpkeep } from '../ingest/upkeep.js';
 import { componentLog } from '../telemetry/log.js';
+import { traced } from '../trace.js';
 import {
   type ChunkFile,
   ChunkWriter,
@@ -195,7 +196,7 @@ export async function importHistory(
   const planned: PlannedFile[] = [];
   for (const file of request.files) {
     const format = await formatOf(file, request.format, request.target);
-    const digest = await fileDigest(file.path);
+    const digest = await traced('import digest', () => fileDigest(file.path));
     const identity = importIdentity({
       inputDigest: digest,
       format,
@@ -323,8 +324,8 @@ class ImportRun {
    * starts its ingest without waiting for it: the next chunk is read meanwhile.
    */
   private async hand(chunk: ChunkWriter, lines: number, inputBytes: number): Promise<void> {
-    await this.ingesting;
-    const files = await chunk.seal();
+    await traced('import wait for the chunk before', () => this.ingesting);
+    const files = await traced('import seal chunk', () => chunk.seal());
     this.summary.lines += lines;
     this.summary.already_imported += chunk.skipped.lines;
     for (const file of files) this.folders.add(dirname(file.path));
@@ -337,7 +338,9 @@ class ImportRun {
   private async ingest(files: ChunkFile[]): Promise<void> {
     if (files.length === 0) return;
     const paths = files.map((file) => file.path);
-    const { batches, quarantined } = await ingestIsolating(this.context, paths);
+    const { batches, quarantined } = await traced('import ingest chunk', () =>
+      ingestIsolating(this.context, paths),
+    );
     let rejectedByIngest = 0;
     for (const batch of batches) {
       this.summary.stored += batch.stored;

@@ -316,9 +316,10 @@ describe('cds import', () => {
   }, 60_000);
 
   it('goes on after a SIGKILL where it stopped: nothing lost, nothing doubled, and says it resumed', async () => {
-    const lines = demoLines(6000);
+    const lines = demoLines(3000);
     const input = writeInput(lines);
-    const env = { CDS_MAX_BATCH_EVENTS: '300' };
+    // Twelve chunks: the first progress line comes after the first tenth of the bytes.
+    const env = { CDS_MAX_BATCH_EVENTS: '250' };
     const killed = await demoDataDir();
     const whole = await demoDataDir();
 
