@@ -112,24 +112,25 @@ export interface InputLine {
   text: string | null;
   offset: number;
   number: number;
+  /**
+   * How far into the file on disk the line is, for progress: its offset, or in a gzip file the
+   * compressed bytes read when it was decompressed.
+   */
+  fileBytes: number;
 }
 
 /**
- * The file's lines, in batches, decompressed when it is gzip. `onRawBytes` hears how many bytes
- * of the file itself have been read so far, for progress. Empty lines are passed over; a line's
- * `\r\n` ending is taken as `\n`.
+ * The file's lines, in batches, decompressed when it is gzip. Empty lines are passed over; a
+ * line's `\r\n` ending is taken as `\n`.
  */
-export async function* readLines(
-  path: string,
-  onRawBytes: (bytesRead: number) => void = () => undefined,
-): AsyncGenerator<InputLine[]> {
+export async function* readLines(path: string): AsyncGenerator<InputLine[]> {
   const gzip = await isGzip(path);
   const raw = createReadStream(path, { highWaterMark: 1024 * 1024 });
   const stream: Readable = gzip ? raw.pipe(createGunzip()) : raw;
   if (gzip) raw.on('error', (error) => stream.destroy(error));
   try {
     for await (const lines of splitLines(stream as AsyncIterable<Buffer>)) {
-      onRawBytes(raw.bytesRead);
+      if (gzip) for (const line of lines) line.fileBytes = raw.bytesRead;
       yield lines;
     }
   } finally {
@@ -151,9 +152,14 @@ async function* splitLines(stream: AsyncIterable<Buffer>): AsyncGenerator<InputL
     number += 1;
     const end =
       bytes.length > 0 && bytes[bytes.length - 1] === 0x0d ? bytes.length - 1 : bytes.length;
-    if (tooLong) return { text: null, offset: lineStart, number };
+    if (tooLong) return { text: null, offset: lineStart, number, fileBytes: lineStart };
     if (end === 0) return null;
-    return { text: bytes.toString('utf8', 0, end), offset: lineStart, number };
+    return {
+      text: bytes.toString('utf8', 0, end),
+      offset: lineStart,
+      number,
+      fileBytes: lineStart,
+    };
   };
   for await (const chunk of stream) {
     const lines: InputLine[] = [];

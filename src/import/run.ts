@@ -6,7 +6,6 @@ import { type Context, nowIso } from '../context.js';
 import { ConfigError, NotFoundError, ValidationError } from '../errors.js';
 import { ingestIsolating } from '../ingest/isolate.js';
 import { runUpkeep } from '../ingest/upkeep.js';
-import { componentLog } from '../telemetry/log.js';
 import { traced } from '../trace.js';
 import {
   type ChunkFile,
@@ -213,18 +212,6 @@ export async function importHistory(
   await runUpkeep(context);
   const summary = run.summary;
   summary.seconds = Math.round(performance.now() - startedAt) / 1000;
-  componentLog('import').info(
-    {
-      files: summary.files,
-      lines: summary.lines,
-      stored: summary.stored,
-      duplicates: summary.duplicates,
-      rejected: summary.rejected,
-      quarantined: summary.quarantined,
-      already_imported: summary.already_imported,
-    },
-    'import done',
-  );
   return summary;
 }
 
@@ -258,13 +245,10 @@ class ImportRun {
       this.context.clock.now().getTime(),
     );
     const { landingDir } = this.context.dataDir;
-    let readBytes = 0;
     let chunk: ChunkWriter | null = null;
     let chunkLines = 0;
     try {
-      for await (const batch of readLines(plan.file.path, (bytesRead) => {
-        readBytes = bytesRead;
-      })) {
+      for await (const batch of readLines(plan.file.path)) {
         for (const line of batch) {
           chunk ??= new ChunkWriter(landingDir, plan.identity, line.offset, done);
           chunkLines += 1;
@@ -275,13 +259,13 @@ class ImportRun {
           if ('text' in outcome) await chunk.add(outcome);
           else this.refused(plan, line.number, outcome);
           if (chunkLines === this.request.chunkLines) {
-            await this.hand(chunk, chunkLines, this.bytesBefore + readBytes);
+            await this.hand(chunk, chunkLines, this.bytesBefore + line.fileBytes);
             chunk = null;
             chunkLines = 0;
           }
         }
       }
-      if (chunk) await this.hand(chunk, chunkLines, this.bytesBefore + readBytes);
+      if (chunk) await this.hand(chunk, chunkLines, this.bytesBefore + plan.file.bytes);
     } catch (error) {
       await chunk?.discard();
       await this.ingesting.catch(() => undefined);

@@ -313,6 +313,19 @@ describe('cds import', () => {
     expect(summary.lines).toBe(good.length + bad.length);
     expect(summary.stored + summary.duplicates + summary.rejected).toBe(summary.lines);
     expect((await eventCopies(dir)).events).toBe(summary.stored);
+
+    // Once the missing event type is registered, the same command imports the line refused for it.
+    const context = await openContext({ data_dir: dir }, 'existing');
+    await putEventType(context, DEMO_TENANT, 'never_registered', null);
+    await context.store.close();
+    const again = await importJson(dir, [input]);
+    expect(again).toMatchObject({
+      stored: 1,
+      duplicates: summary.stored + summary.duplicates,
+      resumed: false,
+    });
+    expect(again.rejected_by_reason).not.toHaveProperty('unknown_event_type');
+    expect(await eventCopies(dir)).toEqual({ events: summary.stored + 1, doubled: 0 });
   }, 60_000);
 
   it('goes on after a SIGKILL where it stopped: nothing lost, nothing doubled, and says it resumed', async () => {

@@ -16,18 +16,20 @@ describe('reading history files', () => {
     const path = join(tempDir(), 'h.ndjson');
     writeFileSync(path, '{"a":1}\r\n\n{"b":2}\n{"c":3}');
     expect(await allLines(path)).toEqual([
-      { text: '{"a":1}', offset: 0, number: 1 },
-      { text: '{"b":2}', offset: 10, number: 3 },
-      { text: '{"c":3}', offset: 18, number: 4 },
+      { text: '{"a":1}', offset: 0, number: 1, fileBytes: 0 },
+      { text: '{"b":2}', offset: 10, number: 3, fileBytes: 10 },
+      { text: '{"c":3}', offset: 18, number: 4, fileBytes: 18 },
     ]);
   });
 
   it('reads gzip by its first bytes, with offsets in the decompressed lines', async () => {
     const path = join(tempDir(), 'export-without-suffix');
-    writeFileSync(path, gzipSync('{"a":1}\n{"b":2}\n'));
+    const gzipped = gzipSync('{"a":1}\n{"b":2}\n');
+    writeFileSync(path, gzipped);
+    // Progress measures the file on disk: the compressed bytes read so far.
     expect(await allLines(path)).toEqual([
-      { text: '{"a":1}', offset: 0, number: 1 },
-      { text: '{"b":2}', offset: 8, number: 2 },
+      { text: '{"a":1}', offset: 0, number: 1, fileBytes: gzipped.length },
+      { text: '{"b":2}', offset: 8, number: 2, fileBytes: gzipped.length },
     ]);
   });
 
@@ -36,10 +38,10 @@ describe('reading history files', () => {
     const long = 'x'.repeat(3 * 1024 * 1024);
     writeFileSync(path, `{"a":1}\n${long}\n{"b":2}\n${long}`);
     expect(await allLines(path)).toEqual([
-      { text: '{"a":1}', offset: 0, number: 1 },
-      { text: null, offset: 8, number: 2 },
-      { text: '{"b":2}', offset: 8 + long.length + 1, number: 3 },
-      { text: null, offset: 8 + long.length + 9, number: 4 },
+      { text: '{"a":1}', offset: 0, number: 1, fileBytes: 0 },
+      { text: null, offset: 8, number: 2, fileBytes: 8 },
+      { text: '{"b":2}', offset: 8 + long.length + 1, number: 3, fileBytes: 8 + long.length + 1 },
+      { text: null, offset: 8 + long.length + 9, number: 4, fileBytes: 8 + long.length + 9 },
     ]);
   });
 
