@@ -20,7 +20,13 @@ import {
   HistoryLines,
   type ImportTarget,
 } from './history-lines.js';
-import { fileDigest, firstLines, type InputFile, readLines } from './input-files.js';
+import {
+  fileDigest,
+  firstLines,
+  type InputFile,
+  MAX_LINE_BYTES,
+  readLines,
+} from './input-files.js';
 
 export interface ImportRequest {
   files: InputFile[];
@@ -35,7 +41,7 @@ export interface ImportRequest {
 export interface ImportObserver {
   /** A chunk was ingested (or found ingested before): the input's bytes read so far, its lines. */
   chunkDone(done: { inputBytes: number; lines: number }): void;
-  /** Ingest set lines aside (design: quarantine); said as it happens. */
+  /** Something to say as it happens, beside the progress (lines ingest quarantined). */
   warn(line: string): void;
 }
 
@@ -254,7 +260,11 @@ class ImportRun {
           chunkLines += 1;
           const outcome: ReturnType<HistoryLines['convert']> =
             line.text === null
-              ? { code: 'line_too_long', path: 'line', reason: 'is longer than 1 MiB' }
+              ? {
+                  code: 'line_too_long',
+                  path: 'line',
+                  reason: `is longer than ${MAX_LINE_BYTES} bytes`,
+                }
               : lines.convert(line.text, line.number);
           if ('text' in outcome) await chunk.add(outcome);
           else this.refused(plan, line.number, outcome);
