@@ -42,14 +42,18 @@ export function formatOfLine(text: string): HistoryFormat | null {
   return null;
 }
 
-/** A landing line's own fields around its event (design §2); `intake` only as collectors write it. */
+/**
+ * A landing line's own fields around its event (design §2); `intake` only as collectors write it.
+ * `cds generate-events` writes `source` and `event` alone: the others are then the import's.
+ */
 const landingLineSchema = z.object({
-  received_at: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 timestamp' }),
+  received_at: z.iso.datetime({ offset: true, error: 'must be an ISO 8601 timestamp' }).optional(),
   source: z.enum(['browser', 'server'], { error: 'must be browser or server' }),
   intake: z.literal('segment_api', { error: 'must be segment_api' }).optional(),
   collector_id: z
     .string()
-    .regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be 1 to 64 letters, digits, _ . or -'),
+    .regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be 1 to 64 letters, digits, _ . or -')
+    .default(IMPORT_COLLECTOR_ID),
   event: z.unknown(),
 });
 
@@ -130,7 +134,11 @@ export class HistoryLines {
       };
     }
     const { received_at, source, intake: api, collector_id, event } = line.data;
-    return this.checked(event, source, api, isoText(Date.parse(received_at)), collector_id);
+    const receivedAt =
+      received_at === undefined
+        ? this.receivedAtOf(isObject(event) ? event.occured_at : undefined)
+        : isoText(Date.parse(received_at));
+    return this.checked(event, source, api, receivedAt, collector_id);
   }
 
   private checked(

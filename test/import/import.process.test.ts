@@ -328,6 +328,36 @@ describe('cds import', () => {
     expect(await eventCopies(dir)).toEqual({ events: summary.stored + 1, doubled: 0 });
   }, 60_000);
 
+  it('imports what cds generate-events writes, each event received when it happened', async () => {
+    const dir = await demoDataDir();
+    const input = join(tempDir(), 'generated.ndjson');
+    const generated = await runCli([
+      'generate-events',
+      '--events',
+      '200',
+      '--seed',
+      '3',
+      '--out',
+      input,
+    ]);
+    expect(generated.code, generated.stderr).toBe(0);
+    const summary = await importJson(dir, [input]);
+    expect(summary).toMatchObject({ lines: 200, quarantined: 0 });
+    expect(summary.rejected_lines).toEqual([]);
+    expect(summary.stored).toBeGreaterThan(150);
+    const store = await Store.open(join(dir, 'cds.duckdb'));
+    try {
+      const [row] = await store.read((session) =>
+        session.allText<{ apart: number }>(
+          'SELECT count(*) FILTER (WHERE received_at <> occured_at) AS apart FROM events',
+        ),
+      );
+      expect(row?.apart).toBe(0);
+    } finally {
+      await store.close();
+    }
+  }, 60_000);
+
   it('goes on after a SIGKILL where it stopped: nothing lost, nothing doubled, and says it resumed', async () => {
     const lines = demoLines(3000);
     const input = writeInput(lines);

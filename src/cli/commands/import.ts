@@ -30,7 +30,8 @@ export function importCommand(): Command {
       'after',
       `
 Envelope lines are landing lines as collectors write them ({"received_at", "source",
-"collector_id", "event": {…}}) or bare envelopes (server events); Segment lines are tracking API
+"collector_id", "event": {…}}; cds generate-events writes source and event alone) or bare
+envelopes (server events); Segment lines are tracking API
 calls (track, identify, page, screen, alias, group), as Segment's S3 export or analytics-node's
 batches hold them. Folders: every *.ndjson, *.jsonl, *.json and *.gz file, in path order.
 cds import needs the store to itself: stop cds serve first. Killed, the same command again
