@@ -197,7 +197,9 @@ export async function importHistory(
   const startedAt = performance.now();
   const { registry, tenants } = await loadRegistry(context);
   checkTarget(registry, request.target);
-  const catalog = catalogDigest(registry, tenants);
+  // Lines of other tenants are refused whatever their catalog: only the target's counts then.
+  const { tenantId } = request.target;
+  const catalog = catalogDigest(registry, tenantId === null ? tenants : [tenantId]);
   const planned: PlannedFile[] = [];
   for (const file of request.files) {
     const format = await formatOf(file, request.format, request.target);
