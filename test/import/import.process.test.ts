@@ -103,10 +103,13 @@ function oneErrorLine(result: CliResult): string {
 }
 
 describe('cds import', () => {
-  it('stores envelope history exactly as cds ingest stores the same lines from landing files, and a second run stores nothing', async () => {
+  it('stores a folder of envelope history exactly as cds ingest stores the same lines from landing files, and a second run stores nothing', async () => {
     const events = 3000;
     const lines = demoLines(events);
-    const input = writeInput(lines);
+    // A folder of two files, the second gzipped: taken in path order, so in the lines' order.
+    const input = tempDir();
+    writeFileSync(join(input, '1-first.ndjson'), `${lines.slice(0, 1800).join('\n')}\n`);
+    writeFileSync(join(input, '2-rest.ndjson.gz'), gzipSync(`${lines.slice(1800).join('\n')}\n`));
     const imported = await demoDataDir();
     const ingested = await demoDataDir();
     writeBacklog(ingested, { events, name: 'ctest-00000001' });
@@ -122,7 +125,7 @@ describe('cds import', () => {
     };
 
     expect(summary).toMatchObject({
-      files: 1,
+      files: 2,
       lines: lines.length,
       stored: ingestTotals.events,
       duplicates: ingestTotals.duplicates,
