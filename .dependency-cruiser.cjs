@@ -22,6 +22,7 @@
  *   quarantine) and webhooks (the outbox segments fill).
  * - ingest: turns landing files into profiles, metrics and segment changes, and retries purges.
  * - collector: the HTTP intake that writes landing files; below the api, which mounts it.
+ * - import: history files through the collector's checks into landing files the ingest engine takes.
  * - backup: copies the store, the landing files and the quarantine.
  * - shards: cluster mode's owners: consuming a shard's tenants from the bus into the store, the
  *   shard map, moves and forwarding to the owner of a tenant.
@@ -43,6 +44,7 @@ const LAYERS = [
   ['segments', 'privacy', 'webhooks'],
   ['ingest'],
   ['collector'],
+  ['import'],
   ['backup'],
   ['shards'],
   ['api', 'demo'],

@@ -4,12 +4,13 @@ import { benchCollector } from './collector.js';
 import { benchConsole } from './console.js';
 import { benchErase } from './erase.js';
 import { benchGrowth } from './growth.js';
+import { benchImport } from './import.js';
 import { benchIngest } from './ingest.js';
 import { benchSegments } from './segments.js';
 import { removeBenchDirs } from './setup.js';
 
 /**
- * `npm run bench [-- ingest|collector|segments|erase|cli|cluster|console|growth] [--events N] [--profiles N]
+ * `npm run bench [-- ingest|collector|segments|erase|cli|cluster|console|growth|import] [--events N] [--profiles N]
  * [--rounds N]`: prints figures and ratios, asserts nothing.
  */
 const args = process.argv.slice(2);
@@ -20,7 +21,17 @@ const profiles = profilesFlag >= 0 ? Number(args[profilesFlag + 1]) : 1_000_000;
 const roundsFlag = args.indexOf('--rounds');
 const rounds = roundsFlag >= 0 ? Number(args[roundsFlag + 1]) : 10;
 const only = args.find((arg) =>
-  ['ingest', 'collector', 'segments', 'erase', 'cli', 'cluster', 'console', 'growth'].includes(arg),
+  [
+    'ingest',
+    'collector',
+    'segments',
+    'erase',
+    'cli',
+    'cluster',
+    'console',
+    'growth',
+    'import',
+  ].includes(arg),
 );
 
 try {
@@ -35,6 +46,8 @@ try {
   if (only === 'cluster') await benchCluster();
   // Ten million events by default, a quarter of an hour or more: only when asked for by name.
   if (only === 'growth') await benchGrowth(rounds, events);
+  // The ingest bench's events twice over (landing files, then one history file): by name only.
+  if (only === 'import') await benchImport(events);
 } finally {
   removeBenchDirs();
 }

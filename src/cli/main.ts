@@ -11,6 +11,7 @@ import { eraseCommand } from './commands/erase.js';
 import { erasuresCommand } from './commands/erasures.js';
 import { exportCommand } from './commands/export.js';
 import { generateEventsCommand } from './commands/generate-events.js';
+import { importCommand } from './commands/import.js';
 import { ingestCommand } from './commands/ingest.js';
 import { metricsCommand } from './commands/metrics.js';
 import { profilesCommand } from './commands/profiles.js';
@@ -47,6 +48,7 @@ export function createCLI(): Command {
     .showHelpAfterError()
     .addCommand(serveCommand())
     .addCommand(ingestCommand())
+    .addCommand(importCommand())
     .addCommand(collectCommand())
     .addCommand(tenantsCommand())
     .addCommand(tokensCommand())
