@@ -94,6 +94,12 @@ const configSchema = z.object({
    * for this long. A minute is far above the second or two a keeping-up owner lags.
    */
   bus_ready_max_lag_ms: z.coerce.number().int().positive().default(60_000),
+  /**
+   * Cluster mode: how often an owner reads its consumers' backlog for `/readyz` and `/metrics`
+   * (one consumer info per tenant, and one message read per tenant with a backlog). A shorter
+   * interval turns readiness sooner after a catch-up or an outage, for more requests to the bus.
+   */
+  bus_backlog_interval_ms: z.coerce.number().int().positive().default(5000),
   /** Cluster mode: the shard this `cds serve` owns (docs/scaling.md). */
   shard: z
     .string()

@@ -39,26 +39,47 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/** What `/jsz` of a node says of the JetStream metadata group. */
+interface MetaCluster {
+  leader?: string;
+  /** On the leader only: the other peers, and whether each is caught up with it. */
+  replicas?: { name: string; current: boolean }[];
+}
+
+async function metaClusterOf(node: NodeConfig): Promise<MetaCluster> {
+  return fetch(`http://${node.host}:${node.monitorPort}/jsz`)
+    .then((response) => response.json() as Promise<{ meta_cluster?: MetaCluster }>)
+    .then(
+      (jsz) => jsz.meta_cluster ?? {},
+      () => ({}),
+    );
+}
+
 /**
  * A fresh cluster answers healthy before its nodes have elected the JetStream metadata leader,
- * and until then every stream request times out.
+ * and until then every stream request times out; and until the leader counts every other node
+ * as a current peer, a stream of three replicas finds "no suitable peers for placement" (seen
+ * under load, when a file's `cds bus init` came right after the start).
  */
-async function metaLeaderElected(nodes: readonly NodeConfig[], deadline: number): Promise<void> {
+async function metaClusterFormed(nodes: readonly NodeConfig[], deadline: number): Promise<void> {
   while (Date.now() < deadline) {
-    const leaders = await Promise.all(
-      nodes.map((node) =>
-        fetch(`http://${node.host}:${node.monitorPort}/jsz`)
-          .then((response) => response.json() as Promise<{ meta_cluster?: { leader?: string } }>)
-          .then(
-            (jsz) => jsz.meta_cluster?.leader ?? '',
-            () => '',
-          ),
-      ),
-    );
-    if (leaders.every((leader) => leader !== '')) return;
+    const metas = await Promise.all(nodes.map(metaClusterOf));
+    const leader = metas[0]?.leader;
+    const leaderMeta = metas[nodes.findIndex((node) => node.name === leader)];
+    const followers = nodes.filter((node) => node.name !== leader).map((node) => node.name);
+    if (
+      leader &&
+      metas.every((meta) => meta.leader === leader) &&
+      followers.every((name) =>
+        leaderMeta?.replicas?.some((replica) => replica.name === name && replica.current),
+      )
+    )
+      return;
     await sleep(100);
   }
-  throw new Error('the nats-server nodes elected no JetStream metadata leader in time');
+  throw new Error(
+    'the nats-server nodes formed no JetStream metadata group (a leader and every peer current) in time',
+  );
 }
 
 /**
@@ -178,7 +199,7 @@ export interface RunningNodes {
 
 /**
  * Starts `nats-server -c <config>` for each node, each logging to `<dir>/<name>.log`, and waits
- * until every one is healthy and they have elected their JetStream metadata leader.
+ * until every one is healthy and their JetStream metadata group is formed.
  */
 export async function runNodes(
   dir: string,
@@ -227,7 +248,7 @@ export async function runNodes(
   const deadline = Date.now() + 30_000;
   try {
     await Promise.all(nodes.map((_, index) => healthy(index, deadline)));
-    await metaLeaderElected(nodes, deadline);
+    await metaClusterFormed(nodes, deadline);
   } catch (error) {
     // Nodes left running would outlive the caller, which has nothing to stop them with.
     await Promise.all(nodes.map((_, index) => killed(index)));

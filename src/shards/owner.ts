@@ -94,7 +94,11 @@ export async function startOwner(
     ...(options.onBatch ? { onBatch: options.onBatch } : {}),
   });
   const moves = new TenantMoves(context, map, loop, owners, shard);
-  const backlog = new StreamBacklog(bus, () => loop.tenants());
+  const backlog = new StreamBacklog(
+    bus,
+    () => loop.tenants(),
+    context.config.bus_backlog_interval_ms,
+  );
   const latest = new Map<string, ShardEntry | null>();
   let initial = true;
   let closed = false;

@@ -5,12 +5,6 @@ import { systemClock } from '../clock.js';
 import { withoutQuotedValues } from '../redact.js';
 import { componentLog } from '../telemetry/log.js';
 
-/**
- * How often an owner reads its consumers' backlog: `/readyz` and `/metrics` answer from the last
- * reading, so a probe costs no request to the bus, and the bus sees one consumer info per tenant
- * (and one message read per tenant with a backlog) every this often, whatever the probe rate.
- */
-export const BACKLOG_READ_EVERY_MS = 5000;
 /** Consumers read at once, as the restart rule sets them up. */
 const IN_PARALLEL = 20;
 
@@ -71,9 +65,12 @@ async function readTenant(
 }
 
 /**
- * An owner's stream backlog, read from its tenants' consumers every `BACKLOG_READ_EVERY_MS` on a
- * timer of its own, so the figures stay true when the owner loop is stuck or failing: the loop is
- * what they watch. A reading that fails keeps the last figures and says since when it fails.
+ * An owner's stream backlog, read from its tenants' consumers every `everyMs`
+ * (`bus_backlog_interval_ms`) on a timer of its own, so the figures stay true when the owner loop
+ * is stuck or failing: the loop is what they watch. `/readyz` and `/metrics` answer from the last
+ * reading, so a probe costs no request to the bus, and the bus sees one consumer info per tenant
+ * (and one message read per tenant with a backlog) every `everyMs`, whatever the probe rate. A
+ * reading that fails keeps the last figures and says since when it fails.
  */
 export class StreamBacklog {
   private current: StreamBacklogReading = { readAt: null, tenants: [], failingSince: null };
@@ -85,6 +82,7 @@ export class StreamBacklog {
     private readonly bus: BusConnection,
     /** The tenants the owner consumes now. */
     private readonly tenants: () => readonly string[],
+    private readonly everyMs: number,
   ) {}
 
   /** The last reading. */
@@ -119,14 +117,14 @@ export class StreamBacklog {
     }
   }
 
-  /** Reads now, then every `BACKLOG_READ_EVERY_MS` after each reading ends, until `stop()`. */
+  /** Reads now, then `everyMs` after each reading ends, until `stop()`. */
   async start(): Promise<void> {
     await this.read();
     const next = () => {
       if (this.stopped) return;
       this.timer = setTimeout(() => {
         this.reading = this.read().then(next);
-      }, BACKLOG_READ_EVERY_MS);
+      }, this.everyMs);
       this.timer.unref();
     };
     next();

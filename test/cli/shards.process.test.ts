@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BUCKETS } from '../../src/bus/setup.js';
 import { Owners } from '../../src/shards/owners.js';
 import { ShardMap } from '../../src/shards/shard-map.js';
 import { cdsInProcess } from '../helpers/cli-in-process.js';
@@ -37,6 +38,13 @@ async function waitForState(tenantId: string, state: string) {
     if (entry?.assignment.state === state) return entry;
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
+}
+
+/** How many watches the shard map's bucket serves now (each is a consumer of its stream). */
+async function mapWatches(): Promise<number> {
+  const admin = await cluster.connect('admin');
+  const info = await (await admin.manager()).streams.info(`KV_${BUCKETS.shards}`);
+  return info.state.consumer_count;
 }
 
 function cds(...args: string[]) {
@@ -121,12 +129,15 @@ describe('cds shards', () => {
   });
 
   it('moves a tenant and waits, saying each state, until it is active on the new shard', async () => {
+    const watchesBefore = await mapWatches();
     const running = cds('move', 'acme', 'b', '--timeout', '30');
     // The owners' side, by hand: the shard it leaves marks it copied, the target takes it.
     const entry = await waitForState('acme', 'moving');
     expect(entry.assignment).toEqual({ shard: 'a', state: 'moving', to: 'b', epoch: 2 });
+    // Once the command watches the map it sees every later state; a state changed before its
+    // watch is up may be skipped, as awaitMove says.
+    await expect.poll(mapWatches, { interval: 20 }).toBeGreaterThan(watchesBefore);
     const copied = await map.change(entry, { shard: 'a', state: 'copied', to: 'b', seq: 42 });
-    await new Promise((resolve) => setTimeout(resolve, 100));
     await map.change(copied, { shard: 'b', state: 'active' });
     const moved = await running;
     expect(moved.code).toBe(0);

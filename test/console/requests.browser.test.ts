@@ -1,6 +1,6 @@
 import type { Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { signIn, useConsoleSuite, watchFaults } from '../helpers/console.js';
+import { type PageFaults, signIn, useConsoleSuite, watchFaults } from '../helpers/console.js';
 
 const suite = useConsoleSuite();
 
@@ -27,18 +27,19 @@ beforeAll(async () => {
 });
 
 /**
- * Longer than anything a page starts on its own once shown (the builder's preview waits 300 ms
- * after the last change), so what it asks on opening has been asked and answered.
+ * A quiet network for longer than anything a page starts on its own once shown waits (the
+ * builder's preview waits 300 ms after the last change), so what it asks on opening has been
+ * asked and answered.
  */
-const SETTLE_MS = 1000;
+const QUIET_MS = 500;
 
-async function openEachPage(page: Page): Promise<string[]> {
+async function openEachPage(page: Page, faults: PageFaults): Promise<string[]> {
   const navigation = page.getByRole('navigation', { name: 'Console' });
   const titles = await navigation.getByRole('link').allTextContents();
   for (const title of titles) {
     await navigation.getByRole('link', { name: title, exact: true }).click();
     await page.getByRole('heading', { level: 1 }).first().waitFor();
-    await page.waitForTimeout(SETTLE_MS);
+    await faults.settled(QUIET_MS);
   }
   return titles;
 }
@@ -67,7 +68,7 @@ describe('the console makes no failing request (issue 36, item 8)', () => {
     const faults = watchFaults(page);
     await page.goto(`${suite.served.url}/console/`);
     await page.getByLabel('Token').waitFor();
-    await page.waitForTimeout(SETTLE_MS);
+    await faults.settled(QUIET_MS);
     expect(faults.lines).toEqual([]);
     await page.context().close();
   });
@@ -78,7 +79,7 @@ describe('the console makes no failing request (issue 36, item 8)', () => {
       const page = await suite.newPage();
       const faults = watchFaults(page);
       await signIn(page, suite.served.url, token());
-      const opened = await openEachPage(page);
+      const opened = await openEachPage(page, faults);
       expect(opened.length).toBeGreaterThanOrEqual(5);
       expect(faults.lines).toEqual([]);
       await page.context().close();
@@ -95,12 +96,13 @@ describe('the console makes no failing request (issue 36, item 8)', () => {
     await signIn(page, suite.served.url, suite.served.tokens.workspace);
     await page.goto(`${suite.served.url}/console/#/segments/new`);
     await page.getByText('This token is read-only: it cannot create segments.').waitFor();
-    await page.waitForTimeout(SETTLE_MS);
+    await faults.settled(QUIET_MS);
     expect(previews).toEqual([]);
     expect(faults.lines).toEqual([]);
 
     // A tenant token on the same page does ask for one: the wait above was long enough to see it.
     const writer = await suite.newPage();
+    const writerFaults = watchFaults(writer);
     const asked: number[] = [];
     writer.on('response', (response) => {
       if (response.url().includes('/segments/preview')) asked.push(response.status());
@@ -108,8 +110,9 @@ describe('the console makes no failing request (issue 36, item 8)', () => {
     await signIn(writer, suite.served.url, suite.served.tokens.tenant);
     await writer.goto(`${suite.served.url}/console/#/segments/new`);
     await writer.getByRole('heading', { name: 'New segment in eu' }).waitFor();
-    await writer.waitForTimeout(SETTLE_MS);
+    await writerFaults.settled(QUIET_MS);
     expect(asked).toEqual([200]);
+    expect(writerFaults.lines).toEqual([]);
     await page.context().close();
     await writer.context().close();
   });

@@ -1,7 +1,13 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { AxeBuilder } from '@axe-core/playwright';
-import { type Browser, type BrowserContextOptions, chromium, type Page } from 'playwright-core';
+import {
+  type Browser,
+  type BrowserContextOptions,
+  chromium,
+  type Page,
+  type Request,
+} from 'playwright-core';
 import { afterAll, beforeAll, expect } from 'vitest';
 import { type RunningServer, startServer } from '../../src/cli/serve.js';
 import type { Context } from '../../src/context.js';
@@ -151,7 +157,16 @@ export async function expectAccessible(page: Page, what: string): Promise<void> 
 export interface PageFaults {
   /** Requests answered 400 or above, failed on the network, console errors and thrown errors. */
   readonly lines: string[];
+  /**
+   * Resolves once the page has no request in flight but its live event stream (held open on
+   * purpose) and none has started or ended for `quietMs`: what the page asks on its own, such as
+   * a preview it starts a moment after it is shown, has been asked and answered.
+   */
+  settled(quietMs: number): Promise<void>;
 }
+
+/** The console's live event stream: a request that stays open while its page is shown. */
+const HELD_OPEN = /\/events\/stream(\?|$)/;
 
 /**
  * Watches `page` from now on: every request the browser makes (its own, such as the site icon,
@@ -160,6 +175,18 @@ export interface PageFaults {
  */
 export function watchFaults(page: Page): PageFaults {
   const lines: string[] = [];
+  const inFlight = new Set<Request>();
+  let lastChange = performance.now();
+  page.on('request', (request) => {
+    if (!HELD_OPEN.test(new URL(request.url()).pathname)) inFlight.add(request);
+    lastChange = performance.now();
+  });
+  const ended = (request: Request) => {
+    inFlight.delete(request);
+    lastChange = performance.now();
+  };
+  page.on('requestfinished', ended);
+  page.on('requestfailed', ended);
   page.on('response', (response) => {
     if (response.status() >= 400)
       lines.push(`${response.status()} ${response.request().method()} ${response.url()}`);
@@ -173,5 +200,14 @@ export function watchFaults(page: Page): PageFaults {
     if (message.type() === 'error') lines.push(`console error: ${message.text()}`);
   });
   page.on('pageerror', (error) => lines.push(`uncaught: ${error.message}`));
-  return { lines };
+  return {
+    lines,
+    async settled(quietMs) {
+      for (;;) {
+        const quietFor = performance.now() - lastChange;
+        if (inFlight.size === 0 && quietFor >= quietMs) return;
+        await page.waitForTimeout(Math.max(25, quietMs - quietFor));
+      }
+    },
+  };
 }

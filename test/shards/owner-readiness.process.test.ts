@@ -16,6 +16,14 @@ const operator = {
   authorization: `Bearer ${operatorToken(Buffer.from(SHARED_MASTER_KEY, 'hex'))}`,
 };
 const MAX_LAG_MS = 1500;
+/**
+ * How often the owners read their backlog (`bus_backlog_interval_ms`, 5 s by default). The first
+ * test reads `/readyz` between the reading made before the first round and the next one, which
+ * must come after the owner has caught up with its 300 events; the second only waits for
+ * readings, so its owner reads often.
+ */
+const BACKLOG_INTERVAL_MS = 2000;
+const OUTAGE_BACKLOG_INTERVAL_MS = 250;
 
 interface StreamFigures {
   pending: number;
@@ -45,18 +53,22 @@ async function metric(owner: ChildServer, name: string): Promise<number> {
   return Number(line.slice(name.length + 1));
 }
 
-const startOwner = (dir: string) =>
-  startOwnerProcess(bus.cluster, 'r', dir, { CDS_BUS_READY_MAX_LAG_MS: String(MAX_LAG_MS) });
+/** Each test's owner has a shard of its own, so it takes only its own tenants. */
+const startOwner = (shard: string, dir: string, backlogIntervalMs: number) =>
+  startOwnerProcess(bus.cluster, shard, dir, {
+    CDS_BUS_READY_MAX_LAG_MS: String(MAX_LAG_MS),
+    CDS_BUS_BACKLOG_INTERVAL_MS: String(backlogIntervalMs),
+  });
 
 describe('/readyz of a bus owner: its stream backlog', () => {
   it('shows the backlog left while the owner was down, answers 503 until caught up, then 200', async () => {
     const dir = tempDir();
     await seedShardDir(dir, ['rho', 'rhea']);
     // Up once: its tenants are on its shard and their consumers exist, then it stops.
-    const first = await startOwner(dir);
+    const first = await startOwner('r', dir, BACKLOG_INTERVAL_MS);
     await publishMany(bus.collector, 'rho', 10);
     await waitDrained(bus.admin, ['rho', 'rhea']);
-    // Read every 5 s: the reading after the drain shows nothing pending.
+    // The reading after the drain shows nothing pending.
     await expect
       .poll(async () => (await readyz(first)).body.ingest?.stream, { timeout: 20_000 })
       .toMatchObject({ pending: 0, lag_seconds: 0 });
@@ -67,9 +79,9 @@ describe('/readyz of a bus owner: its stream backlog', () => {
     await publishMany(bus.collector, 'rho', 300);
     await new Promise((resolve) => setTimeout(resolve, MAX_LAG_MS + 1000));
 
-    const owner = await startOwner(dir);
+    const owner = await startOwner('r', dir, BACKLOG_INTERVAL_MS);
     try {
-      // The backlog was read before the first round, and is read again 5 s later.
+      // The backlog was read before the first round, and is read again BACKLOG_INTERVAL_MS later.
       const behind = await readyz(owner);
       const operatorView = await readyz(owner, operator);
       const messages = await metric(owner, 'cds_stream_backlog_messages');
@@ -114,9 +126,13 @@ describe('/readyz of a bus owner: its stream backlog', () => {
   it('answers 503 while the bus is gone for longer than the threshold, and 200 once it is back', async () => {
     const dir = tempDir();
     await seedShardDir(dir, ['sigma']);
-    const owner = await startOwner(dir);
+    const owner = await startOwner('s', dir, OUTAGE_BACKLOG_INTERVAL_MS);
     try {
       await expect.poll(async () => (await readyz(owner)).status, { timeout: 20_000 }).toBe(200);
+      // Read every bus_backlog_interval_ms, not every 5 s.
+      const readAt = async () => (await readyz(owner)).body.ingest?.stream?.read_at;
+      const firstRead = await readAt();
+      await expect.poll(readAt, { timeout: 2000, interval: 50 }).not.toBe(firstRead);
       const nodes = bus.cluster.nodes.map((_, index) => index);
       await Promise.all(nodes.map((index) => bus.cluster.kill(index)));
       try {

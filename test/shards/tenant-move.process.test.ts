@@ -98,8 +98,8 @@ describe('moving a tenant between shards under load', () => {
     flowing = false;
     await load;
     await waitDrained(bus.admin, ['tau', 'ursa']);
-    // A deletes its copy once it sees tau active on b.
-    await new Promise((resolve) => setTimeout(resolve, 1000));
+    // A deletes its copy once it sees tau active on b, and the stream it held ends once that
+    // delete has committed (the workspace is gone): its end is the wait for the delete.
     const { endedAt, tail } = await stream;
     await annotate(
       `the stream on A ended ${(endedAt - switchedAt).toFixed(0)} ms after the test's watch of the map saw tau on b`,
