@@ -1,22 +1,63 @@
 import type { BusConnection } from '../bus/connect.js';
 import { type BoxingKey, boxingKeyFor, type PublishedBusKey } from '../bus/identifier-box.js';
 import { type BusMessage, type PublishPolicy, publishAll } from '../bus/publisher.js';
-import { eventMessageId, eventSubject } from '../bus/subjects.js';
+import { chunkMessageId, eventSubject } from '../bus/subjects.js';
 import { BusKeyMissingError, ShuttingDownError } from '../errors.js';
 import type { AcceptedLines, EventSink } from './event-sink.js';
 import type { LandingLine } from './landing-writer.js';
 import { newCollectorId } from './landing-writer.js';
 
 /**
- * A line as a message of the events stream (docs/cluster-design.md §3): its body is the landing
- * line's text, so ingest stages it with the same SQL; its subject and msgID carry the tenant and
- * workspace as tokens, so no id reaches another tenant's subject or suppresses its events.
+ * The most bytes one message carries: a request's lines for one workspace are cut into messages of
+ * at most this (one line always fits: an event is at most 32 KiB), well inside the stream's
+ * `max_msg_size` (bus/setup.ts) and the servers' 1 MB `max_payload`.
  */
-export function busMessageOf(line: LandingLine): BusMessage {
+export const MAX_CHUNK_BYTES = 256 * 1024;
+
+/**
+ * A request's accepted lines as messages of the events stream (docs/cluster-design.md §3), one
+ * per request chunk: the NDJSON a landing file would get, for one tenant and workspace, in the
+ * order the request had them. Its subject carries the tenant and workspace as tokens, and its
+ * msgID is named by its events' ids, so a copy published again is dropped by the stream.
+ */
+export function busMessagesOf(lines: readonly LandingLine[]): BusMessage[] {
+  const byWorkspace = new Map<string, LandingLine[]>();
+  for (const line of lines) {
+    const key = JSON.stringify([line.tenantId, line.workspaceId]);
+    const group = byWorkspace.get(key);
+    if (group) group.push(line);
+    else byWorkspace.set(key, [line]);
+  }
+  const messages: BusMessage[] = [];
+  for (const group of byWorkspace.values()) {
+    let chunk: LandingLine[] = [];
+    let bytes = 0;
+    for (const line of group) {
+      const size = Buffer.byteLength(line.text);
+      if (chunk.length > 0 && bytes + size > MAX_CHUNK_BYTES) {
+        messages.push(chunkMessage(chunk));
+        chunk = [];
+        bytes = 0;
+      }
+      chunk.push(line);
+      bytes += size;
+    }
+    if (chunk.length > 0) messages.push(chunkMessage(chunk));
+  }
+  return messages;
+}
+
+function chunkMessage(lines: LandingLine[]): BusMessage {
+  const { tenantId, workspaceId } = lines[0] as LandingLine;
   return {
-    subject: eventSubject(line.tenantId, line.workspaceId),
-    msgID: eventMessageId(line.tenantId, line.workspaceId, line.eventId),
-    data: line.text,
+    subject: eventSubject(tenantId, workspaceId),
+    msgID: chunkMessageId(
+      tenantId,
+      workspaceId,
+      lines.map((line) => line.eventId),
+    ),
+    data:
+      lines.length === 1 ? (lines[0] as LandingLine).text : lines.map((line) => line.text).join(''),
   };
 }
 
@@ -67,7 +108,7 @@ export class BusSink implements EventSink {
     if (accepted.form !== 'lines')
       return Promise.reject(new Error('the bus sink takes lines, not landing chunks'));
     if (accepted.lines.length === 0) return Promise.resolve();
-    const published = publishAll(this.bus.js, accepted.lines.map(busMessageOf), this.policy);
+    const published = publishAll(this.bus.js, busMessagesOf(accepted.lines), this.policy);
     const settled: Promise<void> = published.then(
       () => {
         this.underWay.delete(settled);

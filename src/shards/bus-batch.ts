@@ -13,9 +13,17 @@ import { PRIVATE_DIR_MODE, PRIVATE_FILE_MODE } from '../store/file-modes.js';
 export interface BusEvent {
   tenantId: string;
   workspaceId: string;
-  /** Its stream sequence. */
+  /** The stream sequence of the message it came in: a request chunk (docs/cluster-design.md §3). */
   seq: number;
-  /** The landing line a collector published (docs/cluster-design.md §3). */
+  /** Its place among its message's events, from 0. */
+  index: number;
+  /**
+   * Whether it is its message's last event: a batch records a message's sequence as in only with
+   * its last event, so a message whose events were split between batches (a bisect) is
+   * delivered again whole after a crash between them, never skipped half ingested.
+   */
+  endsMessage: boolean;
+  /** Its landing line, as the collector wrote it. */
   data: Uint8Array;
 }
 
@@ -97,7 +105,10 @@ export function offsetsParam(groups: Map<string, BusEvent[]>): string {
   return JSON.stringify(
     [...groups].map(([tenantId, events]) => ({
       tenant_id: tenantId,
-      last_seq: Math.max(...events.map((event) => event.seq)),
+      last_seq: events.reduce(
+        (last, event) => Math.max(last, event.endsMessage ? event.seq : event.seq - 1),
+        0,
+      ),
     })),
   );
 }

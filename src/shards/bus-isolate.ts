@@ -35,7 +35,7 @@ async function quarantineEvent(
     `workspace=${subjectToken(event.workspaceId)}`,
   );
   await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
-  const path = join(dir, `bus-${event.seq}.ndjson`);
+  const path = join(dir, `bus-${event.seq}-${event.index}.ndjson`);
   await writeFile(path, event.data, { mode: PRIVATE_FILE_MODE });
   const now = nowIso(context);
   const record = await quarantineFile(context.dataDir, path, failure, now);

@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Consumer, JsMsg } from '@nats-io/jetstream';
+import type { JsMsg } from '@nats-io/jetstream';
 import { describe, expect, it } from 'vitest';
 import type { BusConnection } from '../../src/bus/connect.js';
 import { natsPackages } from '../../src/bus/connect.js';
@@ -10,7 +10,7 @@ import { landingLineText } from '../../src/collector/envelope.js';
 import type { Context } from '../../src/context.js';
 import { ingestBusBatch } from '../../src/shards/bus-batch.js';
 import { ensureConsumers } from '../../src/shards/consumers.js';
-import { busEventOf, FETCH_SIZE, OwnerLoop } from '../../src/shards/owner-loop.js';
+import { busEventsOf, MAX_ACK_PENDING, OwnerLoop } from '../../src/shards/owner-loop.js';
 import { ShardMap } from '../../src/shards/shard-map.js';
 import { operatorToken } from '../../src/tenancy/operator.js';
 import {
@@ -141,56 +141,45 @@ async function storedIds(context: Context, tenant: string): Promise<Map<string, 
 async function fetchNow(bus: BusConnection, tenant: string): Promise<JsMsg[]> {
   const consumer = await bus.js.consumers.get(EVENTS_STREAM, durableName(tenant));
   const messages: JsMsg[] = [];
-  for await (const message of await consumer.fetch({ max_messages: FETCH_SIZE, expires: 1000 }))
+  for await (const message of await consumer.fetch({
+    max_messages: MAX_ACK_PENDING,
+    expires: 1000,
+  }))
     messages.push(message);
   return messages;
 }
 
-/** Binds what a proxy passes through to the object it stands for. */
-function passedThrough<T extends object>(target: T, property: string | symbol): unknown {
-  const value = Reflect.get(target, property, target);
-  return typeof value === 'function' ? value.bind(target) : value;
-}
-
 /**
- * `bus` whose first fetch fails as a loaded machine makes one fail ("heartbeats missed") after
+ * `bus` whose first pull fails as a loaded machine makes one fail ("heartbeats missed") after
  * returning `returned` of the messages it was given; `lastReturned` is the sequence it stopped at.
  */
 function failingFirstFetch(bus: BusConnection, returned: number) {
   const state = { failed: false, lastReturned: 0 };
-  const failing = (consumer: Consumer): Consumer =>
-    new Proxy(consumer, {
-      get(target, property) {
-        if (property !== 'fetch' || state.failed) return passedThrough(target, property);
-        return async (options: Parameters<Consumer['fetch']>[0]) => {
-          state.failed = true;
-          const messages = await target.fetch(options);
-          return (async function* () {
-            let count = 0;
-            for await (const message of messages) {
-              yield message;
-              state.lastReturned = message.seq;
-              if (++count === returned) {
-                messages.stop();
-                throw new Error('heartbeats missed');
-              }
-            }
-          })();
-        };
+  const subscribe: BusConnection['nc']['subscribe'] = (subject, options) => {
+    const callback = options?.callback;
+    if (state.failed || !subject.includes('.pull.') || !callback)
+      return bus.nc.subscribe(subject, options);
+    state.failed = true;
+    let count = 0;
+    return bus.nc.subscribe(subject, {
+      ...options,
+      callback: (error, message) => {
+        if (count >= returned) return;
+        if (error || (message.headers?.code ?? 0) !== 0) return callback(error, message);
+        callback(null, message);
+        state.lastReturned = Number(message.reply?.split('.')[5]);
+        if (++count === returned) callback(new Error('heartbeats missed'), message);
       },
     });
-  const consumers = new Proxy(bus.js.consumers, {
+  };
+  const nc = new Proxy(bus.nc, {
     get(target, property) {
-      if (property !== 'get') return passedThrough(target, property);
-      return async (...args: Parameters<typeof target.get>) => failing(await target.get(...args));
+      if (property === 'subscribe') return subscribe;
+      const value = Reflect.get(target, property, target);
+      return typeof value === 'function' ? value.bind(target) : value;
     },
   });
-  const js = new Proxy(bus.js, {
-    get(target, property) {
-      return property === 'consumers' ? consumers : passedThrough(target, property);
-    },
-  });
-  return { bus: { ...bus, js } as BusConnection, state };
+  return { bus: { ...bus, nc } as BusConnection, state };
 }
 
 describe('a tenant created on a running owner', () => {
@@ -268,7 +257,7 @@ describe('the owner loop across crashes (in process, on the cluster)', () => {
       // One fetch fills a batch: each round fetches from one tenant, in turn.
       const loop = new OwnerLoop(env.context, await bus.cluster.connect('owner'), {
         intervalMs: 1000,
-        maxBatchEvents: FETCH_SIZE,
+        maxBatchEvents: MAX_ACK_PENDING,
       });
       await loop.take(tenants);
       loop.start();
@@ -325,17 +314,17 @@ describe('the owner loop across crashes (in process, on the cluster)', () => {
       // Crash after the commit, before the acks.
       const committed = await publishMany(bus.collector, 'crash', 50);
       const first = await bus.cluster.connect('owner');
-      await ensureConsumers(first, new Map([['crash', null]]), FETCH_SIZE);
+      await ensureConsumers(first, new Map([['crash', null]]), MAX_ACK_PENDING);
       const fetched = await fetchNow(first, 'crash');
       expect(fetched).toHaveLength(50);
-      await ingestBusBatch(env.context, fetched.map(busEventOf));
+      await ingestBusBatch(env.context, fetched.flatMap(busEventsOf));
       await first.close();
       const lastCommitted = Math.max(...fetched.map((message) => message.seq));
 
       // Crash before the commit: fetched, never ingested.
       const second = await bus.cluster.connect('owner');
       const lost = await publishMany(bus.collector, 'crash', 30);
-      await ensureConsumers(second, new Map([['crash', lastCommitted]]), FETCH_SIZE);
+      await ensureConsumers(second, new Map([['crash', lastCommitted]]), MAX_ACK_PENDING);
       expect((await fetchNow(second, 'crash')).length).toBeGreaterThan(0);
       await second.close();
       const later = await publishMany(bus.collector, 'crash', 20);
@@ -367,27 +356,27 @@ describe('the owner loop across crashes (in process, on the cluster)', () => {
       durable_name: durableName('wide'),
       filter_subject: tenantFilter('wide'),
       ack_policy: jetstream.AckPolicy.Explicit,
-      max_ack_pending: FETCH_SIZE + 1,
+      max_ack_pending: MAX_ACK_PENDING + 1,
     });
     const owner = await bus.cluster.connect('owner');
-    const verdicts = await ensureConsumers(owner, new Map([['wide', null]]), FETCH_SIZE);
+    const verdicts = await ensureConsumers(owner, new Map([['wide', null]]), MAX_ACK_PENDING);
     expect(verdicts.get('wide')).toBe('config');
     const info = await jsm.consumers.info(EVENTS_STREAM, durableName('wide'));
-    expect(info.config.max_ack_pending).toBe(FETCH_SIZE);
+    expect(info.config.max_ack_pending).toBe(MAX_ACK_PENDING);
     // Found right, it is kept.
-    expect((await ensureConsumers(owner, new Map([['wide', null]]), FETCH_SIZE)).get('wide')).toBe(
-      'kept',
-    );
+    expect(
+      (await ensureConsumers(owner, new Map([['wide', null]]), MAX_ACK_PENDING)).get('wide'),
+    ).toBe('kept');
     // Acked past what the database holds (a restored backup): started again after the database.
     await publishMany(bus.collector, 'wide', 5);
     const acked = await fetchNow(owner, 'wide');
     for (const message of acked) await message.ackAck();
     const lastSeq = Math.max(...acked.map((message) => message.seq));
     expect(
-      (await ensureConsumers(owner, new Map([['wide', lastSeq]]), FETCH_SIZE)).get('wide'),
+      (await ensureConsumers(owner, new Map([['wide', lastSeq]]), MAX_ACK_PENDING)).get('wide'),
     ).toBe('kept');
     expect(
-      (await ensureConsumers(owner, new Map([['wide', lastSeq - 2]]), FETCH_SIZE)).get('wide'),
+      (await ensureConsumers(owner, new Map([['wide', lastSeq - 2]]), MAX_ACK_PENDING)).get('wide'),
     ).toBe('ahead_of_database');
     expect((await fetchNow(owner, 'wide')).map((message) => message.seq)).toEqual(
       acked.slice(-2).map((message) => message.seq),
@@ -408,7 +397,7 @@ describe('the owner loop across crashes (in process, on the cluster)', () => {
                 ...config,
                 // A start the add cannot change in place, so the server refuses the name.
                 deliver_policy: natsPackages().jetstream.DeliverPolicy.New,
-                max_ack_pending: FETCH_SIZE + 2,
+                max_ack_pending: MAX_ACK_PENDING + 2,
               });
             return target.add(stream, config);
           };
@@ -424,12 +413,12 @@ describe('the owner loop across crashes (in process, on the cluster)', () => {
       },
     });
     const racing: BusConnection = { ...owner, manager: async () => manager };
-    const verdicts = await ensureConsumers(racing, new Map([['racer', null]]), FETCH_SIZE);
+    const verdicts = await ensureConsumers(racing, new Map([['racer', null]]), MAX_ACK_PENDING);
     // Missing at first; the add met the other consumer, so it was judged again: other settings.
     expect(taken).toBe(2);
     expect(verdicts.get('racer')).toBe('config');
     const info = await admin.consumers.info(EVENTS_STREAM, durableName('racer'));
-    expect(info.config.max_ack_pending).toBe(FETCH_SIZE);
+    expect(info.config.max_ack_pending).toBe(MAX_ACK_PENDING);
   });
 });
 
