@@ -1,14 +1,17 @@
 import { existsSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { JsMsg } from '@nats-io/jetstream';
 import { describe, expect, it } from 'vitest';
 import type { BusConnection } from '../../src/bus/connect.js';
 import { natsPackages } from '../../src/bus/connect.js';
 import { durableName, EVENTS_STREAM, tenantFilter } from '../../src/bus/subjects.js';
-import { landingLineText } from '../../src/collector/envelope.js';
+import { busMessagesOf } from '../../src/collector/bus-sink.js';
+import { type Envelope, landingLineText } from '../../src/collector/envelope.js';
+import type { LandingLine } from '../../src/collector/landing-writer.js';
 import type { Context } from '../../src/context.js';
-import { ingestBusBatch } from '../../src/shards/bus-batch.js';
+import { listQuarantine, quarantinedLinesPath } from '../../src/quarantine/quarantine.js';
+import { ingestBusBatch, readOffsets } from '../../src/shards/bus-batch.js';
 import { ensureConsumers } from '../../src/shards/consumers.js';
 import { busEventsOf, MAX_ACK_PENDING, OwnerLoop } from '../../src/shards/owner-loop.js';
 import { ShardMap } from '../../src/shards/shard-map.js';
@@ -494,5 +497,188 @@ describe('an erasure on the owner (issue 30, One API any node)', () => {
     await e.stop();
     const stored = (await shardRows(dir)).events.get('eris') ?? new Map();
     expect([...stored.keys()]).toEqual([]);
+  }, 120_000);
+});
+
+/** Event id → its stored `properties.n`, for one tenant. */
+async function storedN(context: Context, tenant: string): Promise<Map<string, number>> {
+  const rows = await context.store.read((session) =>
+    session.allText<{ event_id: string; n: string }>(
+      "SELECT event_id, properties->>'n' AS n FROM events WHERE tenant_id = $tenant",
+      { tenant },
+    ),
+  );
+  return new Map(rows.map((row) => [row.event_id, Number(row.n)]));
+}
+
+/** A server event of `tenant`'s workspace w1 as a collector accepts it, `properties.n` set. */
+function chunkLine(tenant: string, id: string, n: number, identifiers?: unknown): LandingLine {
+  const event = envelope({ id, tenant, workspace: 'w1', properties: { n } }) as Envelope & {
+    properties: Record<string, unknown>;
+  };
+  event.properties.identifiers = identifiers ?? { email: `${id}@shop.test` };
+  const receivedAt = new Date().toISOString();
+  return {
+    tenantId: tenant,
+    workspaceId: 'w1',
+    receivedAt,
+    eventId: id,
+    text: landingLineText(receivedAt, 'server', 'test-collector', event),
+  };
+}
+
+/** Publishes a request's lines as a collector does; the stream's acks, in order. */
+async function publishRequest(connection: BusConnection, lines: LandingLine[]) {
+  return Promise.all(
+    busMessagesOf(lines).map((message) =>
+      connection.js.publish(message.subject, message.data, { msgID: message.msgID }),
+    ),
+  );
+}
+
+/** Runs an owner loop over `tenants` until their consumers are drained, then stops it. */
+async function drainWithLoop(context: Context, tenants: string[]): Promise<void> {
+  const loop = new OwnerLoop(context, await bus.cluster.connect('owner'), {
+    intervalMs: 1000,
+    maxBatchEvents: 10_000,
+  });
+  await loop.take(tenants);
+  loop.start();
+  await waitDrained(bus.admin, tenants);
+  await loop.stop();
+}
+
+describe('a request chunk in the stream (issue 37, item 5)', () => {
+  it('arrives as one message and is ingested in the order the request had its events; a chunk published again is dropped', async () => {
+    const dir = tempDir();
+    await seedShardDir(dir, ['chunky']);
+    const env = await openTestEnvIn(dir, { config: { master_key: SHARED_MASTER_KEY } });
+    try {
+      // The same event id twice in one request: the first one seen is the one kept.
+      const lines = [
+        chunkLine('chunky', 'c-first', 1),
+        chunkLine('chunky', 'c-second', 2),
+        chunkLine('chunky', 'c-first', 3),
+        chunkLine('chunky', 'c-third', 4),
+      ];
+      const [ack, ...more] = await publishRequest(bus.collector, lines);
+      expect(more).toEqual([]);
+      expect(ack?.duplicate).toBe(false);
+      // A retry of the request, received later by another collector: its chunk has the same id.
+      const again = await publishRequest(
+        bus.collector,
+        lines.map((line) => chunkLine('chunky', line.eventId, 9)),
+      );
+      expect(again.map((copy) => [copy.duplicate, copy.seq])).toEqual([[true, ack?.seq]]);
+      const jsm = await bus.admin.manager();
+      await ensureConsumers(bus.admin, new Map([['chunky', null]]), MAX_ACK_PENDING);
+      expect((await jsm.consumers.info(EVENTS_STREAM, durableName('chunky'))).num_pending).toBe(1);
+      await drainWithLoop(env.context, ['chunky']);
+      expect(Object.fromEntries(await storedN(env.context, 'chunky'))).toEqual({
+        'c-first': 1,
+        'c-second': 2,
+        'c-third': 4,
+      });
+      expect((await readOffsets(env.context)).get('chunky')).toBe(ack?.seq);
+    } finally {
+      await env.close({ keepDir: true });
+    }
+  }, 120_000);
+
+  it('costs a bad event only that event: each is quarantined on its own, the rest of its chunk stored', async () => {
+    const dir = tempDir();
+    await seedShardDir(dir, ['spoilt']);
+    const env = await openTestEnvIn(dir, { config: { master_key: SHARED_MASTER_KEY } });
+    try {
+      const unopenable = 'cdsbox1.bk0000000000000000.AAAA.AAAA.AAAA';
+      const lines = [
+        chunkLine('spoilt', 's-1', 1),
+        chunkLine('spoilt', 's-bad-1', 2, unopenable),
+        chunkLine('spoilt', 's-3', 3),
+        chunkLine('spoilt', 's-bad-2', 4, unopenable),
+        chunkLine('spoilt', 's-5', 5),
+      ];
+      const [ack] = await publishRequest(bus.collector, lines);
+      await drainWithLoop(env.context, ['spoilt']);
+      expect([...(await storedIds(env.context, 'spoilt')).keys()].sort()).toEqual([
+        's-1',
+        's-3',
+        's-5',
+      ]);
+      const quarantined = await listQuarantine(env.context.dataDir);
+      const held = await Promise.all(
+        quarantined.map((record) =>
+          readFile(quarantinedLinesPath(env.context.dataDir, record), 'utf8'),
+        ),
+      );
+      expect(held.map((text) => JSON.parse(text).event.id).sort()).toEqual(['s-bad-1', 's-bad-2']);
+      expect(new Set(quarantined.map((record) => record.landing_path)).size).toBe(2);
+      expect((await readOffsets(env.context)).get('spoilt')).toBe(ack?.seq);
+    } finally {
+      await env.close({ keepDir: true });
+    }
+  }, 120_000);
+
+  it('keeps offsets exact across an owner restart, a chunk committed in part included', async () => {
+    const dir = tempDir();
+    await seedShardDir(dir, ['restart']);
+    const env = await openTestEnvIn(dir, { config: { master_key: SHARED_MASTER_KEY } });
+    try {
+      const first = Array.from({ length: 10 }, (_, i) => chunkLine('restart', `r1-${i}`, i));
+      const second = Array.from({ length: 10 }, (_, i) => chunkLine('restart', `r2-${i}`, i));
+      const [firstAck] = await publishRequest(bus.collector, first);
+      const [secondAck] = await publishRequest(bus.collector, second);
+      // An owner commits the first chunk and four events of the second (a bisect's first part),
+      // then dies before the rest and before any ack.
+      const dying = await bus.cluster.connect('owner');
+      await ensureConsumers(dying, new Map([['restart', null]]), MAX_ACK_PENDING);
+      const fetched = await fetchNow(dying, 'restart');
+      expect(fetched.map((message) => message.seq)).toEqual([firstAck?.seq, secondAck?.seq]);
+      const events = fetched.flatMap(busEventsOf);
+      expect(
+        events.map((event) => [event.seq, event.index, event.endsMessage]).slice(8, 12),
+      ).toEqual([
+        [firstAck?.seq, 8, false],
+        [firstAck?.seq, 9, true],
+        [secondAck?.seq, 0, false],
+        [secondAck?.seq, 1, false],
+      ]);
+      await ingestBusBatch(env.context, events.slice(0, 14));
+      await dying.close();
+      // The second chunk is not in whole: the offset stays at the first.
+      expect((await readOffsets(env.context)).get('restart')).toBe(firstAck?.seq);
+
+      const third = Array.from({ length: 10 }, (_, i) => chunkLine('restart', `r3-${i}`, i));
+      const [thirdAck] = await publishRequest(bus.collector, third);
+      // The restart rule starts the consumer right after the first chunk: the second comes
+      // whole, its four events already in are dropped as duplicates.
+      await drainWithLoop(env.context, ['restart']);
+      const stored = await storedIds(env.context, 'restart');
+      expect([...stored.values()].every((n) => n === 1)).toBe(true);
+      expect([...stored.keys()].sort()).toEqual(
+        [...first, ...second, ...third].map((line) => line.eventId).sort(),
+      );
+      expect((await readOffsets(env.context)).get('restart')).toBe(thirdAck?.seq);
+      const info = await (await bus.admin.manager()).consumers.info(
+        EVENTS_STREAM,
+        durableName('restart'),
+      );
+      expect(info.config.opt_start_seq).toBe((firstAck?.seq ?? 0) + 1);
+
+      // Restarted again with nothing new: kept as it is, and nothing ingested twice.
+      await drainWithLoop(env.context, ['restart']);
+      expect((await readOffsets(env.context)).get('restart')).toBe(thirdAck?.seq);
+      expect(
+        (
+          await ensureConsumers(
+            bus.admin,
+            new Map([['restart', thirdAck?.seq ?? 0]]),
+            MAX_ACK_PENDING,
+          )
+        ).get('restart'),
+      ).toBe('kept');
+    } finally {
+      await env.close({ keepDir: true });
+    }
   }, 120_000);
 });
