@@ -13,7 +13,9 @@ import {
   tenantKey,
 } from '../../src/bus/subjects.js';
 import { startServer } from '../../src/cli/serve.js';
-import { BusSink, MAX_CHUNK_BYTES } from '../../src/collector/bus-sink.js';
+import { MAX_CHUNK_BYTES } from '../../src/collector/bus-messages.js';
+import { BusSink } from '../../src/collector/bus-sink.js';
+import { acceptedAs } from '../../src/collector/event-sink.js';
 import { RegistryBucketWriter } from '../../src/collector/registry-bus.js';
 import { publishPolicyOf, publishRegistryToBus } from '../../src/collector/runtime.js';
 import { createTenant } from '../../src/tenancy/tenants.js';
@@ -225,10 +227,13 @@ describe('cds collect --bus (issue 30, items 1 and 3)', () => {
       receivedAt: new Date().toISOString(),
       text: `{"run":"${runId}","tenant":${JSON.stringify(tenantId)}}\n`,
     });
-    await sink.append({
-      form: 'lines',
-      lines: [line('acme.web', 'a.b', 'same'), line('acme', 'web', 'same'), line('*', '>', 'same')],
-    });
+    await sink.append(
+      acceptedAs('messages', [
+        line('acme.web', 'a.b', 'same'),
+        line('acme', 'web', 'same'),
+        line('*', '>', 'same'),
+      ]),
+    );
     await sink.close();
     const acme = (await readStream(tenantFilter('acme'))).filter((message) =>
       message.body.includes(runId),

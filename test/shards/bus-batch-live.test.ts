@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { busMessagesOf } from '../../src/collector/bus-sink.js';
+import { busMessagesOf } from '../../src/collector/bus-messages.js';
 import { envelopeSchema, landingLineText } from '../../src/collector/envelope.js';
 import { listenForAdvances, type WorkspaceAdvance } from '../../src/ingest/live-feed.js';
 import { ingestBusBatch } from '../../src/shards/bus-batch.js';

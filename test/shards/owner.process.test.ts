@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import type { BusConnection } from '../../src/bus/connect.js';
 import { natsPackages } from '../../src/bus/connect.js';
 import { durableName, EVENTS_STREAM, tenantFilter } from '../../src/bus/subjects.js';
-import { busMessagesOf } from '../../src/collector/bus-sink.js';
+import { busMessagesOf } from '../../src/collector/bus-messages.js';
 import { type Envelope, landingLineText } from '../../src/collector/envelope.js';
 import type { LandingLine } from '../../src/collector/landing-writer.js';
 import type { Context } from '../../src/context.js';
