@@ -26,18 +26,18 @@ const ROUND_TOTAL_BYTES = 64 * 1024 * 1024;
  */
 export const ROUND_MESSAGES = 5000;
 /**
- * Each consumer's `max_ack_pending`: two rounds, the one ingesting and the next one fetched
+ * Each consumer's `max_ack_pending`: two rounds, the one ingesting and the next one pulled
  * meanwhile. A consumer found with another is re-created (consumers.ts).
  */
 export const MAX_ACK_PENDING = 2 * ROUND_MESSAGES;
 
-/** The client refuses a fetch that expires sooner. */
+/** The shortest pull: the server's heartbeat is at most half of it. */
 const MIN_EXPIRES_MS = 1000;
-/** The longest a fetch of a tenant whose fetches keep failing waits (heartbeats at half). */
+/** The longest a pull of a tenant whose pulls keep failing waits. */
 const MAX_EXPIRES_MS = 30_000;
 
 export interface OwnerLoopConfig {
-  /** The fetch's `expires`: how long a round waits for a tenant with fewer than M events. */
+  /** The pull's `expires`: how long a round waits for a tenant with less than a round's worth. */
   intervalMs: number;
   /** The most events one transaction takes (design §4 `max_batch_events`). */
   maxBatchEvents: number;
@@ -52,7 +52,7 @@ function workspaceOfSubject(subject: string): string {
   return fromSubjectToken(subject.split('.')[3] ?? '');
 }
 
-/** What an owner reads of a fetched message (a JsMsg has it). */
+/** What an owner reads of a pulled message (a JsMsg has it too). */
 export interface FetchedMessage {
   subject: string;
   seq: number;
@@ -62,7 +62,7 @@ export interface FetchedMessage {
 const NEWLINE = 0x0a;
 
 /**
- * A fetched message as the batch takes it: its request chunk cut into its lines, in order, each
+ * A pulled message as the batch takes it: its request chunk cut into its lines, in order, each
  * an event of the message's tenant and workspace (from its subject) with the message's sequence
  * and its place in it. A message of one line (as collectors published before chunks, and as a
  * single-event request is) is a chunk of one.
