@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Msg } from '@nats-io/transport-node';
+import type { Msg, Subscription } from '@nats-io/transport-node';
 import type { BusConnection } from '../bus/connect.js';
 import { INBOX_PREFIX } from '../bus/connect.js';
 import { EVENTS_STREAM } from '../bus/subjects.js';
@@ -74,61 +74,68 @@ export function pull(bus: BusConnection, durable: string, request: PullRequest):
     const inbox = `${INBOX_PREFIX[bus.role]}.pull.${randomBytes(8).toString('hex')}`;
     let heardAt = performance.now();
     let done = false;
+    let subscription: Subscription | undefined;
+    let watch: NodeJS.Timeout | undefined;
     const finish = (failure: Error | null) => {
       if (done) return;
       done = true;
       clearInterval(watch);
-      subscription.unsubscribe();
+      subscription?.unsubscribe();
       resolve({ messages, failure });
     };
-    const subscription = bus.nc.subscribe(inbox, {
-      callback: (error, msg) => {
-        if (error) return finish(error);
-        heardAt = performance.now();
-        const status = msg.headers?.code ?? 0;
-        if (status === 100) return;
-        if (status !== 0) {
-          const description = msg.headers?.description ?? '';
-          return finish(
-            ENDED_AS_ASKED.test(description)
-              ? null
-              : new Error(`pull ended: ${status} ${description}`),
-          );
-        }
-        messages.push(pulledMessage(msg));
-        if (messages.length >= request.batch) finish(null);
-      },
-    });
     // The server refuses a heartbeat of more than half the pull's life.
     const heartbeatMs = Math.min(HEARTBEAT_MS, request.expiresMs / 2);
-    let checkedAt = performance.now();
-    const watch = setInterval(() => {
-      const now = performance.now();
-      // How much later than asked this check runs: the time this process held its event loop.
-      const heldMs = Math.max(0, now - checkedAt - heartbeatMs);
-      checkedAt = now;
-      if (now - heardAt <= SILENCE_MS) return;
-      // Timers run before the socket is read: what came while this process was busy elsewhere
-      // (a batch, on a loaded machine) is read first, and counts as heard.
-      setImmediate(() => {
-        const silentMs = performance.now() - heardAt;
-        if (silentMs > SILENCE_MS)
-          finish(
-            new Error(
-              `heartbeats missed: nothing heard for ${Math.round(silentMs)} ms (this process held its event loop ${Math.round(heldMs)} ms of it)`,
-            ),
-          );
+    try {
+      subscription = bus.nc.subscribe(inbox, {
+        callback: (error, msg) => {
+          if (error) return finish(error);
+          heardAt = performance.now();
+          const status = msg.headers?.code ?? 0;
+          if (status === 100) return;
+          if (status !== 0) {
+            const description = msg.headers?.description ?? '';
+            return finish(
+              ENDED_AS_ASKED.test(description)
+                ? null
+                : new Error(`pull ended: ${status} ${description}`),
+            );
+          }
+          messages.push(pulledMessage(msg));
+          if (messages.length >= request.batch) finish(null);
+        },
       });
-    }, heartbeatMs);
-    bus.nc.publish(
-      `$JS.API.CONSUMER.MSG.NEXT.${EVENTS_STREAM}.${durable}`,
-      JSON.stringify({
-        batch: request.batch,
-        max_bytes: request.maxBytes,
-        expires: request.expiresMs * NANOS_PER_MS,
-        idle_heartbeat: heartbeatMs * NANOS_PER_MS,
-      }),
-      { reply: inbox },
-    );
+      let checkedAt = performance.now();
+      watch = setInterval(() => {
+        const now = performance.now();
+        // How much later than asked this check runs: the time this process held its event loop.
+        const heldMs = Math.max(0, now - checkedAt - heartbeatMs);
+        checkedAt = now;
+        if (now - heardAt <= SILENCE_MS) return;
+        // Timers run before the socket is read: what came while this process was busy elsewhere
+        // (a batch, on a loaded machine) is read first, and counts as heard.
+        setImmediate(() => {
+          const silentMs = performance.now() - heardAt;
+          if (silentMs > SILENCE_MS)
+            finish(
+              new Error(
+                `heartbeats missed: nothing heard for ${Math.round(silentMs)} ms (this process held its event loop ${Math.round(heldMs)} ms of it)`,
+              ),
+            );
+        });
+      }, heartbeatMs);
+      bus.nc.publish(
+        `$JS.API.CONSUMER.MSG.NEXT.${EVENTS_STREAM}.${durable}`,
+        JSON.stringify({
+          batch: request.batch,
+          max_bytes: request.maxBytes,
+          expires: request.expiresMs * NANOS_PER_MS,
+          idle_heartbeat: heartbeatMs * NANOS_PER_MS,
+        }),
+        { reply: inbox },
+      );
+    } catch (error) {
+      // The connection closed or draining: a pull that failed at once.
+      finish(error as Error);
+    }
   });
 }

@@ -14,6 +14,7 @@ import { listQuarantine, quarantinedLinesPath } from '../../src/quarantine/quara
 import { ingestBusBatch, readOffsets } from '../../src/shards/bus-batch.js';
 import { ensureConsumers } from '../../src/shards/consumers.js';
 import { busEventsOf, MAX_ACK_PENDING, OwnerLoop } from '../../src/shards/owner-loop.js';
+import { type PulledMessage, pull } from '../../src/shards/pull.js';
 import { ShardMap } from '../../src/shards/shard-map.js';
 import { operatorToken } from '../../src/tenancy/operator.js';
 import {
@@ -681,4 +682,41 @@ describe('a request chunk in the stream (issue 37, item 5)', () => {
       await env.close({ keepDir: true });
     }
   }, 120_000);
+});
+
+describe('an owner’s pull request', () => {
+  it('ends at its count or its bytes, at once, with both asked; on a closed connection it ends failed', async () => {
+    const chunks = [0, 1, 2, 3].map((n) =>
+      Array.from({ length: 20 }, (_, i) => chunkLine('puller', `p${n}-${i}`, i)),
+    );
+    const acks = [];
+    for (const lines of chunks) acks.push(...(await publishRequest(bus.collector, lines)));
+    const owner = await bus.cluster.connect('owner');
+    await ensureConsumers(owner, new Map([['puller', null]]), MAX_ACK_PENDING);
+    const durable = durableName('puller');
+    let started = performance.now();
+    const counted = await pull(owner, durable, { batch: 2, maxBytes: 1 << 20, expiresMs: 10_000 });
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(counted.failure).toBeNull();
+    expect(counted.messages.map((message) => message.seq)).toEqual(
+      acks.slice(0, 2).map((ack) => ack.seq),
+    );
+    // Room for one message and a half: the next one does not fit, and the server ends the pull.
+    started = performance.now();
+    const sized = await pull(owner, durable, {
+      batch: 100,
+      maxBytes: Math.round((counted.messages[0]?.data.length ?? 0) * 1.5),
+      expiresMs: 10_000,
+    });
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(sized.failure).toBeNull();
+    expect(sized.messages.map((message) => message.seq)).toEqual([acks[2]?.seq]);
+    expect(busEventsOf(sized.messages[0] as PulledMessage).map((event) => event.index)).toEqual(
+      chunks[2]?.map((_, index) => index),
+    );
+    await owner.close();
+    const closed = await pull(owner, durable, { batch: 1, maxBytes: 1024, expiresMs: 1000 });
+    expect(closed.messages).toEqual([]);
+    expect(closed.failure).toBeInstanceOf(Error);
+  }, 60_000);
 });
