@@ -24,6 +24,7 @@ import {
   rate,
   stopChild,
   TENANT,
+  timeCds,
   WORKSPACES,
 } from './setup.js';
 
@@ -125,6 +126,10 @@ function natsPids(cluster: LocalCluster, dir: string): number[] {
     })
     .map(Number);
 }
+
+/** CPU microseconds per event. */
+const perEventMicros = (cpuSeconds: number, events: number) =>
+  ((cpuSeconds * 1e6) / Math.max(events, 1)).toFixed(1);
 
 const cpuOf = (pids: number[]) => pids.reduce((sum, pid) => sum + cpuSeconds(pid), 0);
 /** This process's own CPU seconds (the load client's). */
@@ -378,7 +383,9 @@ export async function benchCluster(): Promise<void> {
         wall,
       )}`,
     );
-    console.log(`(a) ratio bus / landing: ${(busEvents / landingEvents).toFixed(2)}`);
+    console.log(
+      `(a) ratio bus / landing: ${(busEvents / landingEvents).toFixed(2)} (target ≥ 0.5); bus collector CPU per event ${perEventMicros(sum('collectorCpu', busFirst, busSecond), busEvents)} µs, landing ${perEventMicros(sum('collectorCpu', landingFirst, landingSecond), landingEvents)} µs`,
+    );
     await stop(landingCollector);
 
     const perTenant = Math.ceil(INGEST_EVENTS / INGEST_TENANTS / BATCH) * BATCH;
@@ -394,6 +401,7 @@ export async function benchCluster(): Promise<void> {
       const machineBefore = machineCpu();
       const started = performance.now();
       const shardOwners = await Promise.all(shards.map((shard) => startOwner(shard)));
+      const startCpu = shardOwners.map((owner) => cpuSeconds(owner.child.pid as number));
       const listening = (performance.now() - started) / 1000;
       for (;;) {
         const infos = await Promise.all(
@@ -416,7 +424,11 @@ export async function benchCluster(): Promise<void> {
       const natsCpu = cpuOf(natsProcesses) - natsBefore;
       const machine = machineCpu() - machineBefore;
       for (const owner of shardOwners) await stop(owner);
-      return { seconds, listening, ownerCpu, natsCpu, machine };
+      const ingestCpu = ownerCpu.reduce(
+        (total, cpu, index) => total + cpu - (startCpu[index] ?? 0),
+        0,
+      );
+      return { seconds, listening, ownerCpu, ingestCpu, natsCpu, machine };
     };
     const events = perTenant * INGEST_TENANTS;
     const one = await ingestRun(['solo'], oneOwner);
@@ -437,8 +449,27 @@ export async function benchCluster(): Promise<void> {
         )}`,
       );
     }
-    console.log(`(b) ratio two owners / one: ${(one.seconds / two.seconds).toFixed(2)}`);
+    console.log(
+      `(b) ratio two owners / one: ${(one.seconds / two.seconds).toFixed(2)} (target ≥ 1.6 where each owner has its cores; here ${availableParallelism()} cores shared by both owners and the 3 NATS nodes)`,
+    );
     await admin.close();
+
+    // The same backlog through the landing path: landing files of one collector, one `cds ingest`.
+    const landingDir = await landingCollectorDir();
+    const backlogCollector = await start(['collect', '-d', landingDir]);
+    await fill(backlogCollector.url, TENANT, events);
+    await stop(backlogCollector);
+    const landing = await timeCds(['ingest', '-d', landingDir], QUIET_AND_UNLIMITED);
+    const ownerCpu = one.ownerCpu.reduce((total, cpu) => total + cpu, 0);
+    console.log(
+      `(b) ingest from landing files, cds ingest: ${events.toLocaleString('en')} events in ${landing.seconds.toFixed(2)} s, ${rate(events, landing.seconds)}; ${rate(events, landing.cpuSeconds)} per core (${landing.cpuSeconds.toFixed(2)} s of CPU, its start included)`,
+    );
+    console.log(
+      `(b) one owner from the stream per core: ${rate(events, ownerCpu)} (${ownerCpu.toFixed(2)} s of CPU, its start included), ${rate(events, one.ingestCpu)} after its start (${one.ingestCpu.toFixed(2)} s)`,
+    );
+    console.log(
+      `(b) ratio stream / landing per core: ${(landing.cpuSeconds / ownerCpu).toFixed(2)} with the owner's start, ${(landing.cpuSeconds / one.ingestCpu).toFixed(2)} without it (target ≥ 0.8)`,
+    );
   } finally {
     for (const process of running.splice(0)) await stopChild(process.child);
     await nats.stop();

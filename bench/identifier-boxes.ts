@@ -72,7 +72,7 @@ const cases: Record<string, (boxed: boolean) => () => void> = {
           scope,
           receivedAt: '2026-03-01T10:00:01.000Z',
           collectorId: 'c',
-          form: 'lines',
+          form: 'messages',
         },
         anything,
       );
@@ -93,7 +93,7 @@ const cases: Record<string, (boxed: boolean) => () => void> = {
           scope,
           receivedAt: '2026-03-01T10:00:01.000Z',
           collectorId: 'c',
-          form: 'lines',
+          form: 'messages',
         },
         anything,
       );

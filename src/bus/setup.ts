@@ -44,8 +44,11 @@ export const DEFAULT_SIZING: StreamSizing = {
  * covers a collector's 20 s of retries and a client SDK's own; beyond it, ingest's dedup holds.
  */
 const DUPLICATE_WINDOW_MS = 2 * 60 * 1000;
-/** An envelope is at most 32 KiB (design §7); its landing line adds the collector's fields. */
-const MAX_MESSAGE_BYTES = 64 * 1024;
+/**
+ * A message is one request chunk, cut at 256 KiB by the collector (collector/bus-sink.ts); the
+ * limit leaves room above that, under the servers' 1 MB `max_payload`.
+ */
+const MAX_MESSAGE_BYTES = 512 * 1024;
 
 const NANOS_PER_MS = 1_000_000;
 
@@ -99,6 +102,7 @@ export async function initBus(bus: BusConnection, sizing: StreamSizing): Promise
     await jsm.streams.update(EVENTS_STREAM, {
       max_age: config.max_age,
       max_bytes: config.max_bytes,
+      max_msg_size: config.max_msg_size,
       num_replicas: config.num_replicas,
     });
     stream = 'updated';

@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+
 /**
  * Names on the bus made from tenant, workspace and event ids (docs/cluster-design.md §2). Ids
  * are data: each becomes one subject token that can never hold `.`, `*`, `>` or whitespace, so
@@ -93,4 +95,20 @@ export function tenantOfKey(key: string): string {
  */
 export function eventMessageId(tenantId: string, workspaceId: string, eventId: string): string {
   return `${subjectToken(tenantId)}/${subjectToken(workspaceId)}/${subjectToken(eventId)}`;
+}
+
+/**
+ * `Nats-Msg-Id` of a request chunk (docs/cluster-design.md §3): scoped as an event's, and named
+ * by a SHA-256 of its events' ids (each length-prefixed, so no two lists of ids hash alike), so a
+ * publish of the same chunk again (the collector's own retry, or the client's retry of the
+ * request through another collector) is dropped by the stream.
+ */
+export function chunkMessageId(
+  tenantId: string,
+  workspaceId: string,
+  eventIds: readonly string[],
+): string {
+  const hash = createHash('sha256');
+  for (const id of eventIds) hash.update(`${id.length}:${id}`);
+  return `${subjectToken(tenantId)}/${subjectToken(workspaceId)}/chunk:${eventIds.length}:${hash.digest('base64url')}`;
 }

@@ -1,24 +1,9 @@
 import type { BusConnection } from '../bus/connect.js';
 import { type BoxingKey, boxingKeyFor, type PublishedBusKey } from '../bus/identifier-box.js';
-import { type BusMessage, type PublishPolicy, publishAll } from '../bus/publisher.js';
-import { eventMessageId, eventSubject } from '../bus/subjects.js';
+import { type PublishPolicy, publishAll } from '../bus/publisher.js';
 import { BusKeyMissingError, ShuttingDownError } from '../errors.js';
 import type { AcceptedLines, EventSink } from './event-sink.js';
-import type { LandingLine } from './landing-writer.js';
 import { newCollectorId } from './landing-writer.js';
-
-/**
- * A line as a message of the events stream (docs/cluster-design.md §3): its body is the landing
- * line's text, so ingest stages it with the same SQL; its subject and msgID carry the tenant and
- * workspace as tokens, so no id reaches another tenant's subject or suppresses its events.
- */
-export function busMessageOf(line: LandingLine): BusMessage {
-  return {
-    subject: eventSubject(line.tenantId, line.workspaceId),
-    msgID: eventMessageId(line.tenantId, line.workspaceId, line.eventId),
-    data: line.text,
-  };
-}
 
 /**
  * How long one ephemeral key boxes identifiers: a new one an hour bounds what one leaked
@@ -29,7 +14,7 @@ const EPOCH_MS = 3600 * 1000;
 /** The events stream, in cluster mode: a request is answered once the stream holds its events. */
 export class BusSink implements EventSink {
   readonly collectorId = newCollectorId();
-  readonly form = 'lines';
+  readonly form = 'messages';
   private closed = false;
   private readonly underWay = new Set<Promise<void>>();
   private busKey: PublishedBusKey | null = null;
@@ -64,10 +49,10 @@ export class BusSink implements EventSink {
 
   append(accepted: AcceptedLines): Promise<void> {
     if (this.closed) return Promise.reject(new ShuttingDownError());
-    if (accepted.form !== 'lines')
-      return Promise.reject(new Error('the bus sink takes lines, not landing chunks'));
-    if (accepted.lines.length === 0) return Promise.resolve();
-    const published = publishAll(this.bus.js, accepted.lines.map(busMessageOf), this.policy);
+    if (accepted.form !== 'messages')
+      return Promise.reject(new Error('the bus sink takes messages, not landing chunks'));
+    if (accepted.messages.length === 0) return Promise.resolve();
+    const published = publishAll(this.bus.js, accepted.messages, this.policy);
     const settled: Promise<void> = published.then(
       () => {
         this.underWay.delete(settled);

@@ -1,5 +1,7 @@
 import type { BoxingKey } from '../bus/identifier-box.js';
+import type { BusMessage } from '../bus/publisher.js';
 import type { IntakeScope } from './accept.js';
+import { busMessagesOf } from './bus-messages.js';
 import {
   encodeLines,
   type LandingChunk,
@@ -8,18 +10,20 @@ import {
 } from './landing-writer.js';
 
 /**
- * How a sink takes accepted lines: landing files take them encoded into one chunk per partition
- * (done on the worker thread that checked a large batch, off the request thread); the bus takes
- * them line by line, one message each.
+ * How a sink takes accepted lines, encoded where they were checked (on the worker thread that
+ * checked a large batch, off the request thread): landing files as one chunk per partition, the
+ * bus as one message per request chunk (collector/bus-messages.ts).
  */
-export type SinkForm = 'chunks' | 'lines';
+export type SinkForm = 'chunks' | 'messages';
 
 export type AcceptedLines =
   | { form: 'chunks'; chunks: LandingChunk[] }
-  | { form: 'lines'; lines: LandingLine[] };
+  | { form: 'messages'; messages: BusMessage[] };
 
 export function acceptedAs(form: SinkForm, lines: LandingLine[]): AcceptedLines {
-  return form === 'chunks' ? { form, chunks: encodeLines(lines) } : { form, lines };
+  return form === 'chunks'
+    ? { form, chunks: encodeLines(lines) }
+    : { form, messages: busMessagesOf(lines) };
 }
 
 /**
@@ -51,7 +55,9 @@ export function landingSink(writer: LandingWriter): EventSink {
     collectorId: writer.collectorId,
     form: 'chunks',
     append: (accepted) =>
-      writer.append(accepted.form === 'chunks' ? accepted.chunks : encodeLines(accepted.lines)),
+      accepted.form === 'chunks'
+        ? writer.append(accepted.chunks)
+        : Promise.reject(new Error('landing files take chunks, not bus messages')),
     close: () => writer.close(),
   };
 }

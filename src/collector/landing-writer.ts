@@ -79,7 +79,7 @@ function partitionOf(chunk: LandingChunk): string {
  * several times faster than joining the strings and encoding the join. The result is copied to
  * its exact size, as a chunk made on a worker thread is copied whole, spare bytes and all.
  */
-function utf8Concat(texts: string[]): Uint8Array {
+export function utf8Concat(texts: string[]): Uint8Array {
   let units = 0;
   for (const text of texts) units += text.length;
   const buffer = Buffer.allocUnsafe(units * 3);

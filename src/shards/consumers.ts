@@ -28,7 +28,7 @@ const NAME_IN_USE_PAUSE_MS = 200;
 /** Why a tenant's consumer was re-created at its database's sequence + 1, for the log and tests. */
 export type ConsumerVerdict = 'kept' | 'missing' | 'pending' | 'config' | 'ahead_of_database';
 
-function consumerConfig(tenantId: string, fetchSize: number, lastSeq: number | null) {
+function consumerConfig(tenantId: string, maxAckPending: number, lastSeq: number | null) {
   const { jetstream } = natsPackages();
   const start =
     lastSeq === null
@@ -37,13 +37,15 @@ function consumerConfig(tenantId: string, fetchSize: number, lastSeq: number | n
   return {
     durable_name: durableName(tenantId),
     filter_subject: tenantFilter(tenantId),
-    ack_policy: jetstream.AckPolicy.Explicit,
+    // One acknowledgement per tenant per round: the last message's acknowledges every one
+    // delivered before it (2.9 has it; docs/cluster-design.md §4).
+    ack_policy: jetstream.AckPolicy.All,
     ack_wait: ACK_WAIT_MS * NANOS_PER_MS,
     max_deliver: -1,
-    // Equal to the fetch: no message is delivered past one still unacknowledged, so a
-    // redelivery always comes before anything newer and `seq <= S` skips exactly what is in
-    // (docs/cluster-design.md §4, pitfall 4).
-    max_ack_pending: fetchSize,
+    // Two rounds: the one ingesting and the one pulled meanwhile. A message a pull was given and
+    // did not return is never left behind newer ones: a failed pull or batch has the restart
+    // rule re-create the consumer (docs/cluster-design.md §4, pitfall 4).
+    max_ack_pending: maxAckPending,
     ...start,
   } satisfies Partial<ConsumerConfig>;
 }
@@ -78,15 +80,15 @@ async function verdictOf(
   jsm: JetStreamManager,
   tenantId: string,
   lastSeq: number | null,
-  fetchSize: number,
+  maxAckPending: number,
 ): Promise<ConsumerVerdict> {
   const info = await infoOrNull(jsm, durableName(tenantId));
   if (info === null) return 'missing';
   if (info.num_ack_pending > 0) return 'pending';
   if (
-    info.config.max_ack_pending !== fetchSize ||
+    info.config.max_ack_pending !== maxAckPending ||
     info.config.filter_subject !== tenantFilter(tenantId) ||
-    info.config.ack_policy !== natsPackages().jetstream.AckPolicy.Explicit
+    info.config.ack_policy !== natsPackages().jetstream.AckPolicy.All
   )
     return 'config';
   if (await ackedPastDatabase(jsm, tenantId, lastSeq, info)) return 'ahead_of_database';
@@ -103,16 +105,16 @@ async function verdictOf(
 export async function ensureConsumers(
   bus: BusConnection,
   tenants: ReadonlyMap<string, number | null>,
-  fetchSize: number,
+  maxAckPending: number,
 ): Promise<Map<string, ConsumerVerdict>> {
   const jsm = await bus.manager();
   const verdicts = new Map<string, ConsumerVerdict>();
   const queue = [...tenants];
   const setRight = async (tenantId: string, lastSeq: number | null): Promise<ConsumerVerdict> => {
-    const verdict = await verdictOf(jsm, tenantId, lastSeq, fetchSize);
+    const verdict = await verdictOf(jsm, tenantId, lastSeq, maxAckPending);
     if (verdict !== 'kept') {
       if (verdict !== 'missing') await jsm.consumers.delete(EVENTS_STREAM, durableName(tenantId));
-      await jsm.consumers.add(EVENTS_STREAM, consumerConfig(tenantId, fetchSize, lastSeq));
+      await jsm.consumers.add(EVENTS_STREAM, consumerConfig(tenantId, maxAckPending, lastSeq));
       componentLog('owner').info(
         { tenant_id: tenantId, reason: verdict, start_seq: (lastSeq ?? 0) + 1 },
         'consumer (re)created at the sequence after the database',

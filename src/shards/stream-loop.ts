@@ -1,6 +1,5 @@
-import type { Consumer, JsMsg } from '@nats-io/jetstream';
 import type { BusConnection } from '../bus/connect.js';
-import { durableName, EVENTS_STREAM, fromSubjectToken, tenantOfSubject } from '../bus/subjects.js';
+import { durableName, fromSubjectToken, tenantOfSubject } from '../bus/subjects.js';
 import type { Context } from '../context.js';
 import { ingestIsolating } from '../ingest/isolate.js';
 import { type IngestFailure, LoopHealth } from '../ingest/loop-health.js';
@@ -9,23 +8,36 @@ import { componentLog } from '../telemetry/log.js';
 import { traced } from '../trace.js';
 import type { BusEvent } from './bus-event.js';
 import { ensureConsumers } from './consumers.js';
+import { type PulledMessage, pull } from './pull.js';
 import { readOffsets, streamSource } from './stream-source.js';
 
 /**
- * M: the most messages one fetch takes from a tenant's consumer, and the consumer's
- * `max_ack_pending` (docs/cluster-design.md §4). A consumer found with another is re-created.
- * A batch's fixed cost (about forty statements) is paid per round, so a tenant with a backlog
- * is taken 5,000 at a time: 1,000 held one owner to about 11k events/s.
+ * The most bytes one round takes from one tenant's consumer. Rounds are sized by bytes, as a
+ * message is a request chunk of 1 to 1,000 events (docs/cluster-design.md §3): 16 MiB is about
+ * 30,000 events of 500 bytes, so a tenant with a backlog pays a batch's fixed cost (about forty
+ * statements) that seldom.
  */
-export const FETCH_SIZE = 5000;
+export const ROUND_BYTES = 16 * 1024 * 1024;
+/** The most bytes one round takes from all its tenants: as many tenants as fit take turns. */
+const ROUND_TOTAL_BYTES = 64 * 1024 * 1024;
+/**
+ * The most messages one round takes from one tenant: single-event requests (a browser's) make
+ * small messages, and a round stops at this many however few bytes they hold.
+ */
+export const ROUND_MESSAGES = 5000;
+/**
+ * Each consumer's `max_ack_pending`: two rounds, the one ingesting and the next one pulled
+ * meanwhile. A consumer found with another is re-created (consumers.ts).
+ */
+export const MAX_ACK_PENDING = 2 * ROUND_MESSAGES;
 
-/** The client refuses a fetch that expires sooner. */
+/** The shortest pull: the server's heartbeat is at most half of it. */
 const MIN_EXPIRES_MS = 1000;
-/** The longest a fetch of a tenant whose fetches keep failing waits (heartbeats at half). */
+/** The longest a pull of a tenant whose pulls keep failing waits. */
 const MAX_EXPIRES_MS = 30_000;
 
 export interface StreamLoopConfig {
-  /** The fetch's `expires`: how long a round waits for a tenant with fewer than M events. */
+  /** The pull's `expires`: how long a round waits for a tenant with less than a round's worth. */
   intervalMs: number;
   /** The most events one transaction takes (design §4 `max_batch_events`). */
   maxBatchEvents: number;
@@ -40,58 +52,90 @@ function workspaceOfSubject(subject: string): string {
   return fromSubjectToken(subject.split('.')[3] ?? '');
 }
 
-/** A fetched message as the batch takes it: tenant and workspace from its subject. */
-export function busEventOf(message: JsMsg): BusEvent {
-  return {
-    tenantId: tenantOfSubject(message.subject),
-    workspaceId: workspaceOfSubject(message.subject),
-    seq: message.seq,
-    data: message.data,
-  };
+/** What an owner reads of a pulled message (a JsMsg has it too). */
+export interface FetchedMessage {
+  subject: string;
+  seq: number;
+  data: Uint8Array;
 }
 
-/** What one fetch returned, and why it ended early if it failed. */
+const NEWLINE = 0x0a;
+
+/**
+ * A pulled message as the batch takes it: its request chunk cut into its lines, in order, each
+ * an event of the message's tenant and workspace (from its subject) with the message's sequence
+ * and its place in it. A message of one line (as collectors published before chunks, and as a
+ * single-event request is) is a chunk of one.
+ */
+export function busEventsOf(message: FetchedMessage): BusEvent[] {
+  const tenantId = tenantOfSubject(message.subject);
+  const workspaceId = workspaceOfSubject(message.subject);
+  const { data } = message;
+  const lines: Uint8Array[] = [];
+  for (let start = 0; start < data.length; ) {
+    const newline = data.indexOf(NEWLINE, start);
+    const end = newline === -1 ? data.length : newline + 1;
+    if (end - start > 1 || (newline === -1 && end > start)) lines.push(data.subarray(start, end));
+    start = end;
+  }
+  return lines.map((line, index) => ({
+    tenantId,
+    workspaceId,
+    seq: message.seq,
+    index,
+    endsMessage: index === lines.length - 1,
+    data: line,
+  }));
+}
+
+/** What one round pulled from one tenant, and why it ended early if it failed. */
 interface Fetched {
-  messages: JsMsg[];
+  tenantId: string;
+  messages: PulledMessage[];
   failure: Error | null;
 }
 
 /**
- * Up to `max` messages, or what came before `expires`. A fetch that fails part way (most often
- * the client's "heartbeats missed" on a loaded machine) keeps what it returned: those are the
- * first of the messages it was given, in order.
+ * Up to `ROUND_BYTES` and `ROUND_MESSAGES` of one tenant, or what came before `expiresMs`, in
+ * one pull. A pull that fails part way keeps what it returned: the first messages it was given.
  */
-async function fetchAll(consumer: Consumer, max: number, expires: number): Promise<Fetched> {
-  const messages: JsMsg[] = [];
-  try {
-    for await (const message of await consumer.fetch({ max_messages: max, expires }))
-      messages.push(message);
-    return { messages, failure: null };
-  } catch (error) {
-    return { messages, failure: error as Error };
-  }
+async function fetchRound(
+  bus: BusConnection,
+  tenantId: string,
+  expiresMs: number,
+): Promise<Fetched> {
+  const { messages, failure } = await pull(bus, durableName(tenantId), {
+    batch: ROUND_MESSAGES,
+    maxBytes: ROUND_BYTES,
+    expiresMs,
+  });
+  return { tenantId, messages, failure };
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
  * The stream loop: a shard owner's loop over the tenants it has taken (docs/cluster-design.md
- * §4), its batches through the ingest engine (stream-source.ts). Fetch up to M from every
- * tenant's consumer at once; ack at once what the database already holds (`seq <= S`);
- * ingest the rest as micro-batches, each tenant's last sequence committed with its events; then
- * ack and flush. A batch that fails on the store is nak'ed, so its messages come back first (no
- * consumer delivers past M unacknowledged), and the loop retries after growing pauses as the
- * landing loop does. Rounds never overlap; taking and releasing tenants happens between them.
+ * §4), its batches through the ingest engine (stream-source.ts). Pull a round from
+ * every tenant's consumer at once (sized by bytes); skip what the database already holds
+ * (`seq <= S`); ingest the rest as micro-batches, each tenant's last complete message committed
+ * with its events; then acknowledge each tenant's last message (its consumer acks all before it)
+ * and flush. The next round is pulled while one ingests, and acknowledged only after its own
+ * commit. A round that fails on the store leaves its messages, and the next round's,
+ * unacknowledged: their tenants are taken again (the restart rule re-creates each consumer right
+ * after the database), and the loop retries after growing pauses as the landing loop does.
+ * Taking and releasing tenants happens between ingests.
  */
 export class StreamLoop {
   /** The tenants taken and not released: what `tenants()` answers. */
   private readonly wanted = new Set<string>();
-  private readonly consumers = new Map<string, Consumer>();
+  /** The tenants in good standing, whose consumers a round pulls from. */
+  private readonly consumers = new Set<string>();
   /** S per tenant: the last sequence the database holds. */
   private readonly offsets = new Map<string, number>();
-  /** Tenants whose consumer failed a fetch: taken again (restart rule) before the next round. */
+  /** Tenants whose consumer failed a pull or a batch: taken again (restart rule) before they are pulled again. */
   private readonly broken = new Set<string>();
-  /** Failed fetches in a row per tenant, which lengthen its next fetch (`expiresOf`). */
+  /** Failed pulls in a row per tenant, which lengthen its next pull (`expiresOf`). */
   private readonly failedFetches = new Map<string, number>();
   private round: Promise<void> = Promise.resolve();
   private running: Promise<void> | null = null;
@@ -112,7 +156,7 @@ export class StreamLoop {
       log,
       firstRetryMs: config.intervalMs,
       failedMessage:
-        'owner ingest failed; the messages were given back to the stream and are tried again after growing pauses',
+        'owner ingest failed; the messages were left to the stream and are tried again after growing pauses',
     });
     this.source = streamSource(context);
   }
@@ -136,6 +180,7 @@ export class StreamLoop {
     for (const tenantId of tenantIds) {
       this.wanted.add(tenantId);
       this.broken.add(tenantId);
+      this.consumers.delete(tenantId);
     }
     // One at a time: two restart rules on one consumer would delete each other's.
     const taking = this.taking.then(() => this.setUp(tenantIds));
@@ -148,22 +193,22 @@ export class StreamLoop {
     if (tenantIds.length === 0) return;
     const stored = await readOffsets(this.context);
     const starts = new Map(tenantIds.map((id) => [id, stored.get(id) ?? null] as const));
-    await ensureConsumers(this.bus, starts, FETCH_SIZE);
+    await ensureConsumers(this.bus, starts, MAX_ACK_PENDING);
     for (const tenantId of tenantIds) {
-      const consumer = await this.bus.js.consumers.get(EVENTS_STREAM, durableName(tenantId));
       // Released while its consumer was being set right: it stays released.
       if (!this.wanted.has(tenantId)) continue;
       const lastSeq = stored.get(tenantId);
       if (lastSeq === undefined) this.offsets.delete(tenantId);
       else this.offsets.set(tenantId, lastSeq);
       this.broken.delete(tenantId);
-      this.consumers.set(tenantId, consumer);
+      this.consumers.add(tenantId);
     }
   }
 
   /**
-   * Stops consuming a tenant: no round fetches it after this, and the round under way has
-   * committed (or given back) its messages when this resolves. Returns its S.
+   * Stops consuming a tenant: no round ingests it after this, and the ingest under way has
+   * committed (or given back) its messages when this resolves. Returns its S. Messages of it
+   * pulled meanwhile stay unacknowledged, and its next owner's restart rule starts after S.
    */
   async release(tenantId: string): Promise<number | null> {
     this.wanted.delete(tenantId);
@@ -180,9 +225,13 @@ export class StreamLoop {
     this.running ??= this.run();
   }
 
-  /** Waits for the round under way, then for one whole round: what was in the stream is in. */
+  /**
+   * Waits for the ingest under way, then for two more: the round pulled while one ingests may
+   * have been asked for before the call, so the second is the first wholly after it.
+   */
   async ingestNow(): Promise<void> {
     await this.round;
+    await this.nextRound();
     await this.nextRound();
     if (this.failure) throw this.failure.error;
   }
@@ -191,7 +240,7 @@ export class StreamLoop {
     return new Promise((resolve) => this.nextRoundWaiters.push(resolve));
   }
 
-  /** Stops fetching and lets the round under way commit and ack. */
+  /** Stops pulling and lets the rounds under way commit and ack. */
   async stop(): Promise<void> {
     this.stopped = true;
     await this.running;
@@ -199,14 +248,29 @@ export class StreamLoop {
   }
 
   private async run(): Promise<void> {
-    while (!this.stopped) {
+    let pulling: Promise<Fetched[]> | null = null;
+    while (!this.stopped || pulling !== null) {
       const waitMs = this.health.pauseLeftMs();
-      if (waitMs > 0 || this.consumers.size + this.broken.size === 0) {
+      if (pulling === null && (waitMs > 0 || this.consumers.size + this.broken.size === 0)) {
         await sleep(Math.max(Math.min(waitMs, this.config.intervalMs), 50));
         if (this.consumers.size + this.broken.size === 0) this.roundDone();
         continue;
       }
-      this.round = this.health.attempt(() => this.oneRound());
+      const fetched = pulling ? await pulling : await this.pullRound();
+      // The next round is pulled while this one ingests.
+      pulling = this.stopped ? null : this.pullRound();
+      this.round = this.health.attempt(async () => {
+        try {
+          await this.ingestRound(fetched);
+        } catch (error) {
+          // Nothing after an uncommitted message may commit before it: the round pulled
+          // meanwhile is left unacknowledged too, and every tenant of either is taken again.
+          const later = pulling ? await pulling : [];
+          pulling = null;
+          for (const { tenantId } of [...fetched, ...later]) this.setAside(tenantId);
+          throw error;
+        }
+      });
       await this.round;
       this.roundDone();
     }
@@ -216,66 +280,73 @@ export class StreamLoop {
     for (const wake of this.nextRoundWaiters.splice(0)) wake();
   }
 
-  private async oneRound(): Promise<void> {
-    if (this.broken.size > 0) await this.take([...this.broken]);
-    await this.health.upkeep();
-    let failedAtOnce = false;
-    const fetched = await Promise.all(
-      this.consumersThisRound().map(async ([tenantId, consumer]) => {
-        const { messages, failure } = await fetchAll(
-          consumer,
-          FETCH_SIZE,
-          this.expiresOf(tenantId),
-        );
-        if (failure === null) {
-          this.failedFetches.delete(tenantId);
-          return messages;
-        }
-        // The messages the fetch was given after those it returned stay pending; left so, they
-        // would come back after newer ones and be skipped as already in. The ones it returned
-        // are ingested now, and the restart rule then re-creates the consumer right after them,
-        // so each failed fetch still moves the tenant on. Its next fetch waits longer: a fetch
-        // right after a re-creation waits for the new consumer's leader, which on a loaded
-        // machine outlasts a one-second fetch's heartbeats, round after round.
-        const failures = (this.failedFetches.get(tenantId) ?? 0) + 1;
-        this.failedFetches.set(tenantId, failures);
-        log().warn(
-          { tenant_id: tenantId, err: failure, returned: messages.length, failures },
-          'fetch failed; the consumer is checked again',
-        );
-        if (this.consumers.delete(tenantId)) this.broken.add(tenantId);
-        if (messages.length === 0) failedAtOnce = true;
-        return messages;
-      }),
-    );
-    const messages = fetched.flat();
-    // A consumer that fails at once must not make the rounds spin; one that returned messages
-    // before it failed moved on, and goes on at once.
-    if (failedAtOnce) await sleep(this.config.intervalMs);
-    if (messages.length === 0) return;
-    const fresh: JsMsg[] = [];
-    for (const message of messages) {
-      const tenantId = tenantOfSubject(message.subject);
-      const lastSeq = this.offsets.get(tenantId);
-      // Already in the database: a redelivery after a crash between commit and ack.
-      if (lastSeq !== undefined && message.seq <= lastSeq) message.ack();
-      else fresh.push(message);
-    }
-    let start = 0;
-    try {
-      for (; start < fresh.length; start += this.config.maxBatchEvents)
-        await this.ingest(fresh.slice(start, start + this.config.maxBatchEvents));
-    } catch (error) {
-      // Rolled back: everything not committed is given back now, so it comes again first and
-      // nothing newer passes it (an unacked message left to its ack wait would be passed).
-      for (const message of fresh.slice(start)) message.nak();
-      throw error;
-    } finally {
-      await this.bus.nc.flush();
-    }
+  /** A tenant no round pulls until the restart rule has set its consumer right after S. */
+  private setAside(tenantId: string): void {
+    this.consumers.delete(tenantId);
+    if (this.wanted.has(tenantId)) this.broken.add(tenantId);
   }
 
-  /** The fetch's `expires`: the loop's interval, doubled per failed fetch in a row, to 30 s. */
+  /** One pull of every consumer in good standing (or of those whose turn it is). */
+  private async pullRound(): Promise<Fetched[]> {
+    if (this.broken.size > 0) await this.take([...this.broken]).catch(() => undefined);
+    const fetched = await Promise.all(
+      this.consumersThisRound().map((tenantId) =>
+        fetchRound(this.bus, tenantId, this.expiresOf(tenantId)),
+      ),
+    );
+    // Not pulled again until taken again, once what it returned is in: a later pull would get
+    // messages after those it was given and did not return, and commit past them.
+    for (const { tenantId, failure } of fetched)
+      if (failure !== null) this.consumers.delete(tenantId);
+    // A consumer that fails at once must not make the rounds spin; one that returned messages
+    // before it failed moved on, and goes on at once.
+    if (fetched.some(({ messages, failure }) => failure !== null && messages.length === 0))
+      await sleep(this.config.intervalMs);
+    return fetched;
+  }
+
+  private async ingestRound(fetched: Fetched[]): Promise<void> {
+    await this.health.upkeep();
+    const fresh: PulledMessage[] = [];
+    const lastOf = new Map<string, PulledMessage>();
+    for (const { tenantId, messages, failure } of fetched) {
+      // Released while it was pulled: left unacknowledged for its next owner's restart rule.
+      if (!this.wanted.has(tenantId)) continue;
+      if (failure !== null) this.pullFailed(tenantId, failure, messages.length);
+      else this.failedFetches.delete(tenantId);
+      const lastSeq = this.offsets.get(tenantId);
+      // Already in the database: a redelivery after a crash between commit and ack, or the
+      // round pulled while the batch that held it committed.
+      for (const message of messages)
+        if (lastSeq === undefined || message.seq > lastSeq) fresh.push(message);
+      const last = messages.at(-1);
+      if (last) lastOf.set(tenantId, last);
+    }
+    const events = fresh.flatMap(busEventsOf);
+    for (let start = 0; start < events.length; start += this.config.maxBatchEvents)
+      await this.ingest(events.slice(start, start + this.config.maxBatchEvents), fresh);
+    for (const message of lastOf.values()) message.ack();
+    if (lastOf.size > 0) await this.bus.nc.flush();
+  }
+
+  /**
+   * The messages a pull was given after those it returned stay pending; left so, they would
+   * come back after newer ones and be skipped as already in. The ones it returned are ingested
+   * now, and the restart rule then re-creates the consumer right after them, so each failed pull
+   * still moves the tenant on. Its next pull waits longer: a pull right after a re-creation waits
+   * for the new consumer's leader, which on a loaded machine can outlast a short pull.
+   */
+  private pullFailed(tenantId: string, failure: Error, returned: number): void {
+    const failures = (this.failedFetches.get(tenantId) ?? 0) + 1;
+    this.failedFetches.set(tenantId, failures);
+    log().warn(
+      { tenant_id: tenantId, err: failure, returned, failures },
+      'pull failed; the consumer is checked again',
+    );
+    this.setAside(tenantId);
+  }
+
+  /** The pull's `expires`: the loop's interval, doubled per failed pull in a row, to 30 s. */
   private expiresOf(tenantId: string): number {
     const failures = Math.min(this.failedFetches.get(tenantId) ?? 0, 5);
     return Math.min(
@@ -285,29 +356,29 @@ export class StreamLoop {
   }
 
   /**
-   * The consumers one round fetches from: all of them, unless their fetches together could hold
-   * more than `max_batch_events` messages in memory; then as many as fit, taking turns.
+   * The consumers one round pulls from: all of them, unless their rounds together could hold
+   * more than `ROUND_TOTAL_BYTES` in memory; then as many as fit, taking turns.
    */
-  private consumersThisRound(): [string, Consumer][] {
+  private consumersThisRound(): string[] {
     const all = [...this.consumers];
-    const fit = Math.max(1, Math.floor(this.config.maxBatchEvents / FETCH_SIZE));
+    const fit = Math.max(1, Math.floor(ROUND_TOTAL_BYTES / ROUND_BYTES));
     if (all.length <= fit) return all;
     const start = this.turn % all.length;
     this.turn = start + fit;
     return [...all, ...all].slice(start, start + fit);
   }
 
-  private async ingest(messages: JsMsg[]): Promise<void> {
+  private async ingest(events: BusEvent[], messages: readonly PulledMessage[]): Promise<void> {
     const startedAt = performance.now();
     const outcome = await traced('owner batch', () =>
-      ingestIsolating(this.context, this.source, messages.map(busEventOf)),
+      ingestIsolating(this.context, this.source, events),
     );
-    for (const message of messages) {
-      const tenantId = tenantOfSubject(message.subject);
-      this.offsets.set(tenantId, Math.max(this.offsets.get(tenantId) ?? 0, message.seq));
-      message.ack();
+    for (const event of events) {
+      if (!event.endsMessage) continue;
+      this.offsets.set(event.tenantId, Math.max(this.offsets.get(event.tenantId) ?? 0, event.seq));
     }
-    const oldest = Math.min(...messages.map((message) => message.time.getTime()));
+    let oldest = Number.POSITIVE_INFINITY;
+    for (const message of messages) oldest = Math.min(oldest, message.time.getTime());
     this.health.committed(outcome, (performance.now() - startedAt) / 1000, oldest);
     this.config.onBatch?.();
   }

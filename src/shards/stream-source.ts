@@ -65,7 +65,7 @@ async function writeStagingFiles(
   return { files, origins };
 }
 
-/** Stores each tenant's last sequence of the events as done (`bus_offsets`); never goes back. */
+/** Stores each tenant's last message whose events are all in the batch as done (`bus_offsets`); never goes back. */
 async function advanceOffsets(
   session: Session,
   groups: Map<string, BusEvent[]>,
@@ -73,7 +73,10 @@ async function advanceOffsets(
 ): Promise<void> {
   const offsets = [...groups].map(([tenantId, events]) => ({
     tenant_id: tenantId,
-    last_seq: Math.max(...events.map((event) => event.seq)),
+    last_seq: events.reduce(
+      (last, event) => Math.max(last, event.endsMessage ? event.seq : event.seq - 1),
+      0,
+    ),
   }));
   await session.run('bus_offsets_advance', { offsets: JSON.stringify(offsets), now });
 }
@@ -120,7 +123,7 @@ export function streamSource(context: Context): IngestSource<BusEvent> {
         `workspace=${subjectToken(event.workspaceId)}`,
       );
       await mkdir(dir, { recursive: true, mode: PRIVATE_DIR_MODE });
-      const path = join(dir, `bus-${event.seq}.ndjson`);
+      const path = join(dir, `bus-${event.seq}-${event.index}.ndjson`);
       await writeFile(path, event.data, { mode: PRIVATE_FILE_MODE });
       const record = await quarantineFile(context.dataDir, path, failure, now);
       await context.store.write((session) => advanceOffsets(session, byTenant([event]), now));

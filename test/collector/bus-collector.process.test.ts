@@ -6,14 +6,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BusConnection } from '../../src/bus/connect.js';
 import { DEFAULT_PUBLISH_POLICY, retryingOnBus } from '../../src/bus/publisher.js';
 import {
+  chunkMessageId,
   EVENTS_STREAM,
-  eventMessageId,
   eventSubject,
   tenantFilter,
   tenantKey,
 } from '../../src/bus/subjects.js';
 import { startServer } from '../../src/cli/serve.js';
+import { MAX_CHUNK_BYTES } from '../../src/collector/bus-messages.js';
 import { BusSink } from '../../src/collector/bus-sink.js';
+import { acceptedAs } from '../../src/collector/event-sink.js';
 import { RegistryBucketWriter } from '../../src/collector/registry-bus.js';
 import { publishPolicyOf, publishRegistryToBus } from '../../src/collector/runtime.js';
 import { createTenant } from '../../src/tenancy/tenants.js';
@@ -83,6 +85,9 @@ async function readStream(filter: string) {
   await jsm.consumers.delete(EVENTS_STREAM, info.name);
   return messages;
 }
+
+/** A message's body cut into its NDJSON lines. */
+const linesOf = (body: string) => body.split('\n').filter((line) => line !== '');
 
 const post = (url: string, path: string, body: unknown, headers: Record<string, string>) =>
   fetch(`${url}${path}`, {
@@ -176,19 +181,36 @@ describe('cds collect --bus (issue 30, items 1 and 3)', () => {
     const stored = (await readStream(tenantFilter('acme'))).filter((message) =>
       message.body.includes(runId),
     );
-    expect(stored).toHaveLength(1 + 1000 + 1 + 1);
+    // One message per request chunk: the batch's 1,000 events in a few, cut at 256 KiB.
+    const chunkOf = (lines: number) =>
+      stored.filter((message) => linesOf(message.body).length === lines);
     const byMsgId = new Map(stored.map((message) => [message.msgID, message]));
     expect(byMsgId.size).toBe(stored.length);
-    const singleStored = byMsgId.get(eventMessageId('acme', 'eu', single.id as string));
+    const events = stored.flatMap((message) =>
+      linesOf(message.body).map((line) => ({ subject: message.subject, line: JSON.parse(line) })),
+    );
+    expect(events).toHaveLength(1 + 1000 + 1 + 1);
+    expect(new Set(events.map(({ line }) => line.event.id)).size).toBe(events.length);
+    const singleStored = byMsgId.get(chunkMessageId('acme', 'eu', [single.id as string]));
     expect(singleStored?.subject).toBe(eventSubject('acme', 'eu'));
     const line = JSON.parse(singleStored?.body ?? '{}');
     expect(line).toMatchObject({ source: 'server', event: single });
     expect(singleStored?.body.endsWith('}\n')).toBe(true);
-    for (const event of batch) {
-      const message = byMsgId.get(eventMessageId('acme', 'us', event.id as string));
-      expect(message?.subject).toBe(eventSubject('acme', 'us'));
-    }
-    expect(byMsgId.get(eventMessageId('acme', 'eu', crlf.id as string))?.body).toContain(
+    // The batch's events, in the order sent, on their workspace's subject, none twice.
+    const batchEvents = events.filter(({ line }) => String(line.event.id).startsWith('batch-'));
+    expect(batchEvents.map(({ line }) => line.event.id)).toEqual(batch.map((event) => event.id));
+    expect(new Set(batchEvents.map(({ subject }) => subject))).toEqual(
+      new Set([eventSubject('acme', 'us')]),
+    );
+    const batchMessages = stored.filter(
+      (message) => message.subject === eventSubject('acme', 'us'),
+    );
+    expect(batchMessages.length).toBeGreaterThan(1);
+    expect(batchMessages.length).toBeLessThan(10);
+    for (const message of batchMessages)
+      expect(Buffer.byteLength(message.body)).toBeLessThanOrEqual(MAX_CHUNK_BYTES);
+    expect(chunkOf(1).length).toBe(3);
+    expect(byMsgId.get(chunkMessageId('acme', 'eu', [crlf.id as string]))?.body).toContain(
       JSON.stringify(crlf.id),
     );
     const segmentStored = stored.find((message) => message.body.includes('segment_run'));
@@ -205,10 +227,13 @@ describe('cds collect --bus (issue 30, items 1 and 3)', () => {
       receivedAt: new Date().toISOString(),
       text: `{"run":"${runId}","tenant":${JSON.stringify(tenantId)}}\n`,
     });
-    await sink.append({
-      form: 'lines',
-      lines: [line('acme.web', 'a.b', 'same'), line('acme', 'web', 'same'), line('*', '>', 'same')],
-    });
+    await sink.append(
+      acceptedAs('messages', [
+        line('acme.web', 'a.b', 'same'),
+        line('acme', 'web', 'same'),
+        line('*', '>', 'same'),
+      ]),
+    );
     await sink.close();
     const acme = (await readStream(tenantFilter('acme'))).filter((message) =>
       message.body.includes(runId),
@@ -463,7 +488,11 @@ describe('cds collect --bus (issue 30, items 1 and 3)', () => {
     const stored = (await readStream(tenantFilter('acme'))).filter((message) =>
       message.body.includes(runId),
     );
-    expect(stored).toHaveLength(events.length);
+    // One message, its events once each: every attempt published the same chunk, msgID and all.
+    expect(stored).toHaveLength(1);
+    expect(linesOf(stored[0]?.body ?? '').map((line) => JSON.parse(line).event.id)).toEqual(
+      events.map((sent) => sent.id),
+    );
     // Stopped by a signal, it closes its sink, its heartbeat and its connection, and exits 0.
     expect(await short.stop()).toBe(0);
   }, 120_000);

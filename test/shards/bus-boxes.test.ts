@@ -54,7 +54,7 @@ function lineOf(event: Record<string, unknown>, masterKey: Buffer | null, tenant
 }
 
 function busEvent(seq: number, text: string, tenantId = 'acme'): BusEvent {
-  return { tenantId, workspaceId: 'eu', seq, data: Buffer.from(text) };
+  return { tenantId, workspaceId: 'eu', seq, index: 0, endsMessage: true, data: Buffer.from(text) };
 }
 
 describe('identifier boxes', () => {

@@ -1,18 +1,22 @@
 import { existsSync } from 'node:fs';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Consumer, JsMsg } from '@nats-io/jetstream';
+import type { JsMsg } from '@nats-io/jetstream';
 import { describe, expect, it } from 'vitest';
 import type { BusConnection } from '../../src/bus/connect.js';
 import { natsPackages } from '../../src/bus/connect.js';
 import { durableName, EVENTS_STREAM, tenantFilter } from '../../src/bus/subjects.js';
-import { landingLineText } from '../../src/collector/envelope.js';
+import { busMessagesOf } from '../../src/collector/bus-messages.js';
+import { type Envelope, landingLineText } from '../../src/collector/envelope.js';
+import type { LandingLine } from '../../src/collector/landing-writer.js';
 import type { Context } from '../../src/context.js';
 import { ingestBatch } from '../../src/ingest/batch.js';
+import { listQuarantine, quarantinedLinesPath } from '../../src/quarantine/quarantine.js';
 import { ensureConsumers } from '../../src/shards/consumers.js';
+import { type PulledMessage, pull } from '../../src/shards/pull.js';
 import { ShardMap } from '../../src/shards/shard-map.js';
-import { busEventOf, FETCH_SIZE, StreamLoop } from '../../src/shards/stream-loop.js';
-import { streamSource } from '../../src/shards/stream-source.js';
+import { busEventsOf, MAX_ACK_PENDING, StreamLoop } from '../../src/shards/stream-loop.js';
+import { readOffsets, streamSource } from '../../src/shards/stream-source.js';
 import { operatorToken } from '../../src/tenancy/operator.js';
 import {
   exactlyOnce,
@@ -142,56 +146,45 @@ async function storedIds(context: Context, tenant: string): Promise<Map<string, 
 async function fetchNow(bus: BusConnection, tenant: string): Promise<JsMsg[]> {
   const consumer = await bus.js.consumers.get(EVENTS_STREAM, durableName(tenant));
   const messages: JsMsg[] = [];
-  for await (const message of await consumer.fetch({ max_messages: FETCH_SIZE, expires: 1000 }))
+  for await (const message of await consumer.fetch({
+    max_messages: MAX_ACK_PENDING,
+    expires: 1000,
+  }))
     messages.push(message);
   return messages;
 }
 
-/** Binds what a proxy passes through to the object it stands for. */
-function passedThrough<T extends object>(target: T, property: string | symbol): unknown {
-  const value = Reflect.get(target, property, target);
-  return typeof value === 'function' ? value.bind(target) : value;
-}
-
 /**
- * `bus` whose first fetch fails as a loaded machine makes one fail ("heartbeats missed") after
+ * `bus` whose first pull fails as a loaded machine makes one fail ("heartbeats missed") after
  * returning `returned` of the messages it was given; `lastReturned` is the sequence it stopped at.
  */
 function failingFirstFetch(bus: BusConnection, returned: number) {
   const state = { failed: false, lastReturned: 0 };
-  const failing = (consumer: Consumer): Consumer =>
-    new Proxy(consumer, {
-      get(target, property) {
-        if (property !== 'fetch' || state.failed) return passedThrough(target, property);
-        return async (options: Parameters<Consumer['fetch']>[0]) => {
-          state.failed = true;
-          const messages = await target.fetch(options);
-          return (async function* () {
-            let count = 0;
-            for await (const message of messages) {
-              yield message;
-              state.lastReturned = message.seq;
-              if (++count === returned) {
-                messages.stop();
-                throw new Error('heartbeats missed');
-              }
-            }
-          })();
-        };
+  const subscribe: BusConnection['nc']['subscribe'] = (subject, options) => {
+    const callback = options?.callback;
+    if (state.failed || !subject.includes('.pull.') || !callback)
+      return bus.nc.subscribe(subject, options);
+    state.failed = true;
+    let count = 0;
+    return bus.nc.subscribe(subject, {
+      ...options,
+      callback: (error, message) => {
+        if (count >= returned) return;
+        if (error || (message.headers?.code ?? 0) !== 0) return callback(error, message);
+        callback(null, message);
+        state.lastReturned = Number(message.reply?.split('.')[5]);
+        if (++count === returned) callback(new Error('heartbeats missed'), message);
       },
     });
-  const consumers = new Proxy(bus.js.consumers, {
+  };
+  const nc = new Proxy(bus.nc, {
     get(target, property) {
-      if (property !== 'get') return passedThrough(target, property);
-      return async (...args: Parameters<typeof target.get>) => failing(await target.get(...args));
+      if (property === 'subscribe') return subscribe;
+      const value = Reflect.get(target, property, target);
+      return typeof value === 'function' ? value.bind(target) : value;
     },
   });
-  const js = new Proxy(bus.js, {
-    get(target, property) {
-      return property === 'consumers' ? consumers : passedThrough(target, property);
-    },
-  });
-  return { bus: { ...bus, js } as BusConnection, state };
+  return { bus: { ...bus, nc } as BusConnection, state };
 }
 
 describe('a tenant created on a running owner', () => {
@@ -269,7 +262,7 @@ describe('the owner loop across crashes (in process, on the cluster)', () => {
       // One fetch fills a batch: each round fetches from one tenant, in turn.
       const loop = new StreamLoop(env.context, await bus.cluster.connect('owner'), {
         intervalMs: 1000,
-        maxBatchEvents: FETCH_SIZE,
+        maxBatchEvents: MAX_ACK_PENDING,
       });
       await loop.take(tenants);
       loop.start();
@@ -326,17 +319,17 @@ describe('the owner loop across crashes (in process, on the cluster)', () => {
       // Crash after the commit, before the acks.
       const committed = await publishMany(bus.collector, 'crash', 50);
       const first = await bus.cluster.connect('owner');
-      await ensureConsumers(first, new Map([['crash', null]]), FETCH_SIZE);
+      await ensureConsumers(first, new Map([['crash', null]]), MAX_ACK_PENDING);
       const fetched = await fetchNow(first, 'crash');
       expect(fetched).toHaveLength(50);
-      await ingestBatch(env.context, streamSource(env.context), fetched.map(busEventOf));
+      await ingestBatch(env.context, streamSource(env.context), fetched.flatMap(busEventsOf));
       await first.close();
       const lastCommitted = Math.max(...fetched.map((message) => message.seq));
 
       // Crash before the commit: fetched, never ingested.
       const second = await bus.cluster.connect('owner');
       const lost = await publishMany(bus.collector, 'crash', 30);
-      await ensureConsumers(second, new Map([['crash', lastCommitted]]), FETCH_SIZE);
+      await ensureConsumers(second, new Map([['crash', lastCommitted]]), MAX_ACK_PENDING);
       expect((await fetchNow(second, 'crash')).length).toBeGreaterThan(0);
       await second.close();
       const later = await publishMany(bus.collector, 'crash', 20);
@@ -368,27 +361,27 @@ describe('the owner loop across crashes (in process, on the cluster)', () => {
       durable_name: durableName('wide'),
       filter_subject: tenantFilter('wide'),
       ack_policy: jetstream.AckPolicy.Explicit,
-      max_ack_pending: FETCH_SIZE + 1,
+      max_ack_pending: MAX_ACK_PENDING + 1,
     });
     const owner = await bus.cluster.connect('owner');
-    const verdicts = await ensureConsumers(owner, new Map([['wide', null]]), FETCH_SIZE);
+    const verdicts = await ensureConsumers(owner, new Map([['wide', null]]), MAX_ACK_PENDING);
     expect(verdicts.get('wide')).toBe('config');
     const info = await jsm.consumers.info(EVENTS_STREAM, durableName('wide'));
-    expect(info.config.max_ack_pending).toBe(FETCH_SIZE);
+    expect(info.config.max_ack_pending).toBe(MAX_ACK_PENDING);
     // Found right, it is kept.
-    expect((await ensureConsumers(owner, new Map([['wide', null]]), FETCH_SIZE)).get('wide')).toBe(
-      'kept',
-    );
+    expect(
+      (await ensureConsumers(owner, new Map([['wide', null]]), MAX_ACK_PENDING)).get('wide'),
+    ).toBe('kept');
     // Acked past what the database holds (a restored backup): started again after the database.
     await publishMany(bus.collector, 'wide', 5);
     const acked = await fetchNow(owner, 'wide');
     for (const message of acked) await message.ackAck();
     const lastSeq = Math.max(...acked.map((message) => message.seq));
     expect(
-      (await ensureConsumers(owner, new Map([['wide', lastSeq]]), FETCH_SIZE)).get('wide'),
+      (await ensureConsumers(owner, new Map([['wide', lastSeq]]), MAX_ACK_PENDING)).get('wide'),
     ).toBe('kept');
     expect(
-      (await ensureConsumers(owner, new Map([['wide', lastSeq - 2]]), FETCH_SIZE)).get('wide'),
+      (await ensureConsumers(owner, new Map([['wide', lastSeq - 2]]), MAX_ACK_PENDING)).get('wide'),
     ).toBe('ahead_of_database');
     expect((await fetchNow(owner, 'wide')).map((message) => message.seq)).toEqual(
       acked.slice(-2).map((message) => message.seq),
@@ -409,7 +402,7 @@ describe('the owner loop across crashes (in process, on the cluster)', () => {
                 ...config,
                 // A start the add cannot change in place, so the server refuses the name.
                 deliver_policy: natsPackages().jetstream.DeliverPolicy.New,
-                max_ack_pending: FETCH_SIZE + 2,
+                max_ack_pending: MAX_ACK_PENDING + 2,
               });
             return target.add(stream, config);
           };
@@ -425,12 +418,12 @@ describe('the owner loop across crashes (in process, on the cluster)', () => {
       },
     });
     const racing: BusConnection = { ...owner, manager: async () => manager };
-    const verdicts = await ensureConsumers(racing, new Map([['racer', null]]), FETCH_SIZE);
+    const verdicts = await ensureConsumers(racing, new Map([['racer', null]]), MAX_ACK_PENDING);
     // Missing at first; the add met the other consumer, so it was judged again: other settings.
     expect(taken).toBe(2);
     expect(verdicts.get('racer')).toBe('config');
     const info = await admin.consumers.info(EVENTS_STREAM, durableName('racer'));
-    expect(info.config.max_ack_pending).toBe(FETCH_SIZE);
+    expect(info.config.max_ack_pending).toBe(MAX_ACK_PENDING);
   });
 });
 
@@ -507,4 +500,224 @@ describe('an erasure on the owner (issue 30, One API any node)', () => {
     const stored = (await shardRows(dir)).events.get('eris') ?? new Map();
     expect([...stored.keys()]).toEqual([]);
   }, 120_000);
+});
+
+/** Event id → its stored `properties.n`, for one tenant. */
+async function storedN(context: Context, tenant: string): Promise<Map<string, number>> {
+  const rows = await context.store.read((session) =>
+    session.allText<{ event_id: string; n: string }>(
+      "SELECT event_id, properties->>'n' AS n FROM events WHERE tenant_id = $tenant",
+      { tenant },
+    ),
+  );
+  return new Map(rows.map((row) => [row.event_id, Number(row.n)]));
+}
+
+/** A server event of `tenant`'s workspace w1 as a collector accepts it, `properties.n` set. */
+function chunkLine(tenant: string, id: string, n: number, identifiers?: unknown): LandingLine {
+  const event = envelope({ id, tenant, workspace: 'w1', properties: { n } }) as Envelope & {
+    properties: Record<string, unknown>;
+  };
+  event.properties.identifiers = identifiers ?? { email: `${id}@shop.test` };
+  const receivedAt = new Date().toISOString();
+  return {
+    tenantId: tenant,
+    workspaceId: 'w1',
+    receivedAt,
+    eventId: id,
+    text: landingLineText(receivedAt, 'server', 'test-collector', event),
+  };
+}
+
+/** Publishes a request's lines as a collector does; the stream's acks, in order. */
+async function publishRequest(connection: BusConnection, lines: LandingLine[]) {
+  return Promise.all(
+    busMessagesOf(lines).map((message) =>
+      connection.js.publish(message.subject, message.data, { msgID: message.msgID }),
+    ),
+  );
+}
+
+/** Runs an owner loop over `tenants` until their consumers are drained, then stops it. */
+async function drainWithLoop(context: Context, tenants: string[]): Promise<void> {
+  const loop = new StreamLoop(context, await bus.cluster.connect('owner'), {
+    intervalMs: 1000,
+    maxBatchEvents: 10_000,
+  });
+  await loop.take(tenants);
+  loop.start();
+  await waitDrained(bus.admin, tenants);
+  await loop.stop();
+}
+
+describe('a request chunk in the stream (issue 37, item 5)', () => {
+  it('arrives as one message and is ingested in the order the request had its events; a chunk published again is dropped', async () => {
+    const dir = tempDir();
+    await seedShardDir(dir, ['chunky']);
+    const env = await openTestEnvIn(dir, { config: { master_key: SHARED_MASTER_KEY } });
+    try {
+      // The same event id twice in one request: the first one seen is the one kept.
+      const lines = [
+        chunkLine('chunky', 'c-first', 1),
+        chunkLine('chunky', 'c-second', 2),
+        chunkLine('chunky', 'c-first', 3),
+        chunkLine('chunky', 'c-third', 4),
+      ];
+      const [ack, ...more] = await publishRequest(bus.collector, lines);
+      expect(more).toEqual([]);
+      expect(ack?.duplicate).toBe(false);
+      // A retry of the request, received later by another collector: its chunk has the same id.
+      const again = await publishRequest(
+        bus.collector,
+        lines.map((line) => chunkLine('chunky', line.eventId, 9)),
+      );
+      expect(again.map((copy) => [copy.duplicate, copy.seq])).toEqual([[true, ack?.seq]]);
+      const jsm = await bus.admin.manager();
+      await ensureConsumers(bus.admin, new Map([['chunky', null]]), MAX_ACK_PENDING);
+      expect((await jsm.consumers.info(EVENTS_STREAM, durableName('chunky'))).num_pending).toBe(1);
+      await drainWithLoop(env.context, ['chunky']);
+      expect(Object.fromEntries(await storedN(env.context, 'chunky'))).toEqual({
+        'c-first': 1,
+        'c-second': 2,
+        'c-third': 4,
+      });
+      expect((await readOffsets(env.context)).get('chunky')).toBe(ack?.seq);
+    } finally {
+      await env.close({ keepDir: true });
+    }
+  }, 120_000);
+
+  it('costs a bad event only that event: each is quarantined on its own, the rest of its chunk stored', async () => {
+    const dir = tempDir();
+    await seedShardDir(dir, ['spoilt']);
+    const env = await openTestEnvIn(dir, { config: { master_key: SHARED_MASTER_KEY } });
+    try {
+      const unopenable = 'cdsbox1.bk0000000000000000.AAAA.AAAA.AAAA';
+      const lines = [
+        chunkLine('spoilt', 's-1', 1),
+        chunkLine('spoilt', 's-bad-1', 2, unopenable),
+        chunkLine('spoilt', 's-3', 3),
+        chunkLine('spoilt', 's-bad-2', 4, unopenable),
+        chunkLine('spoilt', 's-5', 5),
+      ];
+      const [ack] = await publishRequest(bus.collector, lines);
+      await drainWithLoop(env.context, ['spoilt']);
+      expect([...(await storedIds(env.context, 'spoilt')).keys()].sort()).toEqual([
+        's-1',
+        's-3',
+        's-5',
+      ]);
+      const quarantined = await listQuarantine(env.context.dataDir);
+      const held = await Promise.all(
+        quarantined.map((record) =>
+          readFile(quarantinedLinesPath(env.context.dataDir, record), 'utf8'),
+        ),
+      );
+      expect(held.map((text) => JSON.parse(text).event.id).sort()).toEqual(['s-bad-1', 's-bad-2']);
+      expect(new Set(quarantined.map((record) => record.landing_path)).size).toBe(2);
+      expect((await readOffsets(env.context)).get('spoilt')).toBe(ack?.seq);
+    } finally {
+      await env.close({ keepDir: true });
+    }
+  }, 120_000);
+
+  it('keeps offsets exact across an owner restart, a chunk committed in part included', async () => {
+    const dir = tempDir();
+    await seedShardDir(dir, ['restart']);
+    const env = await openTestEnvIn(dir, { config: { master_key: SHARED_MASTER_KEY } });
+    try {
+      const first = Array.from({ length: 10 }, (_, i) => chunkLine('restart', `r1-${i}`, i));
+      const second = Array.from({ length: 10 }, (_, i) => chunkLine('restart', `r2-${i}`, i));
+      const [firstAck] = await publishRequest(bus.collector, first);
+      const [secondAck] = await publishRequest(bus.collector, second);
+      // An owner commits the first chunk and four events of the second (a bisect's first part),
+      // then dies before the rest and before any ack.
+      const dying = await bus.cluster.connect('owner');
+      await ensureConsumers(dying, new Map([['restart', null]]), MAX_ACK_PENDING);
+      const fetched = await fetchNow(dying, 'restart');
+      expect(fetched.map((message) => message.seq)).toEqual([firstAck?.seq, secondAck?.seq]);
+      const events = fetched.flatMap(busEventsOf);
+      expect(
+        events.map((event) => [event.seq, event.index, event.endsMessage]).slice(8, 12),
+      ).toEqual([
+        [firstAck?.seq, 8, false],
+        [firstAck?.seq, 9, true],
+        [secondAck?.seq, 0, false],
+        [secondAck?.seq, 1, false],
+      ]);
+      await ingestBatch(env.context, streamSource(env.context), events.slice(0, 14));
+      await dying.close();
+      // The second chunk is not in whole: the offset stays at the first.
+      expect((await readOffsets(env.context)).get('restart')).toBe(firstAck?.seq);
+
+      const third = Array.from({ length: 10 }, (_, i) => chunkLine('restart', `r3-${i}`, i));
+      const [thirdAck] = await publishRequest(bus.collector, third);
+      // The restart rule starts the consumer right after the first chunk: the second comes
+      // whole, its four events already in are dropped as duplicates.
+      await drainWithLoop(env.context, ['restart']);
+      const stored = await storedIds(env.context, 'restart');
+      expect([...stored.values()].every((n) => n === 1)).toBe(true);
+      expect([...stored.keys()].sort()).toEqual(
+        [...first, ...second, ...third].map((line) => line.eventId).sort(),
+      );
+      expect((await readOffsets(env.context)).get('restart')).toBe(thirdAck?.seq);
+      const info = await (await bus.admin.manager()).consumers.info(
+        EVENTS_STREAM,
+        durableName('restart'),
+      );
+      expect(info.config.opt_start_seq).toBe((firstAck?.seq ?? 0) + 1);
+
+      // Restarted again with nothing new: kept as it is, and nothing ingested twice.
+      await drainWithLoop(env.context, ['restart']);
+      expect((await readOffsets(env.context)).get('restart')).toBe(thirdAck?.seq);
+      expect(
+        (
+          await ensureConsumers(
+            bus.admin,
+            new Map([['restart', thirdAck?.seq ?? 0]]),
+            MAX_ACK_PENDING,
+          )
+        ).get('restart'),
+      ).toBe('kept');
+    } finally {
+      await env.close({ keepDir: true });
+    }
+  }, 120_000);
+});
+
+describe('an owner’s pull request', () => {
+  it('ends at its count or its bytes, at once, with both asked; on a closed connection it ends failed', async () => {
+    const chunks = [0, 1, 2, 3].map((n) =>
+      Array.from({ length: 20 }, (_, i) => chunkLine('puller', `p${n}-${i}`, i)),
+    );
+    const acks = [];
+    for (const lines of chunks) acks.push(...(await publishRequest(bus.collector, lines)));
+    const owner = await bus.cluster.connect('owner');
+    await ensureConsumers(owner, new Map([['puller', null]]), MAX_ACK_PENDING);
+    const durable = durableName('puller');
+    let started = performance.now();
+    const counted = await pull(owner, durable, { batch: 2, maxBytes: 1 << 20, expiresMs: 10_000 });
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(counted.failure).toBeNull();
+    expect(counted.messages.map((message) => message.seq)).toEqual(
+      acks.slice(0, 2).map((ack) => ack.seq),
+    );
+    // Room for one message and a half: the next one does not fit, and the server ends the pull.
+    started = performance.now();
+    const sized = await pull(owner, durable, {
+      batch: 100,
+      maxBytes: Math.round((counted.messages[0]?.data.length ?? 0) * 1.5),
+      expiresMs: 10_000,
+    });
+    expect(performance.now() - started).toBeLessThan(5_000);
+    expect(sized.failure).toBeNull();
+    expect(sized.messages.map((message) => message.seq)).toEqual([acks[2]?.seq]);
+    expect(busEventsOf(sized.messages[0] as PulledMessage).map((event) => event.index)).toEqual(
+      chunks[2]?.map((_, index) => index),
+    );
+    await owner.close();
+    const closed = await pull(owner, durable, { batch: 1, maxBytes: 1024, expiresMs: 1000 });
+    expect(closed.messages).toEqual([]);
+    expect(closed.failure).toBeInstanceOf(Error);
+  }, 60_000);
 });

@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { busMessageOf } from '../../src/collector/bus-sink.js';
+import { busMessagesOf } from '../../src/collector/bus-messages.js';
 import { envelopeSchema, landingLineText } from '../../src/collector/envelope.js';
 import { ingestBatch } from '../../src/ingest/batch.js';
 import { listenForAdvances, type WorkspaceAdvance } from '../../src/ingest/live-feed.js';
@@ -25,7 +25,14 @@ function busEvent(seq: number, event: Record<string, unknown>) {
     collector_id: 'cbus',
     event,
   });
-  return { tenantId: 'acme', workspaceId: 'eu', seq, data: Buffer.from(`${line}\n`) };
+  return {
+    tenantId: 'acme',
+    workspaceId: 'eu',
+    seq,
+    index: 0,
+    endsMessage: true,
+    data: Buffer.from(`${line}\n`),
+  };
 }
 
 describe('a cluster owner’s batch and the live view', () => {
@@ -69,16 +76,18 @@ describe('a cluster owner’s batch and the live view', () => {
       event,
       'segment_api',
     );
-    const message = busMessageOf({
-      tenantId: 'acme',
-      workspaceId: 'eu',
-      receivedAt: '2026-03-01T11:00:00.000Z',
-      eventId: event.id,
-      text,
-    });
-    const data = Buffer.from(message.data);
+    const [message] = busMessagesOf([
+      {
+        tenantId: 'acme',
+        workspaceId: 'eu',
+        receivedAt: '2026-03-01T11:00:00.000Z',
+        eventId: event.id,
+        text,
+      },
+    ]);
+    const data = Buffer.from(message?.data ?? '');
     await ingestBatch(env.context, streamSource(env.context), [
-      { tenantId: 'acme', workspaceId: 'eu', seq: 1, data },
+      { tenantId: 'acme', workspaceId: 'eu', seq: 1, index: 0, endsMessage: true, data },
     ]);
     const page = await call(
       env.app,
