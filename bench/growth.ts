@@ -1,7 +1,7 @@
 import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { openDataDir } from '../src/store/data-dir.js';
-import { type LandingStream, writeLandingFiles } from './ingest.js';
+import { type GeneratorRun, writeLandingFiles } from './ingest.js';
 import { type LiveBatch, liveBatches } from './live-batches.js';
 import { prepareDataDir, rate, type Timed, timeCds } from './setup.js';
 
@@ -20,7 +20,7 @@ const FIRST_EVENT = Date.parse('2026-01-01T00:00:00Z');
  * and cookies are new, while its customers' emails and phones (the generator's visitor numbers)
  * are those of every other round, so returning customers merge with what is stored.
  */
-function roundStream(round: number, events: number): LandingStream {
+function roundRun(round: number, events: number): GeneratorRun {
   return {
     seed: 1_000 + round,
     start: new Date(FIRST_EVENT + (round - 1) * events * MEAN_STEP_MS),
@@ -110,7 +110,7 @@ export async function benchGrowth(rounds: number, events: number): Promise<void>
   const checkpointMeans: number[] = [];
   let stored = 0;
   for (let round = 1; round <= rounds; round += 1) {
-    writeLandingFiles(join(dir, 'landing'), events, roundStream(round, events));
+    writeLandingFiles(join(dir, 'landing'), events, roundRun(round, events));
     const run = await ingestTraced(dir);
     stored += run.stored;
     cpu.push(run.timed.cpuSeconds);
@@ -159,7 +159,7 @@ export async function benchGrowth(rounds: number, events: number): Promise<void>
     `one cds ingest process of a small batch, at ${shortCount(stored)} / empty: ${(cpuOf(grown) / cpuOf(empty)).toFixed(2)} (median CPU, ${cpuOf(grown).toFixed(2)} s / ${cpuOf(empty).toFixed(2)} s, opening the store and building its dedup index included); its traced batch alone ${(batchOf(grown) / batchOf(empty)).toFixed(2)} (${batchOf(grown).toFixed(0)} ms / ${batchOf(empty).toFixed(0)} ms)`,
   );
 
-  const liveStream = (batch: number): LandingStream => ({
+  const liveRun = (batch: number): GeneratorRun => ({
     seed: 950 + batch,
     start: new Date(FIRST_EVENT + after + (batch + 1) * SMALL_BATCH_EVENTS * MEAN_STEP_MS),
     collector: `growth-live-${batch}`,
@@ -168,9 +168,9 @@ export async function benchGrowth(rounds: number, events: number): Promise<void>
     (await prepareDataDir()).dir,
     LIVE_BATCHES,
     SMALL_BATCH_EVENTS,
-    liveStream,
+    liveRun,
   );
-  const liveGrown = await liveBatches(dir, LIVE_BATCHES, SMALL_BATCH_EVENTS, liveStream);
+  const liveGrown = await liveBatches(dir, LIVE_BATCHES, SMALL_BATCH_EVENTS, liveRun);
   const liveCpu = (batches: LiveBatch[]) => median(batches.map((batch) => batch.cpuSeconds));
   const liveMs = (batches: LiveBatch[]) => median(batches.map((batch) => batch.batchMs));
   const describeLive = (batches: LiveBatch[]) =>

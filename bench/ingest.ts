@@ -9,14 +9,14 @@ import { prepareDataDir, rate, TENANT, timeCds, WORKSPACES } from './setup.js';
 const FILE_BYTES = 64 * 1024 * 1024;
 
 /** Which store stream a set of landing files holds, and the collector that wrote them. */
-export interface LandingStream {
+export interface GeneratorRun {
   seed: number;
   start: Date;
   /** Names the files, so streams written into one landing dir never share a path. */
   collector: string;
 }
 
-const DEFAULT_STREAM: LandingStream = {
+const DEFAULT_RUN: GeneratorRun = {
   seed: 7,
   start: new Date('2026-01-01T00:00:00Z'),
   collector: 'cbench',
@@ -31,7 +31,7 @@ export interface LandingFile {
 export function writeLandingFiles(
   landing: string,
   events: number,
-  stream: LandingStream = DEFAULT_STREAM,
+  stream: GeneratorRun = DEFAULT_RUN,
 ): { files: LandingFile[]; bytes: number } {
   const open = new Map<string, { fd: number; bytes: number; seq: number; file: LandingFile }>();
   const files: LandingFile[] = [];

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { type LandingStream, writeLandingFiles } from './ingest.js';
+import { type GeneratorRun, writeLandingFiles } from './ingest.js';
 import { CDS_BIN, stopChild } from './setup.js';
 
 /** One small batch as a running `cds ingest --watch` took it: its CPU and its traced batch. */
@@ -26,7 +26,7 @@ export async function liveBatches(
   dir: string,
   count: number,
   events: number,
-  streamOf: (batch: number) => LandingStream,
+  runOf: (batch: number) => GeneratorRun,
 ): Promise<LiveBatch[]> {
   const child = spawn(process.execPath, [CDS_BIN, '--data-dir', dir, 'ingest', '--watch'], {
     env: { ...process.env, CDS_TRACE: '1' },
@@ -43,7 +43,7 @@ export async function liveBatches(
     for (let batch = 0; batch <= count; batch += 1) {
       const before = traced().length;
       const cpuBefore = cpuSecondsOf(child.pid as number);
-      writeLandingFiles(`${dir}/landing`, events, streamOf(batch));
+      writeLandingFiles(`${dir}/landing`, events, runOf(batch));
       while (traced().length === before) {
         if (child.exitCode !== null) throw new Error(`cds ingest --watch exited: ${stderr}`);
         await sleep(20);

@@ -320,7 +320,7 @@ SEMI JOIN (
 ) o USING (tenant_id, workspace_id, identifier_key);
 
 /* @name ingest_known_identifiers */
--- What the sets left to resolve need: the stored owners of their keys, as one JSON text.
+-- What the sets left to resolve need: the stored profiles of their keys, as one JSON text.
 SELECT coalesce(to_json(list({
   tenant_id: k.tenant_id, workspace_id: k.workspace_id, identifier_key: k.identifier_key, profile_id: k.profile_id,
   created_at: strftime(p.created_at, '%Y-%m-%dT%H:%M:%S.%gZ')
@@ -371,7 +371,7 @@ CREATE TEMP TABLE ingest_new_identifiers (
   tenant_id VARCHAR, workspace_id VARCHAR, identifier_key VARCHAR, identifier_type VARCHAR, profile_id VARCHAR,
   first_seen_at VARCHAR
 );
-CREATE TEMP TABLE ingest_sealed (tenant_id VARCHAR, identifier_key VARCHAR, ciphertext BLOB, masked_value VARCHAR);
+CREATE TEMP TABLE ingest_encrypted (tenant_id VARCHAR, identifier_key VARCHAR, ciphertext BLOB, masked_value VARCHAR);
 CREATE TEMP TABLE ingest_merges (
   tenant_id VARCHAR, workspace_id VARCHAR, merged_profile_id VARCHAR, survivor_profile_id VARCHAR, event_id VARCHAR
 );
@@ -384,29 +384,29 @@ CREATE TEMP TABLE ingest_conflicts (
 INSERT INTO profiles (tenant_id, workspace_id, profile_id, created_at, last_seen_at, merged_into)
 SELECT tenant_id, workspace_id, profile_id, created_at::TIMESTAMP, created_at::TIMESTAMP, NULL FROM ingest_new_profiles;
 
-/* @name ingest_number_values_to_seal */
+/* @name ingest_number_values_to_encrypt */
 -- The normalised value of each new identifier, to encrypt and mask in JS: only the new ones cross,
 -- numbered so that they cross in chunks.
-CREATE TEMP TABLE ingest_to_seal AS
+CREATE TEMP TABLE ingest_to_encrypt AS
 SELECT row_number() OVER () AS n, *
 FROM (
   SELECT DISTINCT n.tenant_id, n.identifier_key, n.identifier_type, m.normalized
   FROM ingest_new_identifiers n JOIN ingest_id_map m USING (tenant_id, identifier_key)
 );
 
-/* @name ingest_values_to_seal */
+/* @name ingest_values_to_encrypt */
 -- One chunk, as one JSON text: the $chunk values after the first $after.
 SELECT coalesce(to_json(list({
   tenant_id: tenant_id, identifier_key: identifier_key, identifier_type: identifier_type, normalized: normalized
 })), '[]')::VARCHAR
-FROM ingest_to_seal
+FROM ingest_to_encrypt
 WHERE n > $after AND n <= $after + $chunk;
 
 /* @name ingest_insert_identifiers */
 INSERT INTO profile_identifiers (tenant_id, workspace_id, identifier_key, identifier_type, profile_id, ciphertext, masked_value, first_seen_at)
 SELECT n.tenant_id, n.workspace_id, n.identifier_key, n.identifier_type, n.profile_id, s.ciphertext, s.masked_value,
   n.first_seen_at::TIMESTAMP
-FROM ingest_new_identifiers n JOIN ingest_sealed s USING (tenant_id, identifier_key);
+FROM ingest_new_identifiers n JOIN ingest_encrypted s USING (tenant_id, identifier_key);
 
 /* @name ingest_record_merges */
 INSERT INTO profile_merges
@@ -556,8 +556,8 @@ DROP VIEW IF EXISTS ingest_accepted; DROP VIEW IF EXISTS ingest_candidates; DROP
 DROP TABLE IF EXISTS ingest_first_seen; DROP TABLE IF EXISTS ingest_hash_firsts; DROP TABLE IF EXISTS ingest_contested;
 DROP TABLE IF EXISTS ingest_keyed_lines;
 DROP TABLE IF EXISTS ingest_identifiers; DROP TABLE IF EXISTS ingest_id_map; DROP TABLE IF EXISTS ingest_values;
-DROP TABLE IF EXISTS ingest_lookup_pads; DROP TABLE IF EXISTS ingest_js_normalized; DROP TABLE IF EXISTS ingest_sealed;
-DROP TABLE IF EXISTS ingest_to_seal; DROP TABLE IF EXISTS ingest_event_keys;
+DROP TABLE IF EXISTS ingest_lookup_pads; DROP TABLE IF EXISTS ingest_js_normalized; DROP TABLE IF EXISTS ingest_encrypted;
+DROP TABLE IF EXISTS ingest_to_encrypt; DROP TABLE IF EXISTS ingest_event_keys;
 DROP TABLE IF EXISTS ingest_key_lists;
 DROP TABLE IF EXISTS ingest_sets; DROP TABLE IF EXISTS ingest_event_sets; DROP TABLE IF EXISTS ingest_resolution; DROP TABLE IF EXISTS ingest_repeat_resolution; DROP TABLE IF EXISTS ingest_new_profiles; DROP TABLE IF EXISTS ingest_new_identifiers;
 DROP TABLE IF EXISTS ingest_merges; DROP TABLE IF EXISTS ingest_conflicts; DROP TABLE IF EXISTS ingest_erased;

@@ -411,3 +411,18 @@ export function errorBody(error: AppError): ErrorBody {
   if (error.details !== undefined) body.error.details = error.details;
   return body;
 }
+
+/**
+ * The installation is broken: a statement the code asks for is not in `sql/` (a partial upgrade,
+ * a file removed). A fault of the machine, not of the lines: ingest fails the batch as it is
+ * rather than quarantining every line of it, and tries again once the files are right.
+ */
+export class MissingStatementError extends AppError {
+  constructor(name: string, dir: string) {
+    super(
+      500,
+      'internal',
+      `no SQL statement named ${name} in ${dir}: the installation is incomplete`,
+    );
+  }
+}

@@ -9,7 +9,7 @@ import {
   type CollectorRuntime,
   type LandingCollectorRuntime,
   openBusCollector,
-  openOwnedCollector,
+  openEmbeddedCollector,
   publishRegistryToBus,
 } from '../collector/runtime.js';
 import type { Context } from '../context.js';
@@ -86,7 +86,7 @@ async function ownerBus(context: Context): Promise<BusConnection | null> {
 async function openCollector(context: Context): Promise<OpenedCollector> {
   const bus = await ownerBus(context);
   if (!bus) {
-    const landing = await openOwnedCollector(context);
+    const landing = await openEmbeddedCollector(context);
     return { collector: landing, landing, bus: null };
   }
   return cleaningUpOnFailure(

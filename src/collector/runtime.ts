@@ -123,8 +123,8 @@ function corsOriginsOf(config: Pick<Config, 'cors_origins'>): Map<string, readon
   return new Map(Object.entries(config.cors_origins));
 }
 
-/** The collector inside the process that owns the database: the registry comes from it. */
-export async function openOwnedCollector(context: Context): Promise<LandingCollectorRuntime> {
+/** The collector inside the process that holds the database: the registry comes from it. */
+export async function openEmbeddedCollector(context: Context): Promise<LandingCollectorRuntime> {
   const registry = new Registry(await publishRegistry(context));
   await sealOrphans(context.dataDir.landingDir);
   const writer = landingWriter(context.dataDir.landingDir, context.config);

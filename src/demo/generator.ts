@@ -51,7 +51,7 @@ interface Visitor {
 }
 
 /**
- * A realistic store's event stream: visitors browse from a cookie (browser events), some sign up
+ * A realistic store's sequence of events: visitors browse from a cookie (browser events), some sign up
  * and link an email and an Indian mobile number (server events), buyers come back for repeat
  * orders and on new devices, about 2% of orders are delivered twice, and some sign-ups carry a
  * placeholder email. It may yield one event past `events` when a pair is due.

@@ -1,6 +1,6 @@
 import type { GeneratedEvent } from './generator.js';
 
-/** Sends events to a collector in stream order: one batch request per run of one source. */
+/** Sends events to a collector in the generator's order: one batch request per run of one source. */
 export async function sendToCollector(
   url: string,
   collectorToken: string,

@@ -64,7 +64,7 @@ export function normalizeInJs(
   });
 }
 
-export function sealIdentifier(
+export function encryptIdentifier(
   keyRing: KeyRing,
   value: IdentifierValue,
 ): { ciphertext: Buffer; masked: string } {

@@ -199,9 +199,9 @@ export function resolveIdentities(input: ResolutionInput): Resolution {
     const unknownKeys = keys.filter((key) => !profileOfKey.has(key));
     const knownProfiles: LiveProfile[] = [];
     for (const key of keys) {
-      const owner = profileOfKey.get(key);
-      if (owner === undefined) continue;
-      const profile = live(owner);
+      const keyProfile = profileOfKey.get(key);
+      if (keyProfile === undefined) continue;
+      const profile = live(keyProfile);
       if (!knownProfiles.includes(profile)) knownProfiles.push(profile);
     }
 
@@ -257,8 +257,8 @@ export function resolveIdentities(input: ResolutionInput): Resolution {
     }
     resolution.profileOfSet.set(set.setId, target.profileId);
     const settled = keys.every((key) => {
-      const owner = profileOfKey.get(key);
-      return owner !== undefined && live(owner) === live(target.profileId);
+      const keyProfile = profileOfKey.get(key);
+      return keyProfile !== undefined && live(keyProfile) === live(target.profileId);
     });
     if (!settled) resolution.unsettledSets.add(set.setId);
   }

@@ -1,4 +1,4 @@
-import { sealIdentifier } from '../identity/identifier-values.js';
+import { encryptIdentifier } from '../identity/identifier-values.js';
 import { sessionOf, type TemporaryTable, temporaryTable } from '../store/temporary-table.js';
 import type { KeyRing } from '../tenant-keys.js';
 import { traced } from '../trace.js';
@@ -24,7 +24,7 @@ import type { Staged } from './line-source.js';
 import { type ResolvedInJs, resolveInJs } from './resolve-in-js.js';
 
 /**
- * Below this many sets resolved and identifiers sealed in JS, a batch leaves too little garbage to
+ * Below this many sets resolved and identifiers encrypted in JS, a batch leaves too little garbage to
  * be worth a full collection (a few ms even on an empty heap).
  */
 const COLLECT_GARBAGE_AFTER_ROWS = 1_000;
@@ -40,7 +40,7 @@ interface WithFresh {
 
 /**
  * Adds the fresh sets' new profiles and identifiers to what JS resolved. Runs after the JS
- * resolution, which makes the outcome tables, and before sealing, which seals every new identifier.
+ * resolution, which makes the outcome tables, and before encrypting, which encrypts every new identifier.
  */
 async function resolveFresh(resolved: ResolvedInJs, settledSets: SettledSets): Promise<WithFresh> {
   const session = sessionOf(
@@ -60,33 +60,33 @@ async function resolveFresh(resolved: ResolvedInJs, settledSets: SettledSets): P
 
 /**
  * New identifiers cross to JS in chunks of this many: a batch of new customers has 150k or more,
- * and their values, parsed and sealed at once, were the peak of a 5M-event backlog's memory.
+ * and their values, parsed and encrypted at once, were the peak of a 5M-event backlog's memory.
  */
-const SEAL_CHUNK = 20_000;
+const ENCRYPT_CHUNK = 20_000;
 
-type Sealed = TemporaryTable<'ingest_sealed', 'filled'>;
+type Encrypted = TemporaryTable<'ingest_encrypted', 'filled'>;
 
 /**
  * Encrypts and masks the batch's new identifiers (only their values come to JS). Needs every new
- * identifier, the fresh sets' among them; says how many it sealed.
+ * identifier, the fresh sets' among them; says how many it encrypted.
  */
-async function sealNewIdentifiers(
+async function encryptNewIdentifiers(
   newIdentifiers: NewIdentifiers,
   keyMap: KeyMap,
-  empty: TemporaryTable<'ingest_sealed', 'empty'>,
+  empty: TemporaryTable<'ingest_encrypted', 'empty'>,
   keyRing: KeyRing,
-): Promise<{ sealed: Sealed; count: number }> {
+): Promise<{ encrypted: Encrypted; count: number }> {
   const session = sessionOf(newIdentifiers, keyMap, empty);
-  await session.run('ingest_number_values_to_seal');
+  await session.run('ingest_number_values_to_encrypt');
   let count = 0;
   for (;;) {
     const values = await session.json<
       { tenant_id: string; identifier_key: string; identifier_type: string; normalized: string }[]
-    >('ingest_values_to_seal', { after: count, chunk: SEAL_CHUNK });
-    if (values.length === 0) return { sealed: temporaryTable(session, empty.name), count };
-    const rows = await traced('seal new identifiers', async () =>
+    >('ingest_values_to_encrypt', { after: count, chunk: ENCRYPT_CHUNK });
+    if (values.length === 0) return { encrypted: temporaryTable(session, empty.name), count };
+    const rows = await traced('encrypt new identifiers', async () =>
       values.map((row) => {
-        const { ciphertext, masked } = sealIdentifier(keyRing, {
+        const { ciphertext, masked } = encryptIdentifier(keyRing, {
           tenantId: row.tenant_id,
           type: row.identifier_type,
           normalized: row.normalized,
@@ -118,17 +118,17 @@ async function resolveSettled(
 /**
  * Writes the new profiles and identifiers to the store, then the merges and conflicts: a merge
  * moves profiles and identifiers this batch may just have inserted. Stored events keep the profile
- * they were stored with; readers follow its `merged_into` (docs/decisions.md, "Merged events"). Needs the sealed values, which
+ * they were stored with; readers follow its `merged_into` (docs/decisions.md, "Merges"). Needs the encrypted values, which
  * the stored identifiers carry.
  */
 async function storeIdentities(
   newProfiles: NewProfiles,
   newIdentifiers: NewIdentifiers,
-  sealed: Sealed,
+  encrypted: Encrypted,
   resolved: ResolvedInJs,
   now: string,
 ): Promise<void> {
-  const session = sessionOf(newProfiles, newIdentifiers, sealed, resolved.merges);
+  const session = sessionOf(newProfiles, newIdentifiers, encrypted, resolved.merges);
   await session.run('ingest_insert_profiles');
   await session.run('ingest_insert_identifiers');
   if (resolved.counts.merges > 0) {
@@ -179,19 +179,19 @@ export async function resolveAndApply(
   const settledSets = await settleSets(identitySets, keyMap, known);
   const resolved = await resolveInJs(staged, firstSeen, identitySets, settledSets, rules);
   const withFresh = await resolveFresh(resolved, settledSets);
-  const { sealed, count } = await sealNewIdentifiers(
+  const { encrypted, count } = await encryptNewIdentifiers(
     withFresh.newIdentifiers,
     keyMap,
-    resolved.sealed,
+    resolved.encrypted,
     keyRing,
   );
-  // The parsed sets, outcome rows and sealed values are garbage now, and V8 would keep them
+  // The parsed sets, outcome rows and encrypted values are garbage now, and V8 would keep them
   // through DuckDB's peak (storing the events) if not collected.
   if (resolved.counts.sets + count >= COLLECT_GARBAGE_AFTER_ROWS) {
     await traced('collect garbage', async () => collectGarbage());
   }
   const resolution = await resolveSettled(withFresh, settledSets, resolved.merges);
-  await storeIdentities(withFresh.newProfiles, withFresh.newIdentifiers, sealed, resolved, now);
+  await storeIdentities(withFresh.newProfiles, withFresh.newIdentifiers, encrypted, resolved, now);
   return {
     ...firstSeen,
     ...identitySets,

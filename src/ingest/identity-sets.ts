@@ -31,7 +31,7 @@ export async function groupSets(
 /** The stored identifiers the batch names, with their profiles. */
 export type Known = TemporaryTable<'ingest_known'>;
 
-/** Finds the stored owners of the batch's keys in one pass over `profile_identifiers`. */
+/** Finds the stored profiles of the batch's keys in one pass over `profile_identifiers`. */
 export async function findKnown(keyMap: KeyMap): Promise<Known> {
   const session = sessionOf(keyMap);
   await session.run('ingest_find_known');
@@ -46,13 +46,13 @@ export interface SettledSets {
   settled: TemporaryTable<'ingest_settled'>;
   /** Sets of new keys no other set names: each starts its own profile. */
   fresh: TemporaryTable<'ingest_fresh'>;
-  /** The stored owners of the keys of the sets left to resolve in JS. */
+  /** The stored profiles of the keys of the sets left to resolve in JS. */
   openKnown: TemporaryTable<'ingest_open_known'>;
 }
 
 /**
  * Resolves in SQL the sets whose outcome needs no order: returning customers and new ones whose
- * keys no other set shares. Needs the known owners of every key; runs before the JS resolution,
+ * keys no other set shares. Needs the known profile of every key; runs before the JS resolution,
  * which takes only the sets left.
  */
 export async function settleSets(

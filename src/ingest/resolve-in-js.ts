@@ -227,7 +227,7 @@ function outcomeRows(scopes: Scope[]): OutcomeRows {
 
 /**
  * The outcome tables of resolution, as JS left them: the SQL steps after it add the fresh and
- * settled sets, and the sealed values of the new identifiers.
+ * settled sets, and the encrypted values of the new identifiers.
  */
 export interface ResolvedInJs {
   /** Which profile each set's events go to. */
@@ -236,8 +236,8 @@ export interface ResolvedInJs {
   repeatResolution: TemporaryTable<'ingest_repeat_resolution'>;
   newProfiles: TemporaryTable<'ingest_new_profiles', 'resolved_in_js'>;
   newIdentifiers: TemporaryTable<'ingest_new_identifiers', 'resolved_in_js'>;
-  /** Made empty here, for the sealing step to fill. */
-  sealed: TemporaryTable<'ingest_sealed', 'empty'>;
+  /** Made empty here, for the encrypting step to fill. */
+  encrypted: TemporaryTable<'ingest_encrypted', 'empty'>;
   merges: TemporaryTable<'ingest_merges'>;
   conflicts: TemporaryTable<'ingest_conflicts'>;
   /** How many sets JS resolved, and the merges and conflicts they made: expected outcomes. */
@@ -285,7 +285,7 @@ export async function resolveInJs(
       session,
       'ingest_new_identifiers',
     ),
-    sealed: temporaryTable<'ingest_sealed', 'empty'>(session, 'ingest_sealed'),
+    encrypted: temporaryTable<'ingest_encrypted', 'empty'>(session, 'ingest_encrypted'),
     merges: temporaryTable(session, 'ingest_merges'),
     conflicts: temporaryTable(session, 'ingest_conflicts'),
   };

@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { MissingStatementError } from '../errors.js';
 import { PACKAGE_ROOT } from '../package-root.js';
 
 /** `sql/` at the package root. */
@@ -34,7 +35,7 @@ let statements: Map<string, string> | undefined;
 export function sql(name: string): string {
   statements ??= loadStatements();
   const text = statements.get(name);
-  if (text === undefined) throw new Error(`no SQL statement named ${name} in ${SQL_DIR}`);
+  if (text === undefined) throw new MissingStatementError(name, SQL_DIR);
   return text;
 }
 

@@ -6,7 +6,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { describe, expect, it } from 'vitest';
 import { DEMO_TENANT, setUpDemo } from '../../src/cli/demo-setup.js';
 import { openContext } from '../../src/cli/open-context.js';
-import { openOwnedCollector } from '../../src/collector/runtime.js';
+import { openEmbeddedCollector } from '../../src/collector/runtime.js';
 import { CDS_BIN, runCli, startCli } from '../helpers/cli.js';
 import { demoVisit, VisitSender } from '../helpers/demo-visits.js';
 import { logProblems } from '../helpers/log.js';
@@ -54,7 +54,7 @@ describe('a landing file the disk stops taking', () => {
     const dir = tempDir();
     const context = await openContext({ data_dir: dir }, 'create');
     await setUpDemo(context);
-    await (await openOwnedCollector(context)).close();
+    await (await openEmbeddedCollector(context)).close();
     await context.store.close();
 
     const { child, url } = await startLimitedCollector(dir);
@@ -105,7 +105,7 @@ describe('a landing file the disk stops taking', () => {
     const dir = tempDir();
     const context = await openContext({ data_dir: dir }, 'create');
     await setUpDemo(context);
-    await (await openOwnedCollector(context)).close();
+    await (await openEmbeddedCollector(context)).close();
     await context.store.close();
     const collector = await startCli(
       ['--data-dir', dir, 'collect', '--port', '0'],

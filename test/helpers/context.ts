@@ -2,7 +2,7 @@ import { rmSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from '../../src/api/app.js';
 import type { Clock } from '../../src/clock.js';
-import { openOwnedCollector } from '../../src/collector/runtime.js';
+import { openEmbeddedCollector } from '../../src/collector/runtime.js';
 import { type ConfigInput, loadConfig } from '../../src/config.js';
 import type { Context } from '../../src/context.js';
 import { LandingLoop } from '../../src/ingest/landing-loop.js';
@@ -69,7 +69,7 @@ export async function openTestEnvIn(dir: string, options: TestEnvOptions = {}): 
     clock,
     keyRing: new KeyRing(dataDir.masterKey),
   };
-  const collector = options.collector ? await openOwnedCollector(context) : undefined;
+  const collector = options.collector ? await openEmbeddedCollector(context) : undefined;
   const app = buildApp(context, { collector });
   const loop = new LandingLoop(context, {
     maxBatchEvents: options.maxBatchEvents ?? 500_000,

@@ -4,7 +4,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { describe, expect, it } from 'vitest';
 import { DEMO_TENANT, setUpDemo } from '../../src/cli/demo-setup.js';
 import { openContext } from '../../src/cli/open-context.js';
-import { openOwnedCollector } from '../../src/collector/runtime.js';
+import { openEmbeddedCollector } from '../../src/collector/runtime.js';
 import { Store } from '../../src/store/database.js';
 import { runCli, startCli } from '../helpers/cli.js';
 import { VisitSender } from '../helpers/demo-visits.js';
@@ -56,7 +56,7 @@ async function getJson(url: string, token?: string): Promise<Answer> {
 async function demoDataDir(dir: string) {
   const context = await openContext({ data_dir: dir }, 'create');
   const tokens = await setUpDemo(context);
-  await (await openOwnedCollector(context)).close();
+  await (await openEmbeddedCollector(context)).close();
   await context.store.close();
   return tokens;
 }

@@ -31,10 +31,10 @@ interface GenerateFlags {
 
 export function generateEventsCommand(): Command {
   return new Command('generate-events')
-    .description('write a deterministic store event stream as NDJSON lines of {source, event}')
+    .description('write a deterministic store event sequence as NDJSON lines of {source, event}')
     .option('--events <n>', 'how many events', positiveInteger, 1000)
     .option('--visitors <n>', 'distinct visitors', positiveInteger, 200)
-    .option('--seed <n>', 'the same seed gives the same stream', positiveInteger, 1)
+    .option('--seed <n>', 'the same seed gives the same events', positiveInteger, 1)
     .option('--tenant <tenant>', 'tenant id in the envelopes', 'demo')
     .option('-w, --workspace <workspace...>', 'workspace ids to spread visitors over', [
       'brand-eu',
