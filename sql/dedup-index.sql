@@ -31,8 +31,3 @@ WHERE e.ingested_at >= make_timestamp($from_us::BIGINT) AND e.ingested_at < make
       AND list_contains(CAST($fingerprints AS JSON)::UINTEGER[], (dedup_hash & 4294967295::UHUGEINT)::UINTEGER)
   )
 GROUP BY e.dedup_hash;
-
-/* @name dedup_index_batch_stored */
--- The fingerprints of the events the batch stored, added to the index once it commits.
-SELECT (a.dedup_hash & 4294967295::UHUGEINT)::UINTEGER AS fingerprint
-FROM ingest_accepted a SEMI JOIN ingest_event_profiles p USING (seq);

@@ -64,10 +64,30 @@ class FingerprintTable {
   }
 }
 
-/** What a batch adds to the index once it has committed. */
+/**
+ * What a batch adds to the index once it has committed: the fingerprints of its valid lines'
+ * keys (its stored events' among them: a key it did not store only costs a look that finds
+ * nothing), the second it was ingested in, and how many events it stored.
+ */
 export interface DedupAdditions {
   fingerprints: Uint32Array;
   second: number;
+  stored: number;
+}
+
+/** What a batch adds to the index, from its lines' fingerprints and its counts. */
+export function dedupAdditions(
+  fingerprints: Uint32Array,
+  now: string,
+  stored: number,
+): DedupAdditions {
+  return { fingerprints, second: Math.floor(Date.parse(now) / 1000), stored };
+}
+
+/** The stored events a batch's lines name, and the fingerprints of all its valid lines' keys. */
+export interface FoundStored {
+  storedKeys: StoredKeys;
+  fingerprints: Uint32Array;
 }
 
 /** The stored events a batch's dedup keys name (`ingest_stored_keys`), with their profiles. */
@@ -86,13 +106,15 @@ export class DedupIndex {
   private events = 0;
 
   /** Makes `ingest_stored_keys`: the stored events holding a dedup key of the batch's lines. */
-  async findStored(staged: Staged): Promise<StoredKeys> {
+  async findStored(staged: Staged): Promise<FoundStored> {
     const session = sessionOf(staged);
     const table = await this.current(session);
     await session.run('dedup_index_create_stored_keys');
     const hits: number[] = [];
     const seconds = new Set<number>();
+    const parts: Uint32Array[] = [];
     await session.scanUint32('dedup_index_batch_fingerprints', undefined, ([fingerprints]) => {
+      parts.push(fingerprints as Uint32Array);
       for (const fingerprint of fingerprints as Uint32Array) {
         if (table.secondsOf(fingerprint, seconds)) hits.push(fingerprint);
       }
@@ -107,32 +129,20 @@ export class DedupIndex {
         });
       }
     }
-    return temporaryTable(session, 'ingest_stored_keys');
+    return {
+      storedKeys: temporaryTable(session, 'ingest_stored_keys'),
+      fingerprints: joined(parts),
+    };
   }
 
-  /** The fingerprints of what the batch stored (read in its transaction, before its tables go). */
-  async additions(
-    stored: TemporaryTable<'ingest_event_profiles'>,
-    now: string,
-  ): Promise<DedupAdditions> {
-    const parts: Uint32Array[] = [];
-    await stored.session.scanUint32('dedup_index_batch_stored', undefined, ([fingerprints]) => {
-      parts.push(fingerprints as Uint32Array);
-    });
-    const fingerprints = new Uint32Array(parts.reduce((sum, part) => sum + part.length, 0));
-    let offset = 0;
-    for (const part of parts) {
-      fingerprints.set(part, offset);
-      offset += part.length;
-    }
-    return { fingerprints, second: Math.floor(Date.parse(now) / 1000) };
-  }
-
-  /** After the batch's commit: its stored events are known. */
+  /**
+   * After the batch's commit: its events are known. Should its stored count not be what the
+   * events table gained, the next batch finds the counts apart and builds the index again.
+   */
   committed(additions: DedupAdditions): void {
     if (!this.table) return;
     for (const fingerprint of additions.fingerprints) this.table.add(fingerprint, additions.second);
-    this.events += additions.fingerprints.length;
+    this.events += additions.stored;
   }
 
   /** The table, built again when the events table holds another count than it knows. */
@@ -151,6 +161,16 @@ export class DedupIndex {
     this.events = events;
     return table;
   }
+}
+
+function joined(parts: Uint32Array[]): Uint32Array {
+  const all = new Uint32Array(parts.reduce((sum, part) => sum + part.length, 0));
+  let offset = 0;
+  for (const part of parts) {
+    all.set(part, offset);
+    offset += part.length;
+  }
+  return all;
 }
 
 /** Seconds as half-open ranges [from, to), adjacent ones joined; one range past MAX_RANGES. */

@@ -12,6 +12,8 @@ export interface Candidates {
   contested: TemporaryTable<'ingest_contested'>;
   /** The stored events whose keys lines of the batch hold, with their profiles. */
   storedKeys: StoredKeys;
+  /** The fingerprints of the valid lines' dedup keys, for the dedup index once committed. */
+  fingerprints: Uint32Array;
 }
 
 /**
@@ -21,11 +23,12 @@ export interface Candidates {
  * of a replayed file.
  */
 export async function markDuplicates(staged: Staged, index: DedupIndex): Promise<Candidates> {
-  const storedKeys = await index.findStored(staged);
+  const { storedKeys, fingerprints } = await index.findStored(staged);
   const session = sessionOf(staged, storedKeys);
   await session.run('ingest_mark_duplicates');
   return {
     storedKeys,
+    fingerprints,
     lines: temporaryTable(session, 'ingest_candidates'),
     hashFirsts: temporaryTable(session, 'ingest_hash_firsts'),
     contested: temporaryTable(session, 'ingest_contested'),

@@ -1,7 +1,7 @@
 import type { Context } from '../context.js';
 import { applyBatchToMetrics, metricTime } from '../metrics/materialize.js';
 import type { Session } from '../store/session.js';
-import { type DedupAdditions, dedupIndexOf } from './dedup-index.js';
+import { type DedupAdditions, dedupAdditions, dedupIndexOf } from './dedup-index.js';
 import { markDuplicates } from './duplicates.js';
 import { resolveAndApply } from './identities.js';
 import { countLines, type LineCounts, recordRejections } from './line-outcomes.js';
@@ -37,15 +37,13 @@ export async function ingestLines(
   now: string,
 ): Promise<IngestedLines> {
   const staged = await stageLines(session, source);
-  const dedupIndex = dedupIndexOf(context.store);
-  const candidates = await markDuplicates(staged, dedupIndex);
+  const candidates = await markDuplicates(staged, dedupIndexOf(context.store));
   const resolved = await resolveAndApply(staged, candidates, context.keyRing, now);
   const eventProfiles = await assignProfiles(staged, resolved);
   // The stored tables resolving scanned stay cached beside the batch's temporary tables through
   // storing its events, the peak of a batch: evicted first.
   await context.store.releaseTableCache();
   await insertEvents(resolved, eventProfiles, now);
-  const dedupAdditions = await dedupIndex.additions(eventProfiles, now);
   await touchProfiles(resolved, eventProfiles);
   const time = metricTime(now);
   const touched = await applyBatchToMetrics(
@@ -68,6 +66,6 @@ export async function ingestLines(
     droppedIdentifiers: resolved.dropped,
     merges: resolved.mergeCount,
     advances,
-    dedupAdditions,
+    dedupAdditions: dedupAdditions(candidates.fingerprints, now, counts.stored),
   };
 }
