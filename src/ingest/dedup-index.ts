@@ -19,9 +19,17 @@ const MAX_RANGES = 16;
  * Zero marks an empty slot, so a zero fingerprint is kept as one (it is a hint, never an answer).
  */
 class FingerprintTable {
-  private fingerprints = new Uint32Array(FIRST_CAPACITY);
-  private seconds = new Uint32Array(FIRST_CAPACITY);
+  private fingerprints: Uint32Array;
+  private seconds: Uint32Array;
   private size = 0;
+
+  /** Sized for `expected` entries at once: building it from a large table doubles it never. */
+  constructor(expected: number) {
+    let capacity = FIRST_CAPACITY;
+    while (capacity * MAX_LOAD < expected) capacity *= 2;
+    this.fingerprints = new Uint32Array(capacity);
+    this.seconds = new Uint32Array(capacity);
+  }
 
   add(fingerprint: number, second: number): void {
     if (this.size + 1 > this.fingerprints.length * MAX_LOAD) this.grow();
@@ -149,7 +157,7 @@ export class DedupIndex {
   private async current(session: Session): Promise<FingerprintTable> {
     const events = Number((await session.one<{ events: number }>('dedup_index_events'))?.events);
     if (this.table && events === this.events) return this.table;
-    const table = new FingerprintTable();
+    const table = new FingerprintTable(events);
     await session.scanUint32('dedup_index_scan', undefined, ([fingerprints, seconds], rows) => {
       for (let row = 0; row < rows; row += 1)
         table.add(
