@@ -1,4 +1,4 @@
-import { statSync } from 'node:fs';
+import { cpSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { openDataDir } from '../src/store/data-dir.js';
 import { type GeneratorRun, writeLandingFiles } from './ingest.js';
@@ -118,6 +118,14 @@ export async function benchGrowth(rounds: number, events: number): Promise<void>
     console.log(
       `round ${round}: ${run.timed.cpuSeconds.toFixed(1)} s CPU, ${run.timed.seconds.toFixed(1)} s wall, ${rate(run.stored, run.timed.seconds)}, batches: ${run.batches}, ${mean(run.batchMs).toFixed(0)} ms each, ${describeCheckpoints(run.checkpoints)}; peak RSS ${run.timed.maxRssMiB.toFixed(0)} MiB; store ${stored.toLocaleString('en')} events, ${(statSync(databasePath).size / 1024 / 1024).toFixed(0)} MiB`,
     );
+  }
+
+  // A grown store takes minutes to make: BENCH_KEEP_STORE keeps a copy for other runs (the
+  // event-to-webhook bench's BENCH_LATENCY_STORE, say), made before the small batches add to it.
+  const keep = process.env.BENCH_KEEP_STORE;
+  if (keep) {
+    cpSync(dir, keep, { recursive: true });
+    console.log(`the grown store is kept in ${keep}`);
   }
 
   const after = rounds * events * MEAN_STEP_MS;
