@@ -31,3 +31,13 @@ WHERE e.ingested_at >= make_timestamp($from_us::BIGINT) AND e.ingested_at < make
       AND list_contains(CAST($fingerprints AS JSON)::UINTEGER[], (dedup_hash & 4294967295::UHUGEINT)::UINTEGER)
   )
 GROUP BY e.dedup_hash;
+
+/* @name dedup_index_found_fingerprints */
+-- The fingerprints the index holds already and the batch need not add: those of the stored keys
+-- found, unless a line of the batch holds another key of the same fingerprint (a key the batch
+-- may store, which needs its own entry).
+SELECT (dedup_hash & 4294967295::UHUGEINT)::UINTEGER AS fingerprint FROM ingest_stored_keys
+EXCEPT
+SELECT (c.dedup_hash & 4294967295::UHUGEINT)::UINTEGER
+FROM ingest_checked c ANTI JOIN ingest_stored_keys k ON k.dedup_hash = c.dedup_hash
+WHERE c.reject_reason IS NULL;

@@ -127,6 +127,7 @@ export class DedupIndex {
         if (table.secondsOf(fingerprint, seconds)) hits.push(fingerprint);
       }
     });
+    const indexed = new Set<number>();
     if (hits.length > 0) {
       const fingerprints = JSON.stringify(hits);
       for (const [from, to] of secondRanges(seconds)) {
@@ -136,10 +137,15 @@ export class DedupIndex {
           to_us: to * 1_000_000,
         });
       }
+      await session.scanUint32('dedup_index_found_fingerprints', undefined, ([found]) => {
+        for (const fingerprint of found as Uint32Array) indexed.add(fingerprint);
+      });
     }
     return {
       storedKeys: temporaryTable(session, 'ingest_stored_keys'),
-      fingerprints: joined(parts),
+      // A key a stored event holds is in the index already: a replayed file adds nothing to it.
+      fingerprints:
+        indexed.size === 0 ? joined(parts) : joined(parts).filter((f) => !indexed.has(f)),
     };
   }
 

@@ -13,16 +13,19 @@ const order = (orderId: string, email: string) =>
  * Two order ids whose dedup keys share the dedup index's fingerprint (the low 32 bits of their
  * MD5), found the way ingest computes the hash: the index must not take one for the other.
  */
-async function collidingOrderIds(): Promise<[string, string]> {
+async function collidingOrderIds(prefix = 'o'): Promise<[string, string]> {
   const instance = await DuckDBInstance.create(':memory:');
   const connection = await instance.connect();
-  const reader = await connection.runAndReadAll(`
+  const reader = await connection.runAndReadAll(
+    `
     SELECT list(order_id ORDER BY order_id)[1:2] AS pair FROM (
-      SELECT 'o' || i AS order_id,
-        (md5_number('acme/eu/order_placed/order:' || to_json(['o' || i])::VARCHAR) & 4294967295::UHUGEINT)::UINTEGER
+      SELECT $prefix || i AS order_id,
+        (md5_number('acme/eu/order_placed/order:' || to_json([$prefix || i])::VARCHAR) & 4294967295::UHUGEINT)::UINTEGER
           AS fingerprint
       FROM range(400000) t(i)
-    ) GROUP BY fingerprint HAVING count(*) > 1 LIMIT 1`);
+    ) GROUP BY fingerprint HAVING count(*) > 1 LIMIT 1`,
+    { prefix },
+  );
   connection.closeSync();
   const pair = reader.getRowObjectsJS()[0]?.pair as string[] | undefined;
   if (!pair) throw new Error('no two order ids share a fingerprint in the range searched');
@@ -71,6 +74,29 @@ describe('dedup index', () => {
     ]);
     await env.ingest();
     expect(await operatorReadiness(env)).toMatchObject({ events_ingested: 2, duplicates: 2 });
+
+    // A replayed key adds nothing to the index, but a new key of the same fingerprint sent in the
+    // same batch gets its own entry: both are known when they come again. Each batch is ingested
+    // in a second of its own, as the index finds stored events by their ingest second.
+    const ingestLater = () => {
+      env.clock.advance(5_000);
+      return env.ingest();
+    };
+    const [old, fresh] = await collidingOrderIds('p');
+    await sendServer(env, tokens.collector, [order(old, 'cid@acme.test')]);
+    await ingestLater();
+    await sendServer(env, tokens.collector, [
+      order(old, 'cid@acme.test'),
+      order(fresh, 'dan@acme.test'),
+    ]);
+    await ingestLater();
+    expect(await operatorReadiness(env)).toMatchObject({ events_ingested: 4, duplicates: 3 });
+    await sendServer(env, tokens.collector, [
+      order(old, 'cid@acme.test'),
+      order(fresh, 'dan@acme.test'),
+    ]);
+    await ingestLater();
+    expect(await operatorReadiness(env)).toMatchObject({ events_ingested: 4, duplicates: 5 });
   });
 
   it('knows stored events as duplicates after a restart, and after an erasure removed others', async () => {
