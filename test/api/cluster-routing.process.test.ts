@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '../../src/api/app.js';
 import { forwardedClientValue } from '../../src/api/client-address.js';
+import { startingThroughFailOver } from '../../src/bus/start-retry.js';
 import type { ConfigInput } from '../../src/config.js';
 import { type ClusterView, openClusterView } from '../../src/shards/cluster-view.js';
 import { operatorToken } from '../../src/tenancy/operator.js';
@@ -43,7 +44,12 @@ async function startOwner(
 ): Promise<TestOwner> {
   // With a collector, so a test can put events into this owner's database.
   const env = await openTestEnv({ collector: true, config: { master_key: masterKey, ...config } });
-  const view = await openClusterView(await cluster.connect('owner'), { shard, defaultShard });
+  // As `cds serve` opens it: a watch asked for while the cluster is busy (other files' clusters
+  // share the cores) may time out once, and is asked for again.
+  const bus = await cluster.connect('owner');
+  const view = await startingThroughFailOver('the cluster view', () =>
+    openClusterView(bus, { shard, defaultShard }),
+  );
   const app = buildApp(env.context, { cluster: view, apiDocument: false });
   const url = await app.listen({ port: 0, host: '127.0.0.1' });
   await view.owners.announce(shard, {
