@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
+import type { JetStreamManager } from '@nats-io/jetstream';
 import { afterAll, beforeAll } from 'vitest';
 import type { BusConnection } from '../../src/bus/connect.js';
 import {
@@ -8,6 +9,7 @@ import {
   EVENTS_STREAM,
   eventMessageId,
   eventSubject,
+  tenantFilter,
 } from '../../src/bus/subjects.js';
 import type { Envelope } from '../../src/collector/envelope.js';
 import { landingLineText } from '../../src/collector/envelope.js';
@@ -124,13 +126,31 @@ export async function publishMany(
   return ids;
 }
 
-/** Waits until every message of the tenants' consumers is acked, so committed. */
+/** The stream sequence of the tenant's last message now, or 0 when it has none. */
+async function lastSequenceOf(jsm: JetStreamManager, tenant: string): Promise<number> {
+  const info = await jsm.streams.info(EVENTS_STREAM, { subjects_filter: tenantFilter(tenant) });
+  const lasts = await Promise.all(
+    Object.keys(info.state.subjects ?? {}).map(
+      async (subject) =>
+        (await jsm.streams.getMessage(EVENTS_STREAM, { last_by_subj: subject }))?.seq ?? 0,
+    ),
+  );
+  return Math.max(0, ...lasts);
+}
+
+/**
+ * Waits until the tenants' consumers have acknowledged (so their owner committed) every message
+ * the stream held for them when called. Nothing pending is not enough: a consumer whose leader
+ * is the replica a publish has not reached yet counts that message as neither pending nor
+ * delivered, so the ack floor is compared with the stream's last sequence too.
+ */
 export async function waitDrained(
   admin: BusConnection,
   tenants: readonly string[],
   timeoutMs = 60_000,
 ): Promise<void> {
   const jsm = await admin.manager();
+  const lastSeqs = await Promise.all(tenants.map((tenant) => lastSequenceOf(jsm, tenant)));
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const infos = await Promise.all(
@@ -139,12 +159,18 @@ export async function waitDrained(
       ),
     );
     if (
-      infos.every((info) => info !== null && info.num_pending === 0 && info.num_ack_pending === 0)
+      infos.every(
+        (info, at) =>
+          info !== null &&
+          info.num_pending === 0 &&
+          info.num_ack_pending === 0 &&
+          info.ack_floor.stream_seq >= (lastSeqs[at] ?? 0),
+      )
     )
       return;
     if (Date.now() > deadline)
       throw new Error(
-        `consumers not drained: ${JSON.stringify(infos.map((i) => i && [i.name, i.num_pending, i.num_ack_pending]))}`,
+        `consumers not drained to ${JSON.stringify(lastSeqs)}: ${JSON.stringify(infos.map((i) => i && [i.name, i.num_pending, i.num_ack_pending, i.ack_floor.stream_seq]))}`,
       );
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
