@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, open, writeFile } from 'node:fs/promises';
+import { mkdir, open, readFile, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -24,6 +24,17 @@ export function natsServerPath(): string {
       `nats-server is not installed (looked in ${NATS_SERVER_PATHS.join(', ')}); run scripts/system-packages.sh, or apt-get install nats-server`,
     );
   return found;
+}
+
+/** How many times a cluster starts on new ports when one it chose was taken meanwhile. */
+const PORT_ATTEMPTS = 3;
+
+/** Whether a node's log says it could not listen on a port it was given. */
+async function anyPortTaken(dir: string, nodes: readonly NodeConfig[]): Promise<boolean> {
+  const logs = await Promise.all(
+    nodes.map((node) => readFile(join(dir, `${node.name}.log`), 'utf8').catch(() => '')),
+  );
+  return logs.some((log) => /address already in use/i.test(log));
 }
 
 /** A loopback port nothing listens on now. */
@@ -111,17 +122,21 @@ export interface LocalCluster extends RunningNodes {
  */
 export async function startLocalCluster(dir: string, size = 3): Promise<LocalCluster> {
   await mkdir(dir, { recursive: true });
-  const nodes: NodeConfig[] = [];
-  for (let index = 1; index <= size; index += 1) {
-    nodes.push({
-      name: `n${index}`,
-      host: '127.0.0.1',
-      clientPort: await freePort(),
-      clusterPort: await freePort(),
-      monitorPort: await freePort(),
-      storeDir: join(dir, `n${index}`),
-    });
-  }
+  const nodesOnFreePorts = async () => {
+    const nodes: NodeConfig[] = [];
+    for (let index = 1; index <= size; index += 1) {
+      nodes.push({
+        name: `n${index}`,
+        host: '127.0.0.1',
+        clientPort: await freePort(),
+        clusterPort: await freePort(),
+        monitorPort: await freePort(),
+        storeDir: join(dir, `n${index}`),
+      });
+    }
+    return nodes;
+  };
+  let nodes = await nodesOnFreePorts();
   const secret = () => randomBytes(18).toString('base64url');
   const passwords = { collector: secret(), owner: secret(), admin: secret() };
   const tlsDir = join(dir, 'tls');
@@ -156,14 +171,32 @@ export async function startLocalCluster(dir: string, size = 3): Promise<LocalClu
       mode: 0o600,
     });
   }
-  const rendered = renderClusterConfigs(spec);
+  let rendered = renderClusterConfigs(spec);
   const configs = nodes.map((node) => join(dir, `${node.name}.conf`));
-  await Promise.all(
-    rendered.map(({ config }, index) =>
-      writeFile(configs[index] as string, config, { mode: 0o600 }),
-    ),
-  );
-  const running = await runNodes(dir, nodes, configs);
+  let running: RunningNodes | undefined;
+  for (let attempt = 1; running === undefined; attempt += 1) {
+    await Promise.all(
+      rendered.map(({ config }, index) =>
+        writeFile(configs[index] as string, config, { mode: 0o600 }),
+      ),
+    );
+    try {
+      running = await runNodes(dir, nodes, configs);
+    } catch (error) {
+      // A port found free was taken before its node bound it (another process on this machine
+      // asked for a free port meanwhile): the nodes start again on other ports.
+      if (attempt >= PORT_ATTEMPTS || !(await anyPortTaken(dir, nodes))) throw error;
+      await Promise.all(
+        nodes.flatMap((node) => [
+          rm(node.storeDir, { recursive: true, force: true }),
+          rm(join(dir, `${node.name}.log`), { force: true }),
+        ]),
+      );
+      nodes = await nodesOnFreePorts();
+      spec.nodes = nodes;
+      rendered = renderClusterConfigs(spec);
+    }
+  }
   const servers = rendered.map(({ url }) => url);
   const settings = (role: BusRole): BusSettings => ({
     servers,
