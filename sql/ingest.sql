@@ -263,13 +263,6 @@ SELECT coalesce(to_json(list({
 } ORDER BY set_id)), '[]')::VARCHAR
 FROM ingest_sets ANTI JOIN ingest_settled USING (set_id) ANTI JOIN ingest_fresh USING (set_id);
 
-/* @name ingest_find_known */
--- The stored identifiers this batch names, found in one pass over profile_identifiers.
-CREATE TEMP TABLE ingest_known AS
-SELECT i.tenant_id, i.workspace_id, i.identifier_key, i.profile_id
-FROM profile_identifiers i
-JOIN ingest_id_map m ON m.tenant_id = i.tenant_id AND m.identifier_key = i.identifier_key;
-
 /* @name ingest_settle_sets */
 -- A set whose keys are all stored, with one profile, goes to that profile and changes nothing:
 -- in a stream of returning customers most sets are such, and only the rest is resolved in JS.
@@ -312,7 +305,7 @@ SELECT s.set_id, s.tenant_id, s.workspace_id,
   strftime(s.first_at, '%Y-%m-%dT%H:%M:%S.%gZ') AS first_at
 FROM ingest_sets s ANTI JOIN touching USING (set_id) ANTI JOIN crowded USING (set_id);
 CREATE TEMP TABLE ingest_open_known AS
-SELECT DISTINCT k.tenant_id, k.workspace_id, k.identifier_key, k.profile_id
+SELECT DISTINCT k.tenant_id, k.workspace_id, k.identifier_key, k.profile_id, k.created_at
 FROM ingest_known k
 SEMI JOIN (
   SELECT tenant_id, workspace_id, identifier_key FROM ingest_set_keys
@@ -322,18 +315,10 @@ SEMI JOIN (
 /* @name ingest_known_identifiers */
 -- What the sets left to resolve need: the stored profiles of their keys, as one JSON text.
 SELECT coalesce(to_json(list({
-  tenant_id: k.tenant_id, workspace_id: k.workspace_id, identifier_key: k.identifier_key, profile_id: k.profile_id,
-  created_at: strftime(p.created_at, '%Y-%m-%dT%H:%M:%S.%gZ')
+  tenant_id: tenant_id, workspace_id: workspace_id, identifier_key: identifier_key, profile_id: profile_id,
+  created_at: created_at
 })), '[]')::VARCHAR
-FROM ingest_open_known k
-JOIN profiles p ON p.tenant_id = k.tenant_id AND p.workspace_id = k.workspace_id AND p.profile_id = k.profile_id;
-
-/* @name ingest_profile_type_counts */
-SELECT i.tenant_id, i.workspace_id, i.profile_id, i.identifier_type, count(*) AS n
-FROM profile_identifiers i
-SEMI JOIN (SELECT DISTINCT tenant_id, workspace_id, profile_id FROM ingest_open_known) k
-  USING (tenant_id, workspace_id, profile_id)
-GROUP BY ALL;
+FROM ingest_open_known;
 
 /* @name ingest_set_repeats */
 -- The later events of the sets named, at their places in the batch (counted as set ids are),

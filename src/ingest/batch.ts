@@ -1,6 +1,7 @@
 import { type Context, nowIso } from '../context.js';
 import type { Session } from '../store/session.js';
 import { dedupIndexOf } from './dedup-index.js';
+import { identifierIndexOf } from './identifier-index.js';
 import { announceCommitted } from './live-feed.js';
 import { type IngestedLines, ingestLines } from './pipeline.js';
 import type { IngestSource } from './source.js';
@@ -85,19 +86,25 @@ export async function ingestBatch<Unit>(
   if (prepared === null) return EMPTY_BATCH;
   let committed = false;
   try {
-    const { batch, advances, dedupAdditions } = await context.store.write(
+    const { batch, advances, dedupAdditions, identityAdditions } = await context.store.write(
       async (session) => {
         const now = nowIso(context);
         const ingested = await ingestLines(context, session, prepared.lines, now);
         await prepared.recordDone(ingested.staged, now);
         const batch = batchResult(prepared.files, ingested);
         await closeBatch(session, batch, ingested, now);
-        return { batch, advances: ingested.advances, dedupAdditions: ingested.dedupAdditions };
+        return {
+          batch,
+          advances: ingested.advances,
+          dedupAdditions: ingested.dedupAdditions,
+          identityAdditions: ingested.identityAdditions,
+        };
       },
       { large: true },
     );
     committed = true;
     dedupIndexOf(context.store).committed(dedupAdditions);
+    identifierIndexOf(context.store).committed(identityAdditions);
     announceCommitted(context.store, advances);
     return batch;
   } finally {

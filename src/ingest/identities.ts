@@ -6,6 +6,11 @@ import type { Candidates } from './duplicates.js';
 import { decideFirstSeen, dropErased, type FirstSeen } from './first-seen.js';
 import { collectGarbage } from './garbage.js';
 import {
+  type IdentifierIndex,
+  type IdentityAdditions,
+  identityAdditions,
+} from './identifier-index.js';
+import {
   distinctValues,
   type EventKeys,
   extractIdentifiers,
@@ -152,6 +157,8 @@ export interface ResolvedBatch extends FirstSeen, IdentitySets {
   /** Identifier values dropped (placeholders, unparsable) and profiles merged: counted. */
   dropped: number;
   mergeCount: number;
+  /** What the identifier index gains once the batch commits. */
+  additions: IdentityAdditions;
 }
 
 /**
@@ -165,6 +172,7 @@ export async function resolveAndApply(
   staged: Staged,
   candidates: Candidates,
   keyRing: KeyRing,
+  index: IdentifierIndex,
   now: string,
 ): Promise<ResolvedBatch> {
   const identifiers = await extractIdentifiers(candidates);
@@ -175,9 +183,9 @@ export async function resolveAndApply(
   const firstSeen = await decideFirstSeen(candidates, unerased);
   const identitySets = await groupSets(staged, firstSeen, keys);
 
-  const known = await findKnown(keyMap);
+  const known = await findKnown(keyMap, index);
   const settledSets = await settleSets(identitySets, keyMap, known);
-  const resolved = await resolveInJs(staged, firstSeen, identitySets, settledSets, rules);
+  const resolved = await resolveInJs(staged, firstSeen, identitySets, settledSets, rules, index);
   const withFresh = await resolveFresh(resolved, settledSets);
   const { encrypted, count } = await encryptNewIdentifiers(
     withFresh.newIdentifiers,
@@ -192,6 +200,9 @@ export async function resolveAndApply(
   }
   const resolution = await resolveSettled(withFresh, settledSets, resolved.merges);
   await storeIdentities(withFresh.newProfiles, withFresh.newIdentifiers, encrypted, resolved, now);
+  const additions = await identityAdditions(
+    sessionOf(withFresh.newProfiles, withFresh.newIdentifiers, encrypted, resolved.merges),
+  );
   return {
     ...firstSeen,
     ...identitySets,
@@ -202,5 +213,6 @@ export async function resolveAndApply(
     merges: resolved.merges,
     dropped,
     mergeCount: resolved.counts.merges,
+    additions,
   };
 }

@@ -1,5 +1,6 @@
 import { sessionOf, type TemporaryTable, temporaryTable } from '../store/temporary-table.js';
 import type { FirstSeen } from './first-seen.js';
+import type { IdentifierIndex } from './identifier-index.js';
 import type { EventKeys, KeyMap } from './identifier-keys.js';
 import type { Staged } from './line-source.js';
 
@@ -31,10 +32,10 @@ export async function groupSets(
 /** The stored identifiers the batch names, with their profiles. */
 export type Known = TemporaryTable<'ingest_known'>;
 
-/** Finds the stored profiles of the batch's keys in one pass over `profile_identifiers`. */
-export async function findKnown(keyMap: KeyMap): Promise<Known> {
+/** Finds the stored profiles of the batch's keys in the store's identifier index. */
+export async function findKnown(keyMap: KeyMap, index: IdentifierIndex): Promise<Known> {
   const session = sessionOf(keyMap);
-  await session.run('ingest_find_known');
+  await index.findKnown(session);
   return temporaryTable(session, 'ingest_known');
 }
 

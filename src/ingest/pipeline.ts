@@ -3,6 +3,7 @@ import { applyBatchToMetrics, metricTime } from '../metrics/materialize.js';
 import type { Session } from '../store/session.js';
 import { type DedupAdditions, dedupAdditions, dedupIndexOf } from './dedup-index.js';
 import { markDuplicates } from './duplicates.js';
+import { type IdentityAdditions, identifierIndexOf } from './identifier-index.js';
 import { resolveAndApply } from './identities.js';
 import { countLines, type LineCounts, recordRejections } from './line-outcomes.js';
 import { type LineSource, type Staged, stageLines } from './line-source.js';
@@ -22,6 +23,8 @@ export interface IngestedLines {
   advances: WorkspaceAdvance[];
   /** The stored events' dedup keys: added to the store's dedup index once the batch commits. */
   dedupAdditions: DedupAdditions;
+  /** The stored profiles, identifiers and merges: applied to the identifier index once committed. */
+  identityAdditions: IdentityAdditions;
 }
 
 /**
@@ -38,7 +41,13 @@ export async function ingestLines(
 ): Promise<IngestedLines> {
   const staged = await stageLines(session, source);
   const candidates = await markDuplicates(staged, dedupIndexOf(context.store));
-  const resolved = await resolveAndApply(staged, candidates, context.keyRing, now);
+  const resolved = await resolveAndApply(
+    staged,
+    candidates,
+    context.keyRing,
+    identifierIndexOf(context.store),
+    now,
+  );
   const eventProfiles = await assignProfiles(staged, resolved);
   // The stored tables resolving scanned stay cached beside the batch's temporary tables through
   // storing its events, the peak of a batch: evicted first.
@@ -67,5 +76,6 @@ export async function ingestLines(
     merges: resolved.mergeCount,
     advances,
     dedupAdditions: dedupAdditions(candidates.fingerprints, now, counts.stored),
+    identityAdditions: resolved.additions,
   };
 }

@@ -11,6 +11,7 @@ import type { AppendValue, Session } from '../store/session.js';
 import { sessionOf, type TemporaryTable, temporaryTable } from '../store/temporary-table.js';
 import { traced } from '../trace.js';
 import type { FirstSeen } from './first-seen.js';
+import type { IdentifierIndex } from './identifier-index.js';
 import type { TenantRules } from './identifier-keys.js';
 import type { IdentitySets, SettledSets } from './identity-sets.js';
 import type { Staged } from './line-source.js';
@@ -33,14 +34,6 @@ interface KnownRow {
   identifier_key: string;
   profile_id: string;
   created_at: string;
-}
-
-interface CountRow {
-  tenant_id: string;
-  workspace_id: string;
-  profile_id: string;
-  identifier_type: string;
-  n: number;
 }
 
 const scopeOf = (tenantId: string, workspaceId: string) => `${tenantId}\0${workspaceId}`;
@@ -86,20 +79,19 @@ interface Scope {
 function scopeInput(
   scopeSets: SetRow[],
   inScope: KnownRow[],
-  counts: CountRow[],
+  index: IdentifierIndex,
   rules: TenantRules,
 ): { input: ResolutionInput; typeOfKey: Map<string, string> } {
   const { tenant_id: tenantId, workspace_id: workspaceId } = scopeSets[0] as SetRow;
   const profiles = new Map<string, KnownProfile>();
   for (const row of inScope) {
+    if (profiles.has(row.profile_id)) continue;
     profiles.set(row.profile_id, {
       profileId: row.profile_id,
       createdAt: row.created_at,
-      typeCounts: new Map(),
+      typeCounts: index.typeCounts(tenantId, workspaceId, row.profile_id),
     });
   }
-  for (const row of counts)
-    profiles.get(row.profile_id)?.typeCounts.set(row.identifier_type, row.n);
   const typeOfKey = new Map<string, string>();
   const sets: IdentitySet[] = scopeSets.map((row) => {
     for (const [index, key] of row.keys.entries()) typeOfKey.set(key, row.types[index] as string);
@@ -136,13 +128,13 @@ async function resolveExactly(
   session: Session,
   sets: SetRow[],
   known: Map<string, KnownRow[]>,
-  counts: Map<string, CountRow[]>,
+  index: IdentifierIndex,
   rules: TenantRules,
 ): Promise<Scope[]> {
   const scopes = new Map<string, Scope>();
   const scopeOfSet = new Map<number, string>();
   for (const [scope, scopeSets] of groupByScope(sets)) {
-    const prepared = scopeInput(scopeSets, known.get(scope) ?? [], counts.get(scope) ?? [], rules);
+    const prepared = scopeInput(scopeSets, known.get(scope) ?? [], index, rules);
     for (const set of scopeSets) scopeOfSet.set(set.set_id, scope);
     scopes.set(scope, { ...prepared, resolution: resolveIdentities(prepared.input) });
   }
@@ -255,6 +247,7 @@ export async function resolveInJs(
   identitySets: IdentitySets,
   settledSets: SettledSets,
   rules: TenantRules,
+  index: IdentifierIndex,
 ): Promise<ResolvedInJs> {
   const session = sessionOf(
     staged,
@@ -267,10 +260,9 @@ export async function resolveInJs(
   );
   const sets = await session.json<SetRow[]>('ingest_identity_sets');
   const known = groupByScope(await session.json<KnownRow[]>('ingest_known_identifiers'));
-  const counts = groupByScope(await session.all<CountRow>('ingest_profile_type_counts'));
 
   const outcome = await traced('resolve identities', async () =>
-    outcomeRows(await resolveExactly(session, sets, known, counts, rules)),
+    outcomeRows(await resolveExactly(session, sets, known, index, rules)),
   );
 
   await session.run('ingest_create_outcome_tables');

@@ -1,0 +1,77 @@
+-- The identifier index (src/ingest/identifier-index.ts): every stored identifier key with its
+-- profile, and every profile with its created_at and the profile it was merged into, held in
+-- memory so a batch finds the profiles of its keys, their ages and their identifier counts by
+-- type without reading profiles or profile_identifiers.
+
+/* @name identifier_index_counts */
+-- Cheap (table statistics), and they change with any insert or delete, whoever made it.
+SELECT (SELECT count(*) FROM profiles) AS profiles, (SELECT count(*) FROM profile_identifiers) AS identifiers;
+
+/* @name identifier_index_number */
+-- What a build reads, numbered: workspaces and types by name, profiles in table order (their
+-- number is their row in the index), identifiers with their profile's number.
+CREATE TEMP TABLE identifier_index_scopes AS
+SELECT (row_number() OVER (ORDER BY tenant_id, workspace_id) - 1)::INTEGER AS scope, tenant_id, workspace_id
+FROM (SELECT DISTINCT tenant_id, workspace_id FROM profiles);
+CREATE TEMP TABLE identifier_index_types AS
+SELECT (row_number() OVER (ORDER BY identifier_type) - 1)::INTEGER AS type_no, identifier_type
+FROM (SELECT DISTINCT identifier_type FROM profile_identifiers);
+CREATE TEMP TABLE identifier_index_profiles AS
+SELECT (row_number() OVER () - 1)::INTEGER AS row, s.scope, p.profile_id,
+  epoch_us(p.created_at)::DOUBLE AS created_us, p.merged_into
+FROM profiles p JOIN identifier_index_scopes s USING (tenant_id, workspace_id);
+CREATE TEMP TABLE identifier_index_identifiers AS
+SELECT (row_number() OVER () - 1)::INTEGER AS n, p.row AS profile_row, t.type_no, i.identifier_key
+FROM profile_identifiers i
+JOIN identifier_index_scopes s USING (tenant_id, workspace_id)
+JOIN identifier_index_profiles p ON p.scope = s.scope AND p.profile_id = i.profile_id
+JOIN identifier_index_types t USING (identifier_type);
+
+/* @name identifier_index_scope_names */
+SELECT tenant_id, workspace_id FROM identifier_index_scopes ORDER BY scope;
+
+/* @name identifier_index_type_names */
+SELECT identifier_type FROM identifier_index_types ORDER BY type_no;
+
+/* @name identifier_index_profile_chunk */
+SELECT to_json({
+  ids: coalesce(list(profile_id ORDER BY row), []), scopes: coalesce(list(scope ORDER BY row), []), created: coalesce(list(created_us ORDER BY row), [])
+})::VARCHAR
+FROM identifier_index_profiles WHERE row >= $from AND row < $to;
+
+/* @name identifier_index_merged_into */
+SELECT to_json({merged: coalesce(list(m.row), []), survivors: coalesce(list(s.row), [])})::VARCHAR
+FROM identifier_index_profiles m
+JOIN identifier_index_profiles s ON s.scope = m.scope AND s.profile_id = m.merged_into;
+
+/* @name identifier_index_identifier_chunk */
+SELECT to_json({
+  profiles: coalesce(list(profile_row ORDER BY n), []), types: coalesce(list(type_no ORDER BY n), []), keys: coalesce(list(identifier_key ORDER BY n), [])
+})::VARCHAR
+FROM identifier_index_identifiers WHERE n >= $from AND n < $to;
+
+/* @name identifier_index_drop_numbered */
+DROP TABLE IF EXISTS identifier_index_identifiers; DROP TABLE IF EXISTS identifier_index_profiles;
+DROP TABLE IF EXISTS identifier_index_types; DROP TABLE IF EXISTS identifier_index_scopes;
+
+/* @name identifier_index_batch_keys */
+SELECT DISTINCT tenant_id, identifier_key FROM ingest_id_map;
+
+/* @name identifier_index_create_known */
+-- Filled by the appender from the index: the stored identifiers this batch names, with their
+-- profiles and when each was created (as JavaScript's toISOString writes it).
+CREATE TEMP TABLE ingest_known (
+  tenant_id VARCHAR, workspace_id VARCHAR, identifier_key VARCHAR, profile_id VARCHAR, created_at VARCHAR
+);
+
+/* @name identifier_index_new_profiles */
+SELECT tenant_id, workspace_id, profile_id, epoch_us(created_at::TIMESTAMP)::DOUBLE AS created_us
+FROM ingest_new_profiles;
+
+/* @name identifier_index_new_identifiers */
+-- The rows ingest_insert_identifiers stored, in the same join.
+SELECT n.tenant_id, n.workspace_id, n.identifier_key, n.identifier_type, n.profile_id
+FROM ingest_new_identifiers n JOIN ingest_encrypted s USING (tenant_id, identifier_key);
+
+/* @name identifier_index_merges */
+SELECT tenant_id, workspace_id, merged_profile_id, survivor_profile_id FROM ingest_merges;
