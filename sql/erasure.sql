@@ -62,6 +62,10 @@ WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN 
 DELETE FROM metric_strings
 WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster);
 
+/* @name erasure_drop_last_seen */
+DELETE FROM profile_last_seen
+WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster);
+
 /* @name erasure_drop_vectors */
 DELETE FROM profile_metric_vectors
 WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster);

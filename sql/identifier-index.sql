@@ -55,7 +55,8 @@ DROP TABLE IF EXISTS identifier_index_identifiers; DROP TABLE IF EXISTS identifi
 DROP TABLE IF EXISTS identifier_index_types; DROP TABLE IF EXISTS identifier_index_scopes;
 
 /* @name identifier_index_batch_keys */
-SELECT DISTINCT tenant_id, identifier_key FROM ingest_id_map;
+SELECT coalesce(to_json(list({tenant_id: tenant_id, keys: keys})), '[]')::VARCHAR
+FROM (SELECT tenant_id, list(DISTINCT identifier_key) AS keys FROM ingest_id_map GROUP BY tenant_id);
 
 /* @name identifier_index_create_known */
 -- Filled by the appender from the index: the stored identifiers this batch names, with their
@@ -65,13 +66,30 @@ CREATE TEMP TABLE ingest_known (
 );
 
 /* @name identifier_index_new_profiles */
-SELECT tenant_id, workspace_id, profile_id, epoch_us(created_at::TIMESTAMP)::DOUBLE AS created_us
-FROM ingest_new_profiles;
+-- What a batch stored, per workspace, as one JSON text each (src/ingest/identifier-index.ts).
+SELECT coalesce(to_json(list({tenant_id: tenant_id, workspace_id: workspace_id, ids: ids, created: created})), '[]')::VARCHAR
+FROM (
+  SELECT tenant_id, workspace_id, list(profile_id) AS ids, list(epoch_us(created_at::TIMESTAMP)::DOUBLE) AS created
+  FROM ingest_new_profiles GROUP BY ALL
+);
 
 /* @name identifier_index_new_identifiers */
 -- The rows ingest_insert_identifiers stored, in the same join.
-SELECT n.tenant_id, n.workspace_id, n.identifier_key, n.identifier_type, n.profile_id
-FROM ingest_new_identifiers n JOIN ingest_encrypted s USING (tenant_id, identifier_key);
+SELECT coalesce(to_json(list({
+  tenant_id: tenant_id, workspace_id: workspace_id, keys: keys, types: types, profiles: profiles
+})), '[]')::VARCHAR
+FROM (
+  SELECT n.tenant_id, n.workspace_id, list(n.identifier_key) AS keys, list(n.identifier_type) AS types,
+    list(n.profile_id) AS profiles
+  FROM ingest_new_identifiers n JOIN ingest_encrypted s USING (tenant_id, identifier_key)
+  GROUP BY ALL
+);
 
 /* @name identifier_index_merges */
-SELECT tenant_id, workspace_id, merged_profile_id, survivor_profile_id FROM ingest_merges;
+SELECT coalesce(to_json(list({
+  tenant_id: tenant_id, workspace_id: workspace_id, merged: merged, survivors: survivors
+})), '[]')::VARCHAR
+FROM (
+  SELECT tenant_id, workspace_id, list(merged_profile_id) AS merged, list(survivor_profile_id) AS survivors
+  FROM ingest_merges GROUP BY ALL
+);

@@ -408,6 +408,15 @@ FROM (
 ) x
 WHERE p.tenant_id = x.tenant_id AND p.workspace_id = x.workspace_id AND p.profile_id = x.survivor_profile_id;
 
+/* @name ingest_apply_merges_to_last_seen */
+-- A merged profile's appended last seen counts for its survivor (readers take the greatest).
+INSERT INTO profile_last_seen
+SELECT m.tenant_id, m.workspace_id, m.survivor_profile_id, max(l.last_seen_at)
+FROM ingest_merges m
+JOIN profile_last_seen l
+  ON l.tenant_id = m.tenant_id AND l.workspace_id = m.workspace_id AND l.profile_id = m.merged_profile_id
+GROUP BY ALL;
+
 /* @name ingest_apply_merges_to_profiles */
 UPDATE profiles p SET merged_into = m.survivor_profile_id
 FROM ingest_merges m
@@ -488,13 +497,11 @@ FROM ingest_accepted a JOIN ingest_event_profiles p USING (seq) JOIN ingest_even
 CROSS JOIN ingest_key_lists l;
 
 /* @name ingest_touch_profiles */
-UPDATE profiles p SET last_seen_at = greatest(p.last_seen_at, x.last_at)
-FROM (
-  SELECT a.tenant_id, a.workspace_id, e.profile_id, max(a.occured_at) AS last_at
-  FROM ingest_accepted a JOIN ingest_event_profiles e USING (seq)
-  GROUP BY ALL
-) x
-WHERE p.tenant_id = x.tenant_id AND p.workspace_id = x.workspace_id AND p.profile_id = x.profile_id;
+-- Appended, never updated in place (migration 019): readers take the greatest.
+INSERT INTO profile_last_seen
+SELECT a.tenant_id, a.workspace_id, e.profile_id, max(a.occured_at)
+FROM ingest_accepted a JOIN ingest_event_profiles e USING (seq)
+GROUP BY ALL;
 
 /* @name ingest_record_rejections */
 INSERT INTO rejected_events

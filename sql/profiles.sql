@@ -3,8 +3,15 @@ SELECT profile_id FROM profile_identifiers
 WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND identifier_key = $identifier_key;
 
 /* @name get_profile */
-SELECT profile_id, created_at, last_seen_at, merged_into FROM profiles
-WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id = $profile_id;
+-- Last seen: the greatest of the row's and those ingest appended since the last compaction.
+SELECT p.profile_id, p.created_at,
+  greatest(p.last_seen_at, (
+    SELECT max(l.last_seen_at) FROM profile_last_seen l
+    WHERE l.tenant_id = $tenant_id AND l.workspace_id = $workspace_id AND l.profile_id = $profile_id
+  )) AS last_seen_at,
+  p.merged_into
+FROM profiles p
+WHERE p.tenant_id = $tenant_id AND p.workspace_id = $workspace_id AND p.profile_id = $profile_id;
 
 /* @name identifiers_of_profile */
 SELECT i.identifier_type AS type, coalesce(t.tier, 'weak') AS tier, i.ciphertext, i.masked_value, i.identifier_key AS key
@@ -59,7 +66,9 @@ WITH page AS (
   ORDER BY p.profile_id
   LIMIT $limit
 )
-SELECT page.profile_id, page.last_seen_at,
+SELECT page.profile_id,
+  greatest(page.last_seen_at, (SELECT max(l.last_seen_at) FROM profile_last_seen l
+   WHERE l.tenant_id = $tenant_id AND l.workspace_id = $workspace_id AND l.profile_id = page.profile_id)) AS last_seen_at,
   (SELECT arg_min(i.ciphertext, i.first_seen_at) FROM profile_identifiers i
    WHERE i.tenant_id = $tenant_id AND i.workspace_id = $workspace_id AND i.profile_id = page.profile_id AND i.identifier_type = 'email') AS email_ciphertext,
   (SELECT arg_min(i.masked_value, i.first_seen_at) FROM profile_identifiers i
@@ -75,3 +84,17 @@ SELECT page.profile_id, page.last_seen_at,
    WHERE s.tenant_id = $tenant_id AND s.workspace_id = $workspace_id AND s.profile_id = page.profile_id) AS segment_ids
 FROM page
 ORDER BY page.profile_id;
+
+/* @name last_seen_pending */
+-- Cheap (table statistics).
+SELECT (SELECT count(*) FROM profile_last_seen) AS pending, (SELECT count(*) FROM profiles) AS profiles;
+
+/* @name last_seen_compact */
+-- Folds what ingest appended into profiles.last_seen_at, in one pass, and starts the appends anew.
+UPDATE profiles p SET last_seen_at = greatest(p.last_seen_at, l.last_seen_at)
+FROM (
+  SELECT tenant_id, workspace_id, profile_id, max(last_seen_at) AS last_seen_at
+  FROM profile_last_seen GROUP BY ALL
+) l
+WHERE p.tenant_id = l.tenant_id AND p.workspace_id = l.workspace_id AND p.profile_id = l.profile_id;
+DELETE FROM profile_last_seen;

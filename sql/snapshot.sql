@@ -5,10 +5,15 @@
 
 /* @name analyst_views_create */
 CREATE OR REPLACE TEMP VIEW analyst_profiles AS
-SELECT tenant_id, workspace_id, profile_id,
-  timezone('UTC', created_at) AS created_at, timezone('UTC', last_seen_at) AS last_seen_at,
-  merged_into
-FROM profiles;
+SELECT p.tenant_id, p.workspace_id, p.profile_id,
+  timezone('UTC', p.created_at) AS created_at,
+  timezone('UTC', greatest(p.last_seen_at, l.last_seen_at)) AS last_seen_at,
+  p.merged_into
+FROM profiles p
+LEFT JOIN (
+  SELECT tenant_id, workspace_id, profile_id, max(last_seen_at) AS last_seen_at
+  FROM profile_last_seen GROUP BY ALL
+) l USING (tenant_id, workspace_id, profile_id);
 CREATE OR REPLACE TEMP VIEW analyst_profile_metrics AS
 SELECT tenant_id, workspace_id, profile_id, metric_name, number_value, string_value, list_value,
   timezone('UTC', updated_at) AS updated_at

@@ -1,4 +1,5 @@
 import { type Context, nowIso } from '../context.js';
+import { compactLastSeen } from '../identity/last-seen.js';
 import {
   backfillDefinitions,
   decayWindows,
@@ -40,12 +41,14 @@ export async function evaluateAfterMetricStep(
 /**
  * The work the ingest loop does besides batches, each part in its own transaction: backfill new
  * metric definitions, let windowed values decay when a day begins, and evaluate segments created
- * or activated since the last pass, and keep the live view's lines to their window. An erasure whose file rewrite failed is purged here too, once
+ * or activated since the last pass, keep the live view's lines to their window, and fold the
+ * appended last-seen rows into profiles when they are many. An erasure whose file rewrite failed is purged here too, once
  * its pause is over, so a running server does not wait for a restart to purge it.
  */
 export async function runUpkeep(context: Context): Promise<void> {
   await resumePurges(context);
   await pruneRecentEvents(context);
+  await compactLastSeen(context);
   const time = metricTime(nowIso(context));
   const due = await context.store.read(async (session) => ({
     backfill: await hasPendingBackfill(session),

@@ -103,29 +103,6 @@ export class Session {
     });
   }
 
-  /**
-   * For results too large to hold as rows or JSON whose columns are not all numbers: reads the
-   * statement chunk by chunk as it streams, `each` taking one chunk's columns as DuckDB values
-   * (VARCHAR as string, INTEGER and DOUBLE as number, BIGINT as bigint, NULL as null).
-   */
-  async scanColumns(
-    name: string,
-    params: Params | undefined,
-    each: (columns: DuckDBValue[][], rows: number) => void,
-  ): Promise<void> {
-    await traced(name, async () => {
-      const result = await this.connection.stream(sql(name), params).catch((error) => {
-        throw translated(error);
-      });
-      for (;;) {
-        const chunk = await result.fetchChunk();
-        const rows = chunk?.rowCount ?? 0;
-        if (!chunk || rows === 0) return;
-        each(chunk.getColumns(), rows);
-      }
-    });
-  }
-
   async runText(text: string, params?: Params): Promise<number> {
     try {
       const result = await this.connection.run(text, params);

@@ -340,11 +340,17 @@ interface Row {
 async function observe(env: TestEnv, tokens: Tokens) {
   const tables = await env.context.store.read(async (session) => ({
     // A merged-away profile's last_seen_at is left as it was in the batch of its merge, which
-    // depends on the cut, and nothing reads it (its id answers the survivor's view).
+    // depends on the cut, and nothing reads it (its id answers the survivor's view). A live
+    // profile's is the greatest of its row and the rows ingest appended (migration 019).
     profiles: await session.allText(
-      `SELECT profile_id, ${ISO('created_at')} AS created_at,
-         CASE WHEN merged_into IS NULL THEN ${ISO('last_seen_at')} END AS last_seen_at, merged_into
-       FROM profiles ORDER BY profile_id`,
+      `SELECT p.profile_id, ${ISO('p.created_at')} AS created_at,
+         CASE WHEN p.merged_into IS NULL THEN ${ISO('greatest(p.last_seen_at, l.last_seen_at)')} END
+           AS last_seen_at,
+         p.merged_into
+       FROM profiles p
+       LEFT JOIN (SELECT profile_id, max(last_seen_at) AS last_seen_at FROM profile_last_seen GROUP BY ALL) l
+         USING (profile_id)
+       ORDER BY p.profile_id`,
     ),
     identifiers: await session.allText(
       `SELECT identifier_key, identifier_type, profile_id, ${ISO('first_seen_at')} AS first_seen_at
