@@ -397,39 +397,37 @@ FROM ingest_new_identifiers n JOIN ingest_encrypted s USING (tenant_id, identifi
 INSERT INTO profile_merges
 SELECT tenant_id, workspace_id, merged_profile_id, survivor_profile_id, event_id, $now::TIMESTAMP FROM ingest_merges;
 
-/* @name ingest_apply_merges_to_created_at */
--- The survivor is the oldest profile, but keeps the earliest first-seen of the cluster either way.
-UPDATE profiles p SET created_at = least(p.created_at, x.created_at), last_seen_at = greatest(p.last_seen_at, x.last_seen_at)
-FROM (
-  SELECT m.tenant_id, m.workspace_id, m.survivor_profile_id, min(q.created_at) AS created_at, max(q.last_seen_at) AS last_seen_at
-  FROM ingest_merges m JOIN profiles q
-    ON q.tenant_id = m.tenant_id AND q.workspace_id = m.workspace_id AND q.profile_id = m.merged_profile_id
-  GROUP BY ALL
-) x
-WHERE p.tenant_id = x.tenant_id AND p.workspace_id = x.workspace_id AND p.profile_id = x.survivor_profile_id;
-
 /* @name ingest_apply_merges_to_last_seen */
--- A merged profile's appended last seen counts for its survivor (readers take the greatest).
+-- A merged profile's last seen counts for its survivor: its row's and what was appended for it,
+-- appended for the survivor (readers take the greatest; nothing of the survivor's row is
+-- rewritten). Its created_at needs nothing: the survivor is the oldest of the cluster
+-- (src/identity/resolve.ts orders by created_at, which ingest stores to the millisecond, as
+-- resolution compares it).
 INSERT INTO profile_last_seen
-SELECT m.tenant_id, m.workspace_id, m.survivor_profile_id, max(l.last_seen_at)
-FROM ingest_merges m
-JOIN profile_last_seen l
-  ON l.tenant_id = m.tenant_id AND l.workspace_id = m.workspace_id AND l.profile_id = m.merged_profile_id
+SELECT tenant_id, workspace_id, survivor_profile_id, max(last_seen_at)
+FROM (
+  SELECT m.tenant_id, m.workspace_id, m.survivor_profile_id, q.last_seen_at
+  FROM ingest_merges m
+  JOIN profiles q
+    ON q.tenant_id = m.tenant_id AND q.workspace_id = m.workspace_id AND q.profile_id = m.merged_profile_id
+  UNION ALL
+  SELECT m.tenant_id, m.workspace_id, m.survivor_profile_id, l.last_seen_at
+  FROM ingest_merges m
+  JOIN profile_last_seen l
+    ON l.tenant_id = m.tenant_id AND l.workspace_id = m.workspace_id AND l.profile_id = m.merged_profile_id
+)
 GROUP BY ALL;
 
 /* @name ingest_apply_merges_to_profiles */
+-- The merged profile, and the profiles merged into it before, now point at the survivor, in one
+-- pass: a live profile's own id stands for its merged_into. The merges recorded with it as
+-- survivor follow, so a survivor's history lists every merge of its cluster, as when both merges
+-- come in one batch (before, a merge of an earlier batch stayed with the profile merged away
+-- later, and the survivor's history depended on the cut).
 UPDATE profiles p SET merged_into = m.survivor_profile_id
 FROM ingest_merges m
-WHERE p.tenant_id = m.tenant_id AND p.workspace_id = m.workspace_id AND p.profile_id = m.merged_profile_id;
-
-/* @name ingest_apply_merges_to_earlier_merges */
--- Profiles merged earlier into a profile merged now follow it to the new survivor, and so do the
--- merges recorded with it as survivor: a survivor's history lists every merge of its cluster,
--- as when both merges come in one batch (before, a merge of an earlier batch stayed with the
--- profile merged away later, and the survivor's history depended on the cut).
-UPDATE profiles p SET merged_into = m.survivor_profile_id
-FROM ingest_merges m
-WHERE p.tenant_id = m.tenant_id AND p.workspace_id = m.workspace_id AND p.merged_into = m.merged_profile_id;
+WHERE p.tenant_id = m.tenant_id AND p.workspace_id = m.workspace_id
+  AND coalesce(p.merged_into, p.profile_id) = m.merged_profile_id;
 UPDATE profile_merges r SET survivor_profile_id = m.survivor_profile_id
 FROM ingest_merges m
 WHERE r.tenant_id = m.tenant_id AND r.workspace_id = m.workspace_id AND r.survivor_profile_id = m.merged_profile_id;
