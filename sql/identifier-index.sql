@@ -7,6 +7,15 @@
 -- Cheap (table statistics), and they change with any insert or delete, whoever made it.
 SELECT (SELECT count(*) FROM profiles) AS profiles, (SELECT count(*) FROM profile_identifiers) AS identifiers;
 
+/* @name identifier_index_checksum */
+-- What a saved index is checked against (src/store/index-files.ts): the counts, and the sums of
+-- the rows' hashes, which any change of a row moves.
+SELECT (SELECT count(*) FROM profiles) AS profiles, (SELECT count(*) FROM profile_identifiers) AS identifiers,
+  (SELECT coalesce(sum(hash(tenant_id, workspace_id, profile_id, created_at, merged_into)), 0) FROM profiles)::VARCHAR
+    AS profiles_sum,
+  (SELECT coalesce(sum(hash(tenant_id, workspace_id, identifier_key, identifier_type, profile_id)), 0)
+   FROM profile_identifiers)::VARCHAR AS identifiers_sum;
+
 /* @name identifier_index_number */
 -- What a build reads, numbered: workspaces and types by name, profiles in table order (their
 -- number is their row in the index), identifiers with their profile's number.

@@ -1,6 +1,7 @@
 import { sealOrphans } from '../collector/landing-writer.js';
 import { StoreLockedError } from '../errors.js';
 import type { BatchResult } from '../ingest/batch.js';
+import { saveIdentifierIndex } from '../ingest/identifier-index.js';
 import { listSealedFiles } from '../ingest/landing-files.js';
 import { LandingLoop } from '../ingest/landing-loop.js';
 import { componentLog } from '../telemetry/log.js';
@@ -92,12 +93,14 @@ export async function runIngest(globals: GlobalOptions, watch: boolean): Promise
       close: async () => {
         await loop.stop();
         await sender?.stop();
+        await saveIdentifierIndex(context.store);
         await context.store.close();
       },
     });
   } else {
     try {
       await loop.drain();
+      await saveIdentifierIndex(context.store);
     } catch (error) {
       progress.stop();
       throw error;

@@ -1,6 +1,16 @@
 import type { Store } from '../store/database.js';
+import {
+  readSavedIndex,
+  type Section,
+  type Sections,
+  savedIndexPath,
+  writeSavedIndex,
+} from '../store/index-files.js';
 import type { AppendValue, Session } from '../store/session.js';
 import { traced } from '../trace.js';
+
+/** An index whose contents no longer follow the tables: built again at the next batch. */
+class IndexOutOfStep extends Error {}
 
 /** Tables start this large and double; a hash table is never fuller than MAX_LOAD. */
 const FIRST_CAPACITY = 1 << 12;
@@ -16,6 +26,46 @@ const KEY_BYTES = 32;
 const KEY_WORDS = 4;
 const KEY_TEXT_LENGTH = 43;
 const NONE = -1;
+
+/** What the tables held when an index was saved: their counts and a sum of their rows' hashes. */
+interface TableChecksum {
+  profiles: number;
+  identifiers: number;
+  profiles_sum: string;
+  identifiers_sum: string;
+}
+
+/** What a saved index holds besides its arrays. */
+interface SavedHeader {
+  checksum: TableChecksum;
+  scopes: [string, string][];
+  types: string[];
+  profileIds: string[];
+  identifiers: number;
+}
+
+/** What a saved index holds, as `IdentifierContents.saved` gives it. */
+type SavedContents = Omit<SavedHeader, 'checksum'> & { sections: Sections };
+
+/**
+ * A saved section of `rows` rows of `width` values as an array of its own, with room to grow as
+ * a built one has (slots, `rows` absent, as saved); a wrong one is out of step.
+ */
+function section<T extends Section>(
+  sections: Sections,
+  name: string,
+  type: new (length: number) => T,
+  rows?: number,
+  width = 1,
+): T {
+  const saved = sections[name];
+  if (!(saved instanceof type) || (rows !== undefined && saved.length !== rows * width))
+    throw new IndexOutOfStep(`saved section ${name}`);
+  if (rows === undefined) return saved as T;
+  const room = new type(Math.max(FIRST_CAPACITY, Math.ceil(rows * ROOM)) * width);
+  room.set(saved as never);
+  return room;
+}
 
 function capacityFor(expected: number): number {
   let capacity = FIRST_CAPACITY;
@@ -107,6 +157,33 @@ class ProfileTable {
     this.lastIdentifier = new Int32Array(rows);
   }
 
+  /** What a saved index holds of it (`identifier-index-file.ts`). */
+  sections(): Sections {
+    const rows = this.size;
+    return {
+      profileScopes: this.scopes.subarray(0, rows),
+      profileCreatedUs: this.createdUs.subarray(0, rows),
+      profileMergedInto: this.mergedInto.subarray(0, rows),
+      profileFirstIdentifier: this.firstIdentifier.subarray(0, rows),
+      profileLastIdentifier: this.lastIdentifier.subarray(0, rows),
+      profileSlots: this.slots,
+    };
+  }
+
+  /** The table as saved, with its ids. */
+  static restored(ids: string[], sections: Sections): ProfileTable {
+    const table = new ProfileTable(0);
+    table.ids = ids;
+    table.size = ids.length;
+    table.scopes = section(sections, 'profileScopes', Int32Array, ids.length);
+    table.createdUs = section(sections, 'profileCreatedUs', Float64Array, ids.length);
+    table.mergedInto = section(sections, 'profileMergedInto', Int32Array, ids.length);
+    table.firstIdentifier = section(sections, 'profileFirstIdentifier', Int32Array, ids.length);
+    table.lastIdentifier = section(sections, 'profileLastIdentifier', Int32Array, ids.length);
+    table.slots = section(sections, 'profileSlots', Int32Array);
+    return table;
+  }
+
   find(scope: number, profileId: string): number {
     const mask = this.slots.length - 1;
     for (let slot = profileHash(scope, profileId) & mask; ; slot = (slot + 1) & mask) {
@@ -190,6 +267,31 @@ class IdentifierTable {
     this.types = new Uint16Array(rows);
     this.profiles = new Int32Array(rows);
     this.next = new Int32Array(rows);
+  }
+
+  /** What a saved index holds of it (`identifier-index-file.ts`). */
+  sections(): Sections {
+    const rows = this.size;
+    return {
+      identifierWords: this.words.subarray(0, rows * KEY_WORDS),
+      identifierScopes: this.scopes.subarray(0, rows),
+      identifierTypes: this.types.subarray(0, rows),
+      identifierProfiles: this.profiles.subarray(0, rows),
+      identifierNext: this.next.subarray(0, rows),
+      identifierSlots: this.slots,
+    };
+  }
+
+  static restored(rows: number, sections: Sections): IdentifierTable {
+    const table = new IdentifierTable(0);
+    table.size = rows;
+    table.words = section(sections, 'identifierWords', Uint32Array, rows, KEY_WORDS);
+    table.scopes = section(sections, 'identifierScopes', Int32Array, rows);
+    table.types = section(sections, 'identifierTypes', Uint16Array, rows);
+    table.profiles = section(sections, 'identifierProfiles', Int32Array, rows);
+    table.next = section(sections, 'identifierNext', Int32Array, rows);
+    table.slots = section(sections, 'identifierSlots', Int32Array);
+    return table;
   }
 
   /** Each row holding this key (one per workspace of its tenant that stored it). */
@@ -279,9 +381,6 @@ export async function identityAdditions(session: Session): Promise<IdentityAddit
   };
 }
 
-/** An index whose contents no longer follow the tables: built again at the next batch. */
-class IndexOutOfStep extends Error {}
-
 const isoFromMicros = (micros: number) => new Date(Math.floor(micros / 1000)).toISOString();
 
 /** The index's contents, built from the tables or followed from commits. */
@@ -292,9 +391,37 @@ class IdentifierContents {
   private readonly scratch = Buffer.alloc(KEY_BYTES + 3);
   private readonly key = new Uint32Array(KEY_WORDS);
 
-  constructor(profiles: number, identifiers: number) {
-    this.profiles = new ProfileTable(profiles);
-    this.identifiers = new IdentifierTable(identifiers);
+  constructor(profiles: ProfileTable, identifiers: IdentifierTable) {
+    this.profiles = profiles;
+    this.identifiers = identifiers;
+  }
+
+  static sized(profiles: number, identifiers: number): IdentifierContents {
+    return new IdentifierContents(new ProfileTable(profiles), new IdentifierTable(identifiers));
+  }
+
+  /** What a saved index holds: its names, profile ids and tables. */
+  saved(): SavedContents {
+    return {
+      scopes: this.names.tenantOfScope.map((tenantId, scope) => [
+        tenantId,
+        this.names.workspaceOfScope[scope] as string,
+      ]),
+      types: [...this.names.types],
+      profileIds: this.profiles.ids,
+      identifiers: this.identifiers.size,
+      sections: { ...this.profiles.sections(), ...this.identifiers.sections() },
+    };
+  }
+
+  static restored(saved: SavedContents): IdentifierContents {
+    const contents = new IdentifierContents(
+      ProfileTable.restored(saved.profileIds, saved.sections),
+      IdentifierTable.restored(saved.identifiers, saved.sections),
+    );
+    for (const [tenantId, workspaceId] of saved.scopes) contents.names.scope(tenantId, workspaceId);
+    for (const type of saved.types) contents.names.type(type);
+    return contents;
   }
 
   /** Adds a profile; one there already is out of step after a commit, and kept once in a build. */
@@ -420,6 +547,13 @@ class IdentifierContents {
 export class IdentifierIndex {
   private contents: IdentifierContents | null = null;
   private counted = { profiles: NONE, identifiers: NONE };
+  /** The saved index is read once, for the process's first batch: later builds follow changes. */
+  private savedRead = false;
+  /** Where the contents came from when last made: for the log and tests. */
+  source: 'saved' | 'tables' | null = null;
+
+  /** `savedPath`: where the index is saved between processes (null: never). */
+  constructor(private readonly savedPath: string | null) {}
 
   /** Makes `ingest_known`: the stored identifiers among the batch's keys, with their profiles. */
   async findKnown(session: Session): Promise<void> {
@@ -503,12 +637,57 @@ export class IdentifierIndex {
     )
       return this.contents;
     this.contents = null;
-    const contents = await traced('identifier index build', () =>
-      this.build(session, profiles, identifiers),
-    );
+    const saved = await this.restored(session);
+    const contents =
+      saved ??
+      (await traced('identifier index build', () => this.build(session, profiles, identifiers)));
+    this.source = saved ? 'saved' : 'tables';
     this.contents = contents;
     this.counted = { profiles, identifiers };
     return contents;
+  }
+
+  /**
+   * The index saved by the last process over this store, if the tables still hold exactly what
+   * it was saved from: their counts and the sums of their rows' hashes are compared (a few
+   * hundred ms at 10M events, against seconds to build).
+   */
+  private async restored(session: Session): Promise<IdentifierContents | null> {
+    if (this.savedRead || this.savedPath === null) return null;
+    this.savedRead = true;
+    const path = this.savedPath;
+    return traced('identifier index load', async () => {
+      const saved = await readSavedIndex(path);
+      if (saved === null) return null;
+      const header = saved.header as SavedHeader;
+      const now = await session.one<TableChecksum>('identifier_index_checksum');
+      if (!now || !sameChecksum(header.checksum, now)) return null;
+      try {
+        return IdentifierContents.restored({ ...header, sections: saved.sections });
+      } catch (error) {
+        if (error instanceof IndexOutOfStep) return null;
+        throw error;
+      }
+    });
+  }
+
+  /**
+   * Saves the index beside the database for the next process, when it follows the tables as they
+   * are: once no batch runs (a loop stopped, a one-shot ingest done).
+   */
+  async save(session: Session): Promise<void> {
+    if (this.contents === null || this.savedPath === null) return;
+    const checksum = await session.one<TableChecksum>('identifier_index_checksum');
+    if (
+      !checksum ||
+      Number(checksum.profiles) !== this.counted.profiles ||
+      Number(checksum.identifiers) !== this.counted.identifiers
+    )
+      return;
+    const { sections, ...rest } = this.contents.saved();
+    await traced('identifier index save', () =>
+      writeSavedIndex(this.savedPath as string, { header: { ...rest, checksum }, sections }),
+    );
   }
 
   /**
@@ -520,7 +699,7 @@ export class IdentifierIndex {
     profileCount: number,
     identifierCount: number,
   ): Promise<IdentifierContents> {
-    const contents = new IdentifierContents(profileCount, identifierCount);
+    const contents = IdentifierContents.sized(profileCount, identifierCount);
     await session.run('identifier_index_number');
     try {
       for (const { tenant_id, workspace_id } of await session.all<{
@@ -599,8 +778,22 @@ const indexes = new WeakMap<Store, IdentifierIndex>();
 export function identifierIndexOf(store: Store): IdentifierIndex {
   let index = indexes.get(store);
   if (!index) {
-    index = new IdentifierIndex();
+    index = new IdentifierIndex(savedIndexPath(store, 'identifier'));
     indexes.set(store, index);
   }
   return index;
+}
+
+function sameChecksum(saved: TableChecksum, now: TableChecksum): boolean {
+  return (
+    Number(saved.profiles) === Number(now.profiles) &&
+    Number(saved.identifiers) === Number(now.identifiers) &&
+    String(saved.profiles_sum) === String(now.profiles_sum) &&
+    String(saved.identifiers_sum) === String(now.identifiers_sum)
+  );
+}
+
+/** Saves the store's identifier index for the next process (see `IdentifierIndex.save`). */
+export async function saveIdentifierIndex(store: Store): Promise<void> {
+  await store.read((session) => identifierIndexOf(store).save(session));
 }

@@ -6,6 +6,7 @@ import { type Context, nowIso } from '../context.js';
 import { NotFoundError } from '../errors.js';
 import { scrubErasedFromQuarantine } from '../quarantine/quarantine.js';
 import type { Store } from '../store/database.js';
+import { removeSavedIndexes } from '../store/index-files.js';
 import type { Session } from '../store/session.js';
 import { DATA_DIR_SNAPSHOT, rewriteExistingSnapshot } from '../store/snapshot.js';
 import { componentLog } from '../telemetry/log.js';
@@ -121,6 +122,9 @@ export async function eraseProfile(
   };
   if (request.dryRun) return context.store.read(work);
   const result = await context.store.writeReplayable(work);
+  // A saved index holds the erased person's pseudonymous keys and ids: the next process builds
+  // its indexes from the tables.
+  await removeSavedIndexes(context.store);
   requestPurge(context, 'coalesced');
   await scrubErasedFromQuarantine(context, request.tenantId, request.workspaceId);
   return result;

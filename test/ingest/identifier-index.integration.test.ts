@@ -1,4 +1,7 @@
+import { copyFileSync, existsSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { identifierIndexOf, saveIdentifierIndex } from '../../src/ingest/identifier-index.js';
+import { savedIndexPath } from '../../src/store/index-files.js';
 import { openTestEnvIn, type TestEnv } from '../helpers/context.js';
 import { envelope, sendServer } from '../helpers/events.js';
 import { openSeededEnv } from '../helpers/seeded.js';
@@ -109,5 +112,45 @@ describe('identifier index', () => {
     expect(await rows<{ profiles: number }>('SELECT count(*) AS profiles FROM profiles')).toEqual([
       { profiles: 2 },
     ]);
+  });
+
+  it('is saved for the next process, which takes it only while the tables are what it was saved from', async () => {
+    await ingest(visit('c1', 'a1@shop.test'), visit('c2', 'a2@shop.test'));
+    await ingest(envelope({ anon: 'c1', identifiers: { email: 'a2@shop.test' } }));
+    await saveIdentifierIndex(env.context.store);
+    const path = savedIndexPath(env.context.store, 'identifier') as string;
+    expect(existsSync(path)).toBe(true);
+    copyFileSync(path, `${path}.then`);
+
+    // Taken as saved: the merged cluster's two emails still limit it.
+    await env.close({ keepDir: true });
+    env = await openTestEnvIn(env.dir, { collector: true });
+    await ingest(visit('c2', 'a3@shop.test'));
+    expect(identifierIndexOf(env.context.store).source).toBe('saved');
+    expect(await emailsOfLiveProfiles()).toEqual([{ emails: 2 }]);
+    expect(await conflicts()).toBe(1);
+    await ingest(visit('c9', 'b1@shop.test'));
+    await saveIdentifierIndex(env.context.store);
+
+    // A saved index the tables have moved past (b1's profile came after it) is not taken.
+    await env.close({ keepDir: true });
+    copyFileSync(`${path}.then`, path);
+    env = await openTestEnvIn(env.dir, { collector: true });
+    await ingest(visit('c9', 'b1@shop.test'), visit('c1', 'a4@shop.test'));
+    expect(identifierIndexOf(env.context.store).source).toBe('tables');
+    expect(await emailsOfLiveProfiles()).toEqual([{ emails: 1 }, { emails: 2 }]);
+    expect(await conflicts()).toBe(2);
+
+    // An erasure removes it: it holds the erased person's keys and ids.
+    await saveIdentifierIndex(env.context.store);
+    expect(existsSync(path)).toBe(true);
+    const erased = await call(
+      env.app,
+      tokens.tenant,
+      'DELETE',
+      `/v1/tenants/acme/workspaces/eu/profiles/${await profileOf('b1@shop.test')}`,
+    );
+    expect(erased.statusCode, erased.body).toBeLessThan(300);
+    expect(existsSync(path)).toBe(false);
   });
 });
