@@ -8,6 +8,11 @@
 -- Cheap (table statistics), and it changes with any insert or delete, whoever made it.
 SELECT count(*) AS events FROM events;
 
+/* @name dedup_index_checksum */
+-- What a saved dedup index is checked against (src/store/index-files.ts): the count, and the sum
+-- of the rows' hashes of what the index follows, which any change of a row moves.
+SELECT count(*) AS events, coalesce(sum(hash(dedup_hash, ingested_at)), 0)::VARCHAR AS events_sum FROM events;
+
 /* @name dedup_index_scan */
 SELECT (dedup_hash & 4294967295::UHUGEINT)::UINTEGER AS fingerprint, (epoch_ms(ingested_at) // 1000)::UINTEGER AS second FROM events;
 

@@ -1,9 +1,9 @@
 import { sealOrphans } from '../collector/landing-writer.js';
 import { StoreLockedError } from '../errors.js';
 import type { BatchResult } from '../ingest/batch.js';
-import { saveIdentifierIndex } from '../ingest/identifier-index.js';
 import { listSealedFiles } from '../ingest/landing-files.js';
 import { LandingLoop } from '../ingest/landing-loop.js';
+import { saveIndexes } from '../ingest/saved-indexes.js';
 import { componentLog } from '../telemetry/log.js';
 import { configuredSender } from '../webhooks/sender.js';
 import type { GlobalOptions } from './admin-request.js';
@@ -93,14 +93,14 @@ export async function runIngest(globals: GlobalOptions, watch: boolean): Promise
       close: async () => {
         await loop.stop();
         await sender?.stop();
-        await saveIdentifierIndex(context.store);
+        await saveIndexes(context.store);
         await context.store.close();
       },
     });
   } else {
     try {
       await loop.drain();
-      await saveIdentifierIndex(context.store);
+      await saveIndexes(context.store);
     } catch (error) {
       progress.stop();
       throw error;

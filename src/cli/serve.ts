@@ -14,8 +14,8 @@ import {
 } from '../collector/runtime.js';
 import type { Context } from '../context.js';
 import { ConfigError } from '../errors.js';
-import { saveIdentifierIndex } from '../ingest/identifier-index.js';
 import { LandingLoop } from '../ingest/landing-loop.js';
+import { saveIndexes } from '../ingest/saved-indexes.js';
 import type { ClusterView } from '../shards/cluster-view.js';
 import { type RunningOwner, startOwner } from '../shards/owner.js';
 import { startingReadiness } from '../shards/owner-readiness.js';
@@ -215,7 +215,7 @@ export async function startServer(context: Context, options: ServeOptions): Prom
         await owner?.close();
         await sender?.stop();
         await snapshots?.stop();
-        await saveIdentifierIndex(context.store);
+        await saveIndexes(context.store);
         await context.store.close();
         await bus?.close();
       })();

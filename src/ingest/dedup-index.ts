@@ -1,6 +1,13 @@
 import type { Store } from '../store/database.js';
+import {
+  readSavedIndex,
+  type Sections,
+  savedIndexPath,
+  writeSavedIndex,
+} from '../store/index-files.js';
 import type { Session } from '../store/session.js';
 import { sessionOf, type TemporaryTable, temporaryTable } from '../store/temporary-table.js';
+import { traced } from '../trace.js';
 import type { Staged } from './line-source.js';
 
 /** The table starts this large and doubles; it is never fuller than MAX_LOAD. */
@@ -22,6 +29,34 @@ class FingerprintTable {
   private fingerprints: Uint32Array;
   private seconds: Uint32Array;
   private size = 0;
+
+  /** What a saved index holds of it. */
+  sections(): Sections {
+    return { fingerprints: this.fingerprints, seconds: this.seconds };
+  }
+
+  /** The table as saved; null when its sections are not such a table's. */
+  static restored(sections: Sections, size: number): FingerprintTable | null {
+    const { fingerprints, seconds } = sections;
+    if (
+      !(fingerprints instanceof Uint32Array) ||
+      !(seconds instanceof Uint32Array) ||
+      fingerprints.length !== seconds.length ||
+      fingerprints.length < FIRST_CAPACITY ||
+      (fingerprints.length & (fingerprints.length - 1)) !== 0 ||
+      size > fingerprints.length * MAX_LOAD
+    )
+      return null;
+    const table = new FingerprintTable(0);
+    table.fingerprints = fingerprints;
+    table.seconds = seconds;
+    table.size = size;
+    return table;
+  }
+
+  get entries(): number {
+    return this.size;
+  }
 
   /** Sized for `expected` entries at once: building it from a large table doubles it never. */
   constructor(expected: number) {
@@ -109,9 +144,28 @@ export type StoredKeys = TemporaryTable<'ingest_stored_keys'>;
  * erasure, a tenant moved in or out, a batch whose additions were lost), it is built again from
  * the table at the next batch.
  */
+/** What the events table held when the index was saved: its count and a sum of row hashes. */
+interface EventsChecksum {
+  events: number;
+  events_sum: string;
+}
+
+/** What a saved dedup index holds besides its arrays. */
+interface SavedHeader {
+  checksum: EventsChecksum;
+  entries: number;
+}
+
 export class DedupIndex {
   private table: FingerprintTable | null = null;
   private events = 0;
+  /** The saved index is read once, for the process's first batch. */
+  private savedRead = false;
+  /** Where the table came from when last made: for tests. */
+  source: 'saved' | 'tables' | null = null;
+
+  /** `savedPath`: where the index is saved between processes (null: never). */
+  constructor(private readonly savedPath: string | null) {}
 
   /** Makes `ingest_stored_keys`: the stored events holding a dedup key of the batch's lines. */
   async findStored(staged: Staged): Promise<FoundStored> {
@@ -160,9 +214,50 @@ export class DedupIndex {
   }
 
   /** The table, built again when the events table holds another count than it knows. */
+  /**
+   * Saves the index beside the database for the next process, when it follows the events table
+   * as it is: once no batch runs. Its entries are a superset of the stored events' keys (a valid
+   * line's key is added whether or not it was stored), which the next process may take as such.
+   */
+  async save(session: Session): Promise<void> {
+    if (this.table === null || this.savedPath === null) return;
+    const checksum = await session.one<EventsChecksum>('dedup_index_checksum');
+    if (!checksum || Number(checksum.events) !== this.events) return;
+    const header: SavedHeader = { checksum, entries: this.table.entries };
+    await traced('dedup index save', () =>
+      writeSavedIndex(this.savedPath as string, {
+        header,
+        sections: (this.table as FingerprintTable).sections(),
+      }),
+    );
+  }
+
+  /** The index the last process saved, if the events table is still what it was saved from. */
+  private async restored(session: Session, events: number): Promise<FingerprintTable | null> {
+    if (this.savedRead || this.savedPath === null) return null;
+    this.savedRead = true;
+    const path = this.savedPath;
+    return traced('dedup index load', async () => {
+      const saved = await readSavedIndex(path);
+      if (saved === null) return null;
+      const header = saved.header as SavedHeader;
+      if (Number(header.checksum.events) !== events) return null;
+      const now = await session.one<EventsChecksum>('dedup_index_checksum');
+      if (!now || String(now.events_sum) !== String(header.checksum.events_sum)) return null;
+      return FingerprintTable.restored(saved.sections, Number(header.entries));
+    });
+  }
+
   private async current(session: Session): Promise<FingerprintTable> {
     const events = Number((await session.one<{ events: number }>('dedup_index_events'))?.events);
     if (this.table && events === this.events) return this.table;
+    const saved = await this.restored(session, events);
+    this.source = saved ? 'saved' : 'tables';
+    if (saved) {
+      this.table = saved;
+      this.events = events;
+      return saved;
+    }
     const table = new FingerprintTable(events);
     await session.scanUint32('dedup_index_scan', undefined, ([fingerprints, seconds], rows) => {
       for (let row = 0; row < rows; row += 1)
@@ -206,7 +301,7 @@ const indexes = new WeakMap<Store, DedupIndex>();
 export function dedupIndexOf(store: Store): DedupIndex {
   let index = indexes.get(store);
   if (!index) {
-    index = new DedupIndex();
+    index = new DedupIndex(savedIndexPath(store, 'dedup'));
     indexes.set(store, index);
   }
   return index;

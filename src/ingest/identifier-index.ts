@@ -792,8 +792,3 @@ function sameChecksum(saved: TableChecksum, now: TableChecksum): boolean {
     String(saved.identifiers_sum) === String(now.identifiers_sum)
   );
 }
-
-/** Saves the store's identifier index for the next process (see `IdentifierIndex.save`). */
-export async function saveIdentifierIndex(store: Store): Promise<void> {
-  await store.read((session) => identifierIndexOf(store).save(session));
-}

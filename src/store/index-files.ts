@@ -87,7 +87,7 @@ export async function readSavedIndex(path: string): Promise<SavedIndex | null> {
 }
 
 /** The names of the indexes a store's process saves (src/ingest). */
-export const SAVED_INDEXES = ['identifier'] as const;
+export const SAVED_INDEXES = ['identifier', 'dedup'] as const;
 
 /**
  * Removes every saved index of a store: an erasure does, as they hold the erased person's

@@ -1,5 +1,9 @@
+import { copyFileSync, existsSync } from 'node:fs';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { dedupIndexOf } from '../../src/ingest/dedup-index.js';
+import { saveIndexes } from '../../src/ingest/saved-indexes.js';
+import { savedIndexPath } from '../../src/store/index-files.js';
 import { openTestEnvIn, type TestEnv } from '../helpers/context.js';
 import { envelope, sendServer } from '../helpers/events.js';
 import { operatorReadiness } from '../helpers/readiness.js';
@@ -138,5 +142,33 @@ describe('dedup index', () => {
       ),
     );
     expect(counts.map((row) => row.order_id)).toEqual(['o-2', 'o-3']);
+  });
+
+  it('is saved for the next process, which takes it only while the events are what it was saved from', async () => {
+    await sendServer(env, tokens.collector, [order('o-1', 'ada@acme.test')]);
+    await env.ingest();
+    await saveIndexes(env.context.store);
+    const path = savedIndexPath(env.context.store, 'dedup') as string;
+    expect(existsSync(path)).toBe(true);
+    copyFileSync(path, `${path}.then`);
+
+    await env.close({ keepDir: true });
+    env = await openTestEnvIn(env.dir, { collector: true });
+    await sendServer(env, tokens.collector, [
+      order('o-1', 'ada@acme.test'),
+      order('o-2', 'bob@acme.test'),
+    ]);
+    await env.ingest();
+    expect(dedupIndexOf(env.context.store).source).toBe('saved');
+    expect(await operatorReadiness(env)).toMatchObject({ events_ingested: 2, duplicates: 1 });
+
+    // Saved before o-2 was stored: not taken, and o-2 is still known as a duplicate.
+    await env.close({ keepDir: true });
+    copyFileSync(`${path}.then`, path);
+    env = await openTestEnvIn(env.dir, { collector: true });
+    await sendServer(env, tokens.collector, [order('o-2', 'bob@acme.test')]);
+    await env.ingest();
+    expect(dedupIndexOf(env.context.store).source).toBe('tables');
+    expect(await operatorReadiness(env)).toMatchObject({ events_ingested: 2, duplicates: 2 });
   });
 });

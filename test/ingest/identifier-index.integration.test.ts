@@ -1,6 +1,7 @@
 import { copyFileSync, existsSync } from 'node:fs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { identifierIndexOf, saveIdentifierIndex } from '../../src/ingest/identifier-index.js';
+import { identifierIndexOf } from '../../src/ingest/identifier-index.js';
+import { saveIndexes } from '../../src/ingest/saved-indexes.js';
 import { savedIndexPath } from '../../src/store/index-files.js';
 import { openTestEnvIn, type TestEnv } from '../helpers/context.js';
 import { envelope, sendServer } from '../helpers/events.js';
@@ -117,7 +118,7 @@ describe('identifier index', () => {
   it('is saved for the next process, which takes it only while the tables are what it was saved from', async () => {
     await ingest(visit('c1', 'a1@shop.test'), visit('c2', 'a2@shop.test'));
     await ingest(envelope({ anon: 'c1', identifiers: { email: 'a2@shop.test' } }));
-    await saveIdentifierIndex(env.context.store);
+    await saveIndexes(env.context.store);
     const path = savedIndexPath(env.context.store, 'identifier') as string;
     expect(existsSync(path)).toBe(true);
     copyFileSync(path, `${path}.then`);
@@ -130,7 +131,7 @@ describe('identifier index', () => {
     expect(await emailsOfLiveProfiles()).toEqual([{ emails: 2 }]);
     expect(await conflicts()).toBe(1);
     await ingest(visit('c9', 'b1@shop.test'));
-    await saveIdentifierIndex(env.context.store);
+    await saveIndexes(env.context.store);
 
     // A saved index the tables have moved past (b1's profile came after it) is not taken.
     await env.close({ keepDir: true });
@@ -142,7 +143,7 @@ describe('identifier index', () => {
     expect(await conflicts()).toBe(2);
 
     // An erasure removes it: it holds the erased person's keys and ids.
-    await saveIdentifierIndex(env.context.store);
+    await saveIndexes(env.context.store);
     expect(existsSync(path)).toBe(true);
     const erased = await call(
       env.app,
