@@ -478,13 +478,13 @@ class IdentifierContents {
     return true;
   }
 
+  /**
+   * A merge as the tables take it: the survivor keeps its own created_at (it is the cluster's
+   * oldest, docs/decisions.md "Merges") and gains the merged profile's identifiers.
+   */
   setMergedInto(merged: number, survivor: number): void {
     const { profiles } = this;
     profiles.mergedInto[merged] = survivor;
-    profiles.createdUs[survivor] = Math.min(
-      profiles.createdUs[survivor] as number,
-      profiles.createdUs[merged] as number,
-    );
     const first = profiles.firstIdentifier[merged] as number;
     if (first === NONE) return;
     const last = profiles.lastIdentifier[survivor] as number;
