@@ -230,6 +230,41 @@ describe('cds CLI', () => {
       expect(after).toMatchObject({ backlog_files: 0, events_ingested: 3 });
     });
 
+    it('cds ingest saves its indexes as it ends, and the next cds ingest reads them instead of building them', async () => {
+      const land = async (ids: string[]) => {
+        const server = await startCli(
+          ['--data-dir', dir, 'serve', '--port', '0', '--quiet', '--no-ingest'],
+          LISTENING,
+        );
+        servers.push(server);
+        const browser = { 'x-tenant-id': 'acme', 'x-workspace-id': 'eu' };
+        const sent = await post(
+          server.url,
+          '/v1/events/batch',
+          { events: ids.map(event) },
+          browser,
+        );
+        expect(sent.status).toBe(202);
+        await server.stop();
+        servers = [];
+      };
+      await land(['a', 'b']);
+      const first = await runCli(['--data-dir', dir, 'ingest'], { CDS_TRACE: '1' });
+      expect(first.code, first.stderr).toBe(0);
+      expect(first.stderr).toMatch(/^trace identifier index build \d+ ms$/m);
+      expect(first.stderr).toMatch(/^trace dedup_index_scan \d+ ms$/m);
+      for (const name of ['identifier', 'dedup'])
+        expect(existsSync(join(dir, `cds.duckdb.${name}.index`))).toBe(true);
+
+      await land(['c']);
+      const second = await runCli(['--data-dir', dir, 'ingest'], { CDS_TRACE: '1' });
+      expect(second.code, second.stderr).toBe(0);
+      expect(second.stdout).toMatch(/^Ingested 1 files, 1 events/);
+      expect(second.stderr).toMatch(/^trace identifier index load \d+ ms$/m);
+      expect(second.stderr).not.toMatch(/^trace identifier index build/m);
+      expect(second.stderr).not.toMatch(/^trace dedup_index_scan/m);
+    });
+
     it('cds collect accepts events from registry.json without opening the database', async () => {
       const collector = await startCollect();
       const browser = { 'x-tenant-id': 'acme', 'x-workspace-id': 'eu' };
