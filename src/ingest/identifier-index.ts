@@ -132,6 +132,44 @@ class Names {
 }
 
 /**
+ * Open-addressing slots holding row numbers by a 32-bit hash of each row, never fuller than
+ * MAX_LOAD: what both tables of the index look their rows up by.
+ */
+class RowSlots {
+  constructor(public array: Int32Array) {}
+
+  static sized(expected: number): RowSlots {
+    return new RowSlots(new Int32Array(capacityFor(expected)).fill(NONE));
+  }
+
+  /** Every row on the probe path of `hash`: the caller keeps those that match. */
+  *rows(hash: number): Generator<number> {
+    const mask = this.array.length - 1;
+    for (let slot = hash & mask; ; slot = (slot + 1) & mask) {
+      const row = this.array[slot] as number;
+      if (row === NONE) return;
+      yield row;
+    }
+  }
+
+  /** Places row `rows - 1` of `rows`, doubling first when full (`hashOf` gives each row's hash). */
+  add(rows: number, hashOf: (row: number) => number): void {
+    if (rows > this.array.length * MAX_LOAD) {
+      this.array = new Int32Array(this.array.length * 2).fill(NONE);
+      for (let row = 0; row < rows - 1; row += 1) this.place(row, hashOf(row));
+    }
+    this.place(rows - 1, hashOf(rows - 1));
+  }
+
+  private place(row: number, hash: number): void {
+    const mask = this.array.length - 1;
+    let slot = hash & mask;
+    while (this.array[slot] !== NONE) slot = (slot + 1) & mask;
+    this.array[slot] = row;
+  }
+}
+
+/**
  * Profiles by workspace and id, each with its created_at (µs), the profile it was merged into
  * (followed to the survivor) and the first and last of its identifiers, which are chained: a
  * merge appends the merged profile's chain to the survivor's.
@@ -143,12 +181,11 @@ class ProfileTable {
   mergedInto: Int32Array;
   firstIdentifier: Int32Array;
   lastIdentifier: Int32Array;
-  private slots: Int32Array;
+  private slots: RowSlots;
   size = 0;
 
   constructor(expected: number) {
-    const capacity = capacityFor(expected);
-    this.slots = new Int32Array(capacity).fill(NONE);
+    this.slots = RowSlots.sized(expected);
     const rows = Math.max(FIRST_CAPACITY, Math.ceil(expected * ROOM));
     this.scopes = new Int32Array(rows);
     this.createdUs = new Float64Array(rows);
@@ -166,7 +203,7 @@ class ProfileTable {
       profileMergedInto: this.mergedInto.subarray(0, rows),
       profileFirstIdentifier: this.firstIdentifier.subarray(0, rows),
       profileLastIdentifier: this.lastIdentifier.subarray(0, rows),
-      profileSlots: this.slots,
+      profileSlots: this.slots.array,
     };
   }
 
@@ -180,22 +217,18 @@ class ProfileTable {
     table.mergedInto = section(sections, 'profileMergedInto', Int32Array, ids.length);
     table.firstIdentifier = section(sections, 'profileFirstIdentifier', Int32Array, ids.length);
     table.lastIdentifier = section(sections, 'profileLastIdentifier', Int32Array, ids.length);
-    table.slots = section(sections, 'profileSlots', Int32Array);
+    table.slots = new RowSlots(section(sections, 'profileSlots', Int32Array));
     return table;
   }
 
   find(scope: number, profileId: string): number {
-    const mask = this.slots.length - 1;
-    for (let slot = profileHash(scope, profileId) & mask; ; slot = (slot + 1) & mask) {
-      const row = this.slots[slot] as number;
-      if (row === NONE) return NONE;
+    for (const row of this.slots.rows(profileHash(scope, profileId)))
       if (this.scopes[row] === scope && this.ids[row] === profileId) return row;
-    }
+    return NONE;
   }
 
   /** Adds a profile not in the table; returns its row. */
   add(scope: number, profileId: string, createdUs: number): number {
-    if (this.size + 1 > this.slots.length * MAX_LOAD) this.grow();
     const row = this.size;
     this.size += 1;
     if (row >= this.scopes.length) this.growRows();
@@ -205,7 +238,9 @@ class ProfileTable {
     this.mergedInto[row] = NONE;
     this.firstIdentifier[row] = NONE;
     this.lastIdentifier[row] = NONE;
-    this.place(row);
+    this.slots.add(this.size, (at) =>
+      profileHash(this.scopes[at] as number, this.ids[at] as string),
+    );
     return row;
   }
 
@@ -220,18 +255,6 @@ class ProfileTable {
       at = next;
     }
     return survivor;
-  }
-
-  private place(row: number): void {
-    const mask = this.slots.length - 1;
-    let slot = profileHash(this.scopes[row] as number, this.ids[row] as string) & mask;
-    while (this.slots[slot] !== NONE) slot = (slot + 1) & mask;
-    this.slots[slot] = row;
-  }
-
-  private grow(): void {
-    this.slots = new Int32Array(this.slots.length * 2).fill(NONE);
-    for (let row = 0; row < this.size; row += 1) this.place(row);
   }
 
   private growRows(): void {
@@ -255,12 +278,11 @@ class IdentifierTable {
   types: Uint16Array;
   profiles: Int32Array;
   next: Int32Array;
-  private slots: Int32Array;
+  private slots: RowSlots;
   size = 0;
 
   constructor(expected: number) {
-    const capacity = capacityFor(expected);
-    this.slots = new Int32Array(capacity).fill(NONE);
+    this.slots = RowSlots.sized(expected);
     const rows = Math.max(FIRST_CAPACITY, Math.ceil(expected * ROOM));
     this.words = new Uint32Array(rows * KEY_WORDS);
     this.scopes = new Int32Array(rows);
@@ -278,7 +300,7 @@ class IdentifierTable {
       identifierTypes: this.types.subarray(0, rows),
       identifierProfiles: this.profiles.subarray(0, rows),
       identifierNext: this.next.subarray(0, rows),
-      identifierSlots: this.slots,
+      identifierSlots: this.slots.array,
     };
   }
 
@@ -290,22 +312,16 @@ class IdentifierTable {
     table.types = section(sections, 'identifierTypes', Uint16Array, rows);
     table.profiles = section(sections, 'identifierProfiles', Int32Array, rows);
     table.next = section(sections, 'identifierNext', Int32Array, rows);
-    table.slots = section(sections, 'identifierSlots', Int32Array);
+    table.slots = new RowSlots(section(sections, 'identifierSlots', Int32Array));
     return table;
   }
 
   /** Each row holding this key (one per workspace of its tenant that stored it). */
   *rowsOf(key: Uint32Array): Generator<number> {
-    const mask = this.slots.length - 1;
-    for (let slot = (key[0] as number) & mask; ; slot = (slot + 1) & mask) {
-      const row = this.slots[slot] as number;
-      if (row === NONE) return;
-      if (this.holds(row, key)) yield row;
-    }
+    for (const row of this.slots.rows(key[0] as number)) if (this.holds(row, key)) yield row;
   }
 
   add(key: Uint32Array, scope: number, type: number, profile: number): number {
-    if (this.size + 1 > this.slots.length * MAX_LOAD) this.grow();
     const row = this.size;
     this.size += 1;
     if (row >= this.scopes.length) this.growRows();
@@ -314,7 +330,7 @@ class IdentifierTable {
     this.types[row] = type;
     this.profiles[row] = profile;
     this.next[row] = NONE;
-    this.place(row);
+    this.slots.add(this.size, (at) => this.words[at * KEY_WORDS] as number);
     return row;
   }
 
@@ -323,18 +339,6 @@ class IdentifierTable {
     for (let word = 0; word < KEY_WORDS; word += 1)
       if (this.words[base + word] !== key[word]) return false;
     return true;
-  }
-
-  private place(row: number): void {
-    const mask = this.slots.length - 1;
-    let slot = (this.words[row * KEY_WORDS] as number) & mask;
-    while (this.slots[slot] !== NONE) slot = (slot + 1) & mask;
-    this.slots[slot] = row;
-  }
-
-  private grow(): void {
-    this.slots = new Int32Array(this.slots.length * 2).fill(NONE);
-    for (let row = 0; row < this.size; row += 1) this.place(row);
   }
 
   private growRows(): void {
