@@ -155,11 +155,24 @@ WHERE d.value_kind = 'property_string' AND json_type(e.properties, d.json_path) 
 GROUP BY ALL;
 
 /* @name metrics_follow_merges */
--- A merged profile's inputs move to its survivor, whose values are then computed again.
-UPDATE metric_contributions c SET profile_id = m.survivor_profile_id FROM ingest_merges m
-WHERE c.tenant_id = m.tenant_id AND c.workspace_id = m.workspace_id AND c.profile_id = m.merged_profile_id;
-UPDATE metric_strings s SET profile_id = m.survivor_profile_id FROM ingest_merges m
-WHERE s.tenant_id = m.tenant_id AND s.workspace_id = m.workspace_id AND s.profile_id = m.merged_profile_id;
+-- A merged profile's inputs move to its survivor, whose values are then computed again. Moved rows
+-- are deleted and inserted again, not updated, for the checkpoint's sake (ingest_apply_merges_to_profiles).
+CREATE TEMP TABLE metric_moved_contributions AS
+SELECT c.rowid AS moved_rowid, c.* REPLACE (m.survivor_profile_id AS profile_id)
+FROM metric_contributions c
+JOIN ingest_merges m
+  ON c.tenant_id = m.tenant_id AND c.workspace_id = m.workspace_id AND c.profile_id = m.merged_profile_id;
+DELETE FROM metric_contributions WHERE rowid IN (SELECT moved_rowid FROM metric_moved_contributions);
+INSERT INTO metric_contributions SELECT * EXCLUDE (moved_rowid) FROM metric_moved_contributions;
+DROP TABLE metric_moved_contributions;
+CREATE TEMP TABLE metric_moved_strings AS
+SELECT s.rowid AS moved_rowid, s.* REPLACE (m.survivor_profile_id AS profile_id)
+FROM metric_strings s
+JOIN ingest_merges m
+  ON s.tenant_id = m.tenant_id AND s.workspace_id = m.workspace_id AND s.profile_id = m.merged_profile_id;
+DELETE FROM metric_strings WHERE rowid IN (SELECT moved_rowid FROM metric_moved_strings);
+INSERT INTO metric_strings SELECT * EXCLUDE (moved_rowid) FROM metric_moved_strings;
+DROP TABLE metric_moved_strings;
 INSERT INTO metric_touched
 SELECT tenant_id, workspace_id, merged_profile_id FROM ingest_merges
 UNION ALL

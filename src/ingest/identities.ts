@@ -138,7 +138,6 @@ async function storeIdentities(
   await session.run('ingest_insert_identifiers');
   if (resolved.counts.merges > 0) {
     await session.run('ingest_record_merges', { now });
-    await session.run('ingest_apply_merges_to_last_seen');
     await session.run('ingest_apply_merges_to_profiles');
     await session.run('ingest_apply_merges_to_identifiers');
     await session.run('ingest_apply_merges_to_frozen_segments');
