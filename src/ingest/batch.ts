@@ -30,6 +30,16 @@ const EMPTY_BATCH: BatchResult = {
   merges: 0,
 };
 
+/**
+ * From this many lines, a batch is checkpointed as soon as it commits, and DuckDB's cache of
+ * table blocks emptied (`Store.write`, large): its rows would otherwise stay in memory. A smaller
+ * batch, as live traffic makes them, leaves its rows in the log until the log holds 16 MiB: the
+ * checkpoint a batch paid grew with the store (65 ms of a 1,000-event batch of 384 ms into an
+ * empty store, 116–190 ms of 720–865 ms at 10M events), and one checkpoint for dozens of such
+ * batches costs far less than one each (docs/decisions.md, "Checkpoints").
+ */
+const LARGE_BATCH_LINES = 10_000;
+
 /** What a batch of `files` landing files (0 for the events stream) did, from its counts. */
 function batchResult(files: number, ingested: IngestedLines): BatchResult {
   const { counts } = ingested;
@@ -100,7 +110,7 @@ export async function ingestBatch<Unit>(
           identityAdditions: ingested.identityAdditions,
         };
       },
-      { large: true },
+      { large: ({ batch }) => batch.lines >= LARGE_BATCH_LINES },
     );
     committed = true;
     dedupIndexOf(context.store).committed(dedupAdditions);
