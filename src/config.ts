@@ -146,7 +146,7 @@ const configSchema = z.object({
     .optional(),
   /**
    * How much DuckDB's log may hold before the store checkpoints it into the database file (`16MB`
-   * by default, DuckDB's own threshold); an ingest batch of 10,000 lines or more is checkpointed
+   * by default, DuckDB's own threshold); an ingest batch of 50,000 lines or more is checkpointed
    * at once whatever the log holds. Lower, small batches' rows reach the file sooner and the log
    * replayed at start is shorter; higher, fewer checkpoints.
    */
