@@ -11,8 +11,8 @@ interface MigratedDatabase {
 
 /**
  * Applies the migrations in `sql/migrations/` the database at `path` has not had yet, in order,
- * each in a write of its own that records it in `schema_migrations`. Refuses a database a newer
- * cds migrated further.
+ * each in a write of its own that records it in `schema_migrations`, then checkpoints them into
+ * the file. Refuses a database a newer cds migrated further.
  */
 export async function applyMigrations(
   path: string,
@@ -33,9 +33,12 @@ export async function applyMigrations(
   if (newestApplied > newestKnown) {
     throw new DatabaseTooNewError(path, newestApplied, newestKnown);
   }
-  for (const migration of known) {
-    if (!done.has(migration.version)) await applyMigration(database, migration);
-  }
+  const pending = known.filter((migration) => !done.has(migration.version));
+  for (const migration of pending) await applyMigration(database, migration);
+  // Changes of schema never wait in DuckDB's log: replaying a column added with a default
+  // (migration 015) fails inside DuckDB ("GetDefaultDatabase with no default database set"), and
+  // a process killed before its log was checkpointed left a database that would not open.
+  if (pending.length > 0 || done.size === 0) await writer.run('CHECKPOINT');
 }
 
 function applyMigration(database: MigratedDatabase, migration: Migration): Promise<void> {
