@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { duckdb } from './duckdb.js';
 import { lockError } from './lock-holder.js';
@@ -16,6 +17,7 @@ export interface StoreOptions {
  * and its transaction rolls back.
  */
 async function connectTo(path: string, options: StoreOptions) {
+  const replaysLog = existsSync(`${path}.wal`);
   let instance: DuckDBInstance;
   try {
     instance = await duckdb.DuckDBInstance.fromCache(path, {
@@ -28,6 +30,11 @@ async function connectTo(path: string, options: StoreOptions) {
     throw lockError(path, error);
   }
   const writer = await instance.connect();
+  // DuckDB 1.5 replays a log left by a process that did not close the file, but an index it
+  // does not touch before the next checkpoint is written without the replayed rows: a token
+  // looked up through tokens_by_lookup was then unknown (401) while a scan found it. Checkpointed
+  // at once, the replayed rows reach the index with the table.
+  if (replaysLog) await writer.run('CHECKPOINT');
   const readers = await Promise.all(Array.from({ length: READERS }, () => instance.connect()));
   return { instance, writer, readers };
 }
