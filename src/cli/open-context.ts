@@ -37,7 +37,10 @@ export async function openContext(flags: ConfigInput, use: DataDirUse): Promise<
   const config = loadConfig(flags);
   if (use === 'existing') requireExistingDataDir(config.data_dir);
   const dataDir = openDataDir(config.data_dir, config.master_key);
-  const store = await Store.open(dataDir.databasePath, { memoryLimit: config.memory_limit });
+  const store = await Store.open(dataDir.databasePath, {
+    memoryLimit: config.memory_limit,
+    checkpointThreshold: config.checkpoint_threshold,
+  });
   const context = {
     store,
     config,

@@ -30,6 +30,17 @@ const EMPTY_BATCH: BatchResult = {
   merges: 0,
 };
 
+/**
+ * From this many lines, a batch is checkpointed as soon as it commits, and DuckDB's cache of table
+ * blocks emptied (`Store.write`, large): a backlog's rows and blocks would otherwise pile up in
+ * memory. A smaller batch, as live traffic makes them, leaves its rows in the log until the log
+ * holds `checkpoint_threshold`, and the tables it read cached for the next: a checkpoint each
+ * was a fixed part of a live batch that grew with the store (65 ms of a 1,000-event batch of
+ * 384 ms into an empty store, 116–190 ms of 720–865 ms at 10M events; docs/decisions.md,
+ * "Checkpoints").
+ */
+const LARGE_BATCH_LINES = 50_000;
+
 /** What a batch of `files` landing files (0 for the events stream) did, from its counts. */
 function batchResult(files: number, ingested: IngestedLines): BatchResult {
   const { counts } = ingested;
@@ -100,7 +111,7 @@ export async function ingestBatch<Unit>(
           identityAdditions: ingested.identityAdditions,
         };
       },
-      { large: true },
+      { large: ({ batch }) => batch.lines >= LARGE_BATCH_LINES },
     );
     committed = true;
     dedupIndexOf(context.store).committed(dedupAdditions);

@@ -8,6 +8,8 @@ const READERS = 4;
 
 export interface StoreOptions {
   memoryLimit?: string;
+  /** Bytes of DuckDB's log after which a write is checkpointed (`checkpoint_threshold`). */
+  checkpointThreshold?: number;
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { StoreUnavailableError } from '../errors.js';
 import { BackupCopies } from './backup-copy.js';
-import { checkpointLog } from './checkpoints.js';
+import { CHECKPOINT_LOG_BYTES, checkpointLog } from './checkpoints.js';
 import { Connections, type StoreOptions } from './connections.js';
 import { LiveRewrite, type RewriteSteps, removeUnfinishedRewrite } from './live-rewrite.js';
 import { applyMigrations } from './migrations.js';
@@ -33,7 +33,7 @@ export class Store {
   private constructor(
     readonly path: string,
     private readonly connections: Connections,
-    options: StoreOptions,
+    private readonly options: StoreOptions,
   ) {
     this.recovery = new Recovery(this.queue, connections);
     this.rewrite = new LiveRewrite(path, this.queue, connections, this.recovery);
@@ -75,15 +75,21 @@ export class Store {
    * failed checkpoint invalidates the database until the process restarts (seen ingesting 5M
    * events with 400MB). Rows not yet checkpointed stay in memory, since nothing spills, so a large
    * write such as an ingest batch is checkpointed at once, and then leaves DuckDB's cache of table
-   * blocks empty (`releaseTableCache`).
+   * blocks empty (`releaseTableCache`). Whether a write is large may depend on what it did
+   * (an ingest batch of a few events is not): `large` then tells from its result.
    */
-  write<T>(work: Work<T>, options: { large?: boolean } = {}): Promise<T> {
+  write<T>(
+    work: Work<T>,
+    options: { large?: boolean | ((result: T) => boolean) } = {},
+  ): Promise<T> {
     return this.queue.inTurn(async () => {
       this.recovery.throwIfUnavailable();
       const result = await this.commit(work);
-      await this.checkpointLog(options.large ?? false);
+      const large =
+        typeof options.large === 'function' ? options.large(result) : (options.large ?? false);
+      await this.checkpointLog(large);
       // A checkpoint that failed may have invalidated the database; the write is committed.
-      if (options.large && this.recovery.isAvailable) await this.tableCache.release();
+      if (large && this.recovery.isAvailable) await this.tableCache.release();
       return result;
     });
   }
@@ -192,6 +198,12 @@ export class Store {
   }
 
   private checkpointLog(always: boolean): Promise<void> {
-    return checkpointLog(this.connections.writer, this.path, always, this.recovery);
+    return checkpointLog(
+      this.connections.writer,
+      this.path,
+      always,
+      this.options.checkpointThreshold ?? CHECKPOINT_LOG_BYTES,
+      this.recovery,
+    );
   }
 }

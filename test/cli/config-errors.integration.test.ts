@@ -71,6 +71,12 @@ describe('settings cds cannot run with', () => {
       result,
       'cds: --port (or CDS_PORT): Too big: expected number to be <=65535',
     );
+    expectRefusedInOneLine(
+      await cdsInProcess(['--data-dir', join(tempDir(), 'data'), 'tenants', 'list'], {
+        CDS_CHECKPOINT_THRESHOLD: 'a lot',
+      }),
+      'cds: CDS_CHECKPOINT_THRESHOLD: must be a size such as 16MB or 512KB',
+    );
   });
 });
 

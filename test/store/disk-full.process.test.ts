@@ -76,9 +76,15 @@ describe('cds serve on a disk that fills up', () => {
     try {
       const tokens = await demoDataDir(dir);
       disk.fillLeaving(HEADROOM_BYTES);
+      // The batches here are small, and a small batch's rows wait in DuckDB's log until it holds
+      // `checkpoint_threshold` (16 MiB by default, more than this disk has left): the log's own
+      // writes would then fail cleanly, and no checkpoint would. At 64 KB a checkpoint follows every
+      // batch or two, and it is a checkpoint that fails here (the database unavailable is its sign).
       const server = await startCli(
         ['--data-dir', dir, 'serve', '--port', '0', '--quiet'],
         /cds listening on (http:\/\/\S+)/,
+        undefined,
+        { CDS_CHECKPOINT_THRESHOLD: '64KB' },
       );
       const sender = new VisitSender(server.url, 300);
       const { acknowledged, refusals } = sender;

@@ -265,6 +265,31 @@ describe('Store', () => {
     expect(rows).toEqual({ small: 1000, large: 100000 });
   });
 
+  it('checkpoints once the log passes the threshold it was opened with (checkpoint_threshold), and not before', async () => {
+    const path = join(tempDir(), 'cds.duckdb');
+    const store = await Store.open(path, { checkpointThreshold: 256 * 1024 });
+    opened.push(store);
+    const walBytes = () => (existsSync(`${path}.wal`) ? statSync(`${path}.wal`).size : 0);
+    await store.write((session) => session.runText('CREATE TABLE notes (n INTEGER, body VARCHAR)'));
+    await store.write((session) =>
+      session.runText("INSERT INTO notes SELECT range, 'note ' || range FROM range(2000)"),
+    );
+    const below = walBytes();
+    expect(below).toBeGreaterThan(0);
+    expect(below).toBeLessThan(256 * 1024);
+    await store.write((session) =>
+      session.runText(
+        'INSERT INTO notes SELECT range, repeat(md5(range::VARCHAR), 8) FROM range(20000)',
+      ),
+    );
+    // 20,000 rows of 256 characters are about 5 MB of log: far past 256 KiB, so checkpointed.
+    expect(walBytes()).toBeLessThan(below);
+    const [row] = await store.read((session) =>
+      session.allText<{ notes: number }>('SELECT count(*) AS notes FROM notes'),
+    );
+    expect(row?.notes).toBe(22000);
+  });
+
   // Tables of 2 million rows, twice: about 30 s on the loaded 2-core machine, all of the default.
   it('leaves DuckDB no table blocks cached after a large write or when asked within one, keeps them otherwise, and puts its limit back', async () => {
     const cachedTableMiB = async (store: Store) => {
