@@ -194,22 +194,22 @@ describe('cds CLI', () => {
       await adminRequests(dir, [['PUT', '/v1/tenants/acme/event-types/page_viewed', {}]]);
     });
 
-    it('cds ingest drains what serve --no-ingest landed, --status reports it, CDS_TRACE times it', async () => {
+    /** Lands events through a `serve --no-ingest`, stopped once they are accepted. */
+    const land = async (ids: string[]) => {
       const server = await startCli(
         ['--data-dir', dir, 'serve', '--port', '0', '--quiet', '--no-ingest'],
         LISTENING,
       );
       servers.push(server);
       const browser = { 'x-tenant-id': 'acme', 'x-workspace-id': 'eu' };
-      const sent = await post(
-        server.url,
-        '/v1/events/batch',
-        { events: [event('a'), event('b'), event('c')] },
-        browser,
-      );
+      const sent = await post(server.url, '/v1/events/batch', { events: ids.map(event) }, browser);
       expect(sent.status).toBe(202);
       await server.stop();
       servers = [];
+    };
+
+    it('cds ingest drains what serve --no-ingest landed, --status reports it, CDS_TRACE times it', async () => {
+      await land(['a', 'b', 'c']);
 
       const before = await cdsJson<{ backlog_files: number; events_ingested: number }>(
         'ingest',
@@ -231,23 +231,6 @@ describe('cds CLI', () => {
     });
 
     it('cds ingest saves its indexes as it ends, and the next cds ingest reads them instead of building them', async () => {
-      const land = async (ids: string[]) => {
-        const server = await startCli(
-          ['--data-dir', dir, 'serve', '--port', '0', '--quiet', '--no-ingest'],
-          LISTENING,
-        );
-        servers.push(server);
-        const browser = { 'x-tenant-id': 'acme', 'x-workspace-id': 'eu' };
-        const sent = await post(
-          server.url,
-          '/v1/events/batch',
-          { events: ids.map(event) },
-          browser,
-        );
-        expect(sent.status).toBe(202);
-        await server.stop();
-        servers = [];
-      };
       await land(['a', 'b']);
       const first = await runCli(['--data-dir', dir, 'ingest'], { CDS_TRACE: '1' });
       expect(first.code, first.stderr).toBe(0);
