@@ -19,13 +19,32 @@ const MAX_LOAD = 0.7;
  * each reading more.
  */
 const MAX_RANGES = 16;
+/**
+ * How entries are laid out, in a saved index's header: one saved before entries were placed by
+ * their home is not taken (its entries sit where their fingerprints sent them).
+ */
+const LAYOUT = 'fingerprint-at-home';
 
 /**
- * An open-addressing table of 32-bit fingerprints, each with the ingest second of its event.
- * Fingerprints are the low bits of an MD5, already uniform: the slot is the fingerprint itself.
- * Zero marks an empty slot, so a zero fingerprint is kept as one (it is a hint, never an answer).
+ * The dedup keys of a batch's valid lines, each as two 32-bit halves of the low 64 bits of its
+ * MD5: the fingerprint the table keeps and the home that chooses its slot.
  */
-class FingerprintTable {
+export interface KeyHalves {
+  fingerprints: Uint32Array;
+  homes: Uint32Array;
+}
+
+/**
+ * An open-addressing table of 32-bit fingerprints, each with the ingest second of its event,
+ * placed from the slot its home names. A look-up matches only a fingerprint met on the way from
+ * its own home, so a key that no stored event holds is mistaken for one about once in 2^32 times
+ * the few slots it passes, whatever the store's size: with the fingerprint as its own slot, one
+ * key in 430 was at 10M events stored, and each such look read a second's row groups of events.
+ * Homes are not kept, so the table cannot double in place: once full it is built again from the
+ * events table, twice as large. Zero marks an empty slot, so a zero fingerprint is kept as one (it
+ * is a hint, never an answer).
+ */
+export class FingerprintTable {
   private fingerprints: Uint32Array;
   private seconds: Uint32Array;
   private size = 0;
@@ -58,26 +77,36 @@ class FingerprintTable {
     return this.size;
   }
 
-  /** Sized for `expected` entries at once: building it from a large table doubles it never. */
-  constructor(expected: number) {
+  get capacity(): number {
+    return this.fingerprints.length;
+  }
+
+  /** Sized for `expected` entries, and at least `minimumCapacity` slots. */
+  constructor(expected: number, minimumCapacity = FIRST_CAPACITY) {
     let capacity = FIRST_CAPACITY;
-    while (capacity * MAX_LOAD < expected) capacity *= 2;
+    while (capacity * MAX_LOAD < expected || capacity < minimumCapacity) capacity *= 2;
     this.fingerprints = new Uint32Array(capacity);
     this.seconds = new Uint32Array(capacity);
   }
 
-  add(fingerprint: number, second: number): void {
-    if (this.size + 1 > this.fingerprints.length * MAX_LOAD) this.grow();
-    this.place(fingerprint || 1, second);
+  /** False when the table is full: it was not added, and the table must be built larger. */
+  add(fingerprint: number, home: number, second: number): boolean {
+    if (this.size + 1 > this.fingerprints.length * MAX_LOAD) return false;
+    const mask = this.fingerprints.length - 1;
+    let slot = home & mask;
+    while (this.fingerprints[slot] !== 0) slot = (slot + 1) & mask;
+    this.fingerprints[slot] = fingerprint || 1;
+    this.seconds[slot] = second;
     this.size += 1;
+    return true;
   }
 
-  /** Adds the ingest second of every entry with this fingerprint to `into`. */
-  secondsOf(fingerprint: number, into: Set<number>): boolean {
+  /** Adds the ingest second of every entry with this fingerprint on its way to `into`. */
+  secondsOf(fingerprint: number, home: number, into: Set<number>): boolean {
     const wanted = fingerprint || 1;
     const mask = this.fingerprints.length - 1;
     let found = false;
-    for (let slot = wanted & mask; ; slot = (slot + 1) & mask) {
+    for (let slot = home & mask; ; slot = (slot + 1) & mask) {
       const held = this.fingerprints[slot] as number;
       if (held === 0) return found;
       if (held === wanted) {
@@ -86,64 +115,33 @@ class FingerprintTable {
       }
     }
   }
-
-  private place(fingerprint: number, second: number): void {
-    const mask = this.fingerprints.length - 1;
-    let slot = fingerprint & mask;
-    while (this.fingerprints[slot] !== 0) slot = (slot + 1) & mask;
-    this.fingerprints[slot] = fingerprint;
-    this.seconds[slot] = second;
-  }
-
-  private grow(): void {
-    const fingerprints = this.fingerprints;
-    const seconds = this.seconds;
-    this.fingerprints = new Uint32Array(fingerprints.length * 2);
-    this.seconds = new Uint32Array(seconds.length * 2);
-    for (let slot = 0; slot < fingerprints.length; slot += 1) {
-      const fingerprint = fingerprints[slot] as number;
-      if (fingerprint !== 0) this.place(fingerprint, seconds[slot] as number);
-    }
-  }
 }
 
 /**
- * What a batch adds to the index once it has committed: the fingerprints of its valid lines'
- * keys (its stored events' among them: a key it did not store only costs a look that finds
- * nothing), the second it was ingested in, and how many events it stored.
+ * What a batch adds to the index once it has committed: the keys of its valid lines (its stored
+ * events' among them: a key it did not store only costs a look that finds nothing), the second
+ * it was ingested in, and how many events it stored.
  */
 export interface DedupAdditions {
-  fingerprints: Uint32Array;
+  keys: KeyHalves;
   second: number;
   stored: number;
 }
 
-/** What a batch adds to the index, from its lines' fingerprints and its counts. */
-export function dedupAdditions(
-  fingerprints: Uint32Array,
-  now: string,
-  stored: number,
-): DedupAdditions {
-  return { fingerprints, second: Math.floor(Date.parse(now) / 1000), stored };
+/** What a batch adds to the index, from its lines' keys and its counts. */
+export function dedupAdditions(keys: KeyHalves, now: string, stored: number): DedupAdditions {
+  return { keys, second: Math.floor(Date.parse(now) / 1000), stored };
 }
 
-/** The stored events a batch's lines name, and the fingerprints of all its valid lines' keys. */
+/** The stored events a batch's lines name, and the halves of all its valid lines' keys. */
 export interface FoundStored {
   storedKeys: StoredKeys;
-  fingerprints: Uint32Array;
+  keys: KeyHalves;
 }
 
 /** The stored events a batch's dedup keys name (`ingest_stored_keys`), with their profiles. */
 export type StoredKeys = TemporaryTable<'ingest_stored_keys'>;
 
-/**
- * The store's dedup keys, indexed in memory (docs/decisions.md, "Dedup index"): a batch asks it
- * which of its keys stored events may hold and reads only those events, found by their ingest
- * second, instead of every stored key. It follows commits only: a batch's keys are added after
- * its commit, and whenever the events table no longer holds the count the index knows (an
- * erasure, a tenant moved in or out, a batch whose additions were lost), it is built again from
- * the table at the next batch.
- */
 /** What the events table held when the index was saved: its count and a sum of row hashes. */
 interface EventsChecksum {
   events: number;
@@ -154,15 +152,31 @@ interface EventsChecksum {
 interface SavedHeader {
   checksum: EventsChecksum;
   entries: number;
+  layout: typeof LAYOUT;
 }
 
+/**
+ * The store's dedup keys, indexed in memory (docs/decisions.md, "Dedup index"): a batch asks it
+ * which of its keys stored events may hold and reads only those events, found by their ingest
+ * second, instead of every stored key. It follows commits only: a batch's keys are added after
+ * its commit, and whenever the events table no longer holds the count the index knows (an
+ * erasure, a tenant moved in or out, a batch whose additions were lost), it is built again from
+ * the table at the next batch.
+ */
 export class DedupIndex {
   private table: FingerprintTable | null = null;
   private events = 0;
+  /** Slots the next table built from the events table has at least: twice a full one's. */
+  private minimumCapacity = FIRST_CAPACITY;
   /** The saved index is read once, for the process's first batch. */
   private savedRead = false;
   /** Where the table came from when last made: for tests. */
   source: 'saved' | 'tables' | null = null;
+
+  /** The table's slots, 0 until a batch made it: for tests. */
+  get capacity(): number {
+    return this.table?.capacity ?? 0;
+  }
 
   /** `savedPath`: where the index is saved between processes (null: never). */
   constructor(private readonly savedPath: string | null) {}
@@ -174,46 +188,63 @@ export class DedupIndex {
     await session.run('dedup_index_create_stored_keys');
     const hits: number[] = [];
     const seconds = new Set<number>();
-    const parts: Uint32Array[] = [];
-    await session.scanUint32('dedup_index_batch_fingerprints', undefined, ([fingerprints]) => {
-      parts.push(fingerprints as Uint32Array);
-      for (const fingerprint of fingerprints as Uint32Array) {
-        if (table.secondsOf(fingerprint, seconds)) hits.push(fingerprint);
-      }
-    });
-    const indexed = new Set<number>();
-    if (hits.length > 0) {
-      const fingerprints = JSON.stringify(hits);
-      for (const [from, to] of secondRanges(seconds)) {
-        await session.run('dedup_index_find_stored', {
-          fingerprints,
-          from_us: from * 1_000_000,
-          to_us: to * 1_000_000,
+    const fingerprintParts: Uint32Array[] = [];
+    const homeParts: Uint32Array[] = [];
+    await session.scanUint32(
+      'dedup_index_batch_fingerprints',
+      undefined,
+      ([fingerprints, homes]) => {
+        fingerprintParts.push(fingerprints as Uint32Array);
+        homeParts.push(homes as Uint32Array);
+        (fingerprints as Uint32Array).forEach((fingerprint, row) => {
+          if (table.secondsOf(fingerprint, (homes as Uint32Array)[row] as number, seconds))
+            hits.push(fingerprint);
         });
-      }
-      await session.scanUint32('dedup_index_found_fingerprints', undefined, ([found]) => {
-        for (const fingerprint of found as Uint32Array) indexed.add(fingerprint);
+      },
+    );
+    const keys = { fingerprints: joined(fingerprintParts), homes: joined(homeParts) };
+    if (hits.length === 0)
+      return { storedKeys: temporaryTable(session, 'ingest_stored_keys'), keys };
+    const fingerprints = JSON.stringify(hits);
+    for (const [from, to] of secondRanges(seconds)) {
+      await session.run('dedup_index_find_stored', {
+        fingerprints,
+        from_us: from * 1_000_000,
+        to_us: to * 1_000_000,
       });
     }
+    // A key a stored event holds is in the index already: a replayed file adds nothing to it.
+    const indexed = new Set<string>();
+    await session.scanUint32('dedup_index_found_fingerprints', undefined, ([found, homes]) => {
+      (found as Uint32Array).forEach((fingerprint, row) => {
+        indexed.add(`${fingerprint}@${(homes as Uint32Array)[row]}`);
+      });
+    });
     return {
       storedKeys: temporaryTable(session, 'ingest_stored_keys'),
-      // A key a stored event holds is in the index already: a replayed file adds nothing to it.
-      fingerprints:
-        indexed.size === 0 ? joined(parts) : joined(parts).filter((f) => !indexed.has(f)),
+      keys: unindexed(keys, indexed),
     };
   }
 
   /**
    * After the batch's commit: its events are known. Should its stored count not be what the
-   * events table gained, the next batch finds the counts apart and builds the index again.
+   * events table gained, the next batch finds the counts apart and builds the index again; so
+   * does a table too full for the batch's keys, twice as large.
    */
   committed(additions: DedupAdditions): void {
-    if (!this.table) return;
-    for (const fingerprint of additions.fingerprints) this.table.add(fingerprint, additions.second);
+    const table = this.table;
+    if (!table) return;
+    const { fingerprints, homes } = additions.keys;
+    for (let row = 0; row < fingerprints.length; row += 1) {
+      if (!table.add(fingerprints[row] as number, homes[row] as number, additions.second)) {
+        this.minimumCapacity = table.capacity * 2;
+        this.table = null;
+        return;
+      }
+    }
     this.events += additions.stored;
   }
 
-  /** The table, built again when the events table holds another count than it knows. */
   /**
    * Saves the index beside the database for the next process, when it follows the events table
    * as it is: once no batch runs. Its entries are a superset of the stored events' keys (a valid
@@ -223,7 +254,7 @@ export class DedupIndex {
     if (this.table === null || this.savedPath === null) return;
     const checksum = await session.one<EventsChecksum>('dedup_index_checksum');
     if (!checksum || Number(checksum.events) !== this.events) return;
-    const header: SavedHeader = { checksum, entries: this.table.entries };
+    const header: SavedHeader = { checksum, entries: this.table.entries, layout: LAYOUT };
     await traced('dedup index save', () =>
       writeSavedIndex(this.savedPath as string, {
         header,
@@ -240,14 +271,18 @@ export class DedupIndex {
     return traced('dedup index load', async () => {
       const saved = await readSavedIndex(path);
       if (saved === null) return null;
-      const header = saved.header as SavedHeader;
-      if (Number(header.checksum.events) !== events) return null;
+      const header = saved.header as Partial<SavedHeader>;
+      if (header.layout !== LAYOUT || Number(header.checksum?.events) !== events) return null;
       const now = await session.one<EventsChecksum>('dedup_index_checksum');
-      if (!now || String(now.events_sum) !== String(header.checksum.events_sum)) return null;
+      if (!now || String(now.events_sum) !== String(header.checksum?.events_sum)) return null;
       return FingerprintTable.restored(saved.sections, Number(header.entries));
     });
   }
 
+  /**
+   * The table, built again when the events table holds another count than it knows, or when the
+   * last batch found it full.
+   */
   private async current(session: Session): Promise<FingerprintTable> {
     const events = Number((await session.one<{ events: number }>('dedup_index_events'))?.events);
     if (this.table && events === this.events) return this.table;
@@ -258,18 +293,36 @@ export class DedupIndex {
       this.events = events;
       return saved;
     }
-    const table = new FingerprintTable(events);
-    await session.scanUint32('dedup_index_scan', undefined, ([fingerprints, seconds], rows) => {
-      for (let row = 0; row < rows; row += 1)
-        table.add(
-          (fingerprints as Uint32Array)[row] as number,
-          (seconds as Uint32Array)[row] as number,
-        );
-    });
+    const table = new FingerprintTable(events, this.minimumCapacity);
+    await session.scanUint32(
+      'dedup_index_scan',
+      undefined,
+      ([fingerprints, homes, seconds], rows) => {
+        for (let row = 0; row < rows; row += 1)
+          table.add(
+            (fingerprints as Uint32Array)[row] as number,
+            (homes as Uint32Array)[row] as number,
+            (seconds as Uint32Array)[row] as number,
+          );
+      },
+    );
     this.table = table;
     this.events = events;
     return table;
   }
+}
+
+/** The keys whose fingerprint and home are not among `indexed` (as `fingerprint@home`). */
+function unindexed(keys: KeyHalves, indexed: Set<string>): KeyHalves {
+  if (indexed.size === 0) return keys;
+  const kept: number[] = [];
+  keys.fingerprints.forEach((fingerprint, row) => {
+    if (!indexed.has(`${fingerprint}@${keys.homes[row]}`)) kept.push(row);
+  });
+  return {
+    fingerprints: Uint32Array.from(kept, (row) => keys.fingerprints[row] as number),
+    homes: Uint32Array.from(kept, (row) => keys.homes[row] as number),
+  };
 }
 
 function joined(parts: Uint32Array[]): Uint32Array {

@@ -1,5 +1,5 @@
 import { sessionOf, type TemporaryTable, temporaryTable } from '../store/temporary-table.js';
-import type { DedupIndex, StoredKeys } from './dedup-index.js';
+import type { DedupIndex, KeyHalves, StoredKeys } from './dedup-index.js';
 import type { Staged } from './line-source.js';
 
 /** The valid lines that stored events do not already hold, and how their dedup keys stand. */
@@ -12,8 +12,8 @@ export interface Candidates {
   contested: TemporaryTable<'ingest_contested'>;
   /** The stored events whose keys lines of the batch hold, with their profiles. */
   storedKeys: StoredKeys;
-  /** The fingerprints of the valid lines' dedup keys, for the dedup index once committed. */
-  fingerprints: Uint32Array;
+  /** The valid lines' dedup keys, for the dedup index once committed. */
+  dedupKeys: KeyHalves;
 }
 
 /**
@@ -23,12 +23,12 @@ export interface Candidates {
  * of a replayed file.
  */
 export async function markDuplicates(staged: Staged, index: DedupIndex): Promise<Candidates> {
-  const { storedKeys, fingerprints } = await index.findStored(staged);
+  const { storedKeys, keys } = await index.findStored(staged);
   const session = sessionOf(staged, storedKeys);
   await session.run('ingest_mark_duplicates');
   return {
     storedKeys,
-    fingerprints,
+    dedupKeys: keys,
     lines: temporaryTable(session, 'ingest_candidates'),
     hashFirsts: temporaryTable(session, 'ingest_hash_firsts'),
     contested: temporaryTable(session, 'ingest_contested'),

@@ -75,7 +75,7 @@ export async function ingestLines(
     droppedIdentifiers: resolved.dropped,
     merges: resolved.mergeCount,
     advances,
-    dedupAdditions: dedupAdditions(candidates.fingerprints, now, counts.stored),
+    dedupAdditions: dedupAdditions(candidates.dedupKeys, now, counts.stored),
     identityAdditions: resolved.additions,
   };
 }

@@ -1,9 +1,10 @@
 import { copyFileSync, existsSync } from 'node:fs';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { dedupIndexOf } from '../../src/ingest/dedup-index.js';
+import { dedupIndexOf, FingerprintTable } from '../../src/ingest/dedup-index.js';
 import { saveIndexes } from '../../src/ingest/saved-indexes.js';
 import { savedIndexPath } from '../../src/store/index-files.js';
+import { demoDataDir, writeBacklog } from '../helpers/backlog.js';
 import { openTestEnvIn, type TestEnv } from '../helpers/context.js';
 import { envelope, sendServer } from '../helpers/events.js';
 import { operatorReadiness } from '../helpers/readiness.js';
@@ -171,4 +172,58 @@ describe('dedup index', () => {
     expect(dedupIndexOf(env.context.store).source).toBe('tables');
     expect(await operatorReadiness(env)).toMatchObject({ events_ingested: 2, duplicates: 2 });
   });
+});
+
+describe('dedup index table', () => {
+  it('finds a fingerprint only on the way from its own home', () => {
+    const table = new FingerprintTable(10);
+    expect(table.add(7, 100, 1_000)).toBe(true);
+    expect(table.add(7, 9_000, 2_000)).toBe(true);
+    const seconds = new Set<number>();
+    expect(table.secondsOf(7, 100, seconds)).toBe(true);
+    expect([...seconds]).toEqual([1_000]);
+    // The same fingerprint from another home is another key: no stored event to read.
+    expect(table.secondsOf(7, 5_000, new Set())).toBe(false);
+    // A home past the table's size wraps to its slot; a zero fingerprint is kept as one.
+    expect(table.add(0, 100 + table.capacity, 3_000)).toBe(true);
+    const wrapped = new Set<number>();
+    expect(table.secondsOf(0, 100, wrapped)).toBe(true);
+    expect([...wrapped]).toEqual([3_000]);
+  });
+
+  it('refuses an entry once 70 % full, keeping every entry it took', () => {
+    const table = new FingerprintTable(0);
+    const taken = Math.floor(table.capacity * 0.7);
+    for (let entry = 1; entry <= taken; entry += 1)
+      expect(table.add(entry, entry * 2_654_435_761, entry)).toBe(true);
+    expect(table.add(taken + 1, 1, 1)).toBe(false);
+    for (const entry of [1, Math.floor(taken / 2), taken]) {
+      const seconds = new Set<number>();
+      expect(table.secondsOf(entry, entry * 2_654_435_761, seconds)).toBe(true);
+      expect([...seconds]).toEqual([entry]);
+    }
+  });
+
+  it('is built again twice as large once a batch fills it, and still knows every stored key', async () => {
+    const dir = await demoDataDir();
+    writeBacklog(dir, { events: 60_000, name: 'ctest-00000001', seed: 3 });
+    const env = await openTestEnvIn(dir, { maxBatchEvents: 20_000 });
+    try {
+      await env.ingest();
+      const first = await operatorReadiness(env);
+      const index = dedupIndexOf(env.context.store);
+      expect(first.events_ingested).toBeGreaterThan(45_000);
+      // The first table (65,536 slots) took at most 45,875 keys: the batch that filled it left it
+      // to be built again from the events, twice as large, by the next one.
+      writeBacklog(dir, { events: 60_000, name: 'ctest-00000002', seed: 3 });
+      await env.ingest();
+      expect(index.capacity).toBe(131_072);
+      expect(index.source).toBe('tables');
+      const replayed = await operatorReadiness(env);
+      expect(replayed.events_ingested).toBe(first.events_ingested);
+      expect(replayed.duplicates).toBe(2 * first.duplicates + first.events_ingested);
+    } finally {
+      await env.close();
+    }
+  }, 90_000);
 });
