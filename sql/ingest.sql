@@ -528,16 +528,19 @@ FROM (
 );
 
 /* @name ingest_batch_counts */
+-- The lines' counts in one pass over them: nine scalar subqueries are nine relations whose join
+-- order DuckDB's optimizer searched, 18 ms of planning for a statement that runs in 2.
 SELECT
-  (SELECT count(*) FROM ingest_checked) AS lines,
-  (SELECT count(*) FROM ingest_checked WHERE reject_reason IS NULL) AS valid,
+  count(*) AS lines,
+  count(*) FILTER (WHERE reject_reason IS NULL) AS valid,
   (SELECT count(*) FROM ingest_accepted) AS first_seen,
   (SELECT count(*) FROM ingest_erased) AS erased,
   (SELECT count(*) FROM ingest_event_profiles) AS stored,
   (SELECT count(*) FROM ingest_new_profiles) AS new_profiles,
-  (SELECT count(*) FROM ingest_checked WHERE reject_reason IS NOT NULL) AS rejected,
-  (SELECT count(*) FROM ingest_checked WHERE reject_reason = 'unparsable_line') AS unparsable,
-  (SELECT max(received_at) FROM ingest_checked) AS last_received_at;
+  count(*) FILTER (WHERE reject_reason IS NOT NULL) AS rejected,
+  count(*) FILTER (WHERE reject_reason = 'unparsable_line') AS unparsable,
+  max(received_at) AS last_received_at
+FROM ingest_checked;
 
 /* @name ingest_record_files */
 INSERT INTO ingested_files
