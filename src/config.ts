@@ -30,7 +30,6 @@ const jsonObject = z.preprocess(
   z.record(z.string(), z.array(z.string())),
 );
 
-/** Every configuration key of design §4 with its default. */
 const SIZE_UNITS: ReadonlyMap<string, number> = new Map([
   ['kb', 1e3],
   ['mb', 1e6],
@@ -46,6 +45,7 @@ function bytesOf(size: string): number {
   return Math.round(Number(number) * (SIZE_UNITS.get((unit as string).toLowerCase()) as number));
 }
 
+/** Every configuration key of design §4 with its default. */
 const configSchema = z.object({
   data_dir: z.string().min(1).default('./cds-data'),
   port: z.coerce.number().int().min(0).max(65535).default(8080),
@@ -145,15 +145,15 @@ const configSchema = z.object({
     .regex(/^\d+(\.\d+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i, 'must be a size such as 384MB or 2GB')
     .optional(),
   /**
-   * How much DuckDB's log may hold before the store checkpoints it into the database file (`16MB`
-   * by default, DuckDB's own threshold); an ingest batch of 50,000 lines or more is checkpointed
+   * How much DuckDB's log may hold before the store checkpoints it into the database file (`16MiB`
+   * by default, DuckDB's own threshold and the store's when opened without it); an ingest batch of 50,000 lines or more is checkpointed
    * at once whatever the log holds. Lower, small batches' rows reach the file sooner and the log
    * replayed at start is shorter; higher, fewer checkpoints.
    */
   checkpoint_threshold: z
     .string()
     .regex(/^\d+(\.\d+)?\s*(KB|MB|GB|KiB|MiB|GiB)$/i, 'must be a size such as 16MB or 512KB')
-    .default('16MB')
+    .default('16MiB')
     .transform(bytesOf),
 });
 
