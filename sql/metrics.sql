@@ -74,8 +74,10 @@ WHERE tenant_id = $tenant_id AND metric_name = $metric_name AND contributor = $c
 SELECT count(*) AS pending FROM metric_definitions WHERE backfilled_at IS NULL;
 
 /* @name metrics_create_work_tables */
--- The definitions a step applies, and the profiles whose values it changes.
+-- The definitions a step applies, the profiles whose values it changes, and those of them that a
+-- merge of the step's batch took away (metrics_follow_merges): every other touched profile is live.
 CREATE TEMP TABLE metric_touched (tenant_id VARCHAR, workspace_id VARCHAR, profile_id VARCHAR);
+CREATE TEMP TABLE metric_merged_away (tenant_id VARCHAR, workspace_id VARCHAR, profile_id VARCHAR);
 CREATE TEMP TABLE metric_applying (
   tenant_id VARCHAR, workspace_scope VARCHAR, metric_name VARCHAR, event_name VARCHAR, value_kind VARCHAR,
   json_path VARCHAR, recent_keep INTEGER, window_days INTEGER, contributor VARCHAR
@@ -177,6 +179,7 @@ INSERT INTO metric_touched
 SELECT tenant_id, workspace_id, merged_profile_id FROM ingest_merges
 UNION ALL
 SELECT tenant_id, workspace_id, survivor_profile_id FROM ingest_merges;
+INSERT INTO metric_merged_away SELECT tenant_id, workspace_id, merged_profile_id FROM ingest_merges;
 
 /* @name metrics_touch_expired */
 INSERT INTO metric_touched
@@ -246,7 +249,11 @@ FROM (
 GROUP BY tenant_id, workspace_id, profile_id, metric_name;
 
 /* @name metrics_vectorize_touched */
--- Every live touched profile gets its row, with empty maps when it has no value yet.
+-- Every live touched profile gets its row, with empty maps when it has no value yet. A touched
+-- profile is live unless this step's batch merged it away: its events' and new profiles are
+-- survivors, and the inputs of expired windows and backfills belong to live profiles (a merge
+-- moves them, an erasure deletes them). Asking `profiles` instead read its whole table each
+-- batch (20 to 35 ms at 1.1M profiles).
 DELETE FROM profile_metric_vectors v USING metric_touched_profiles t
 WHERE v.tenant_id = t.tenant_id AND v.workspace_id = t.workspace_id AND v.profile_id = t.profile_id;
 INSERT INTO profile_metric_vectors
@@ -254,21 +261,23 @@ SELECT p.tenant_id, p.workspace_id, p.profile_id,
   map_from_entries(coalesce(list({'key': m.metric_name, 'value': m.number_value}) FILTER (WHERE m.number_value IS NOT NULL), [])),
   map_from_entries(coalesce(list({'key': m.metric_name, 'value': m.string_value}) FILTER (WHERE m.string_value IS NOT NULL), [])),
   map_from_entries(coalesce(list({'key': m.metric_name, 'value': m.list_value}) FILTER (WHERE m.list_value IS NOT NULL), []))
-FROM profiles p
-SEMI JOIN metric_touched_profiles t USING (tenant_id, workspace_id, profile_id)
+FROM metric_touched_profiles p
+ANTI JOIN metric_merged_away a USING (tenant_id, workspace_id, profile_id)
 LEFT JOIN profile_metrics m ON m.tenant_id = p.tenant_id AND m.workspace_id = p.workspace_id AND m.profile_id = p.profile_id
-WHERE p.merged_into IS NULL
 GROUP BY p.tenant_id, p.workspace_id, p.profile_id;
 
 /* @name metrics_touch_workspace */
--- For data written straight into profile_metrics (test and benchmark fixtures): every profile of
--- a workspace, to rebuild its rows of values.
+-- For data written straight into profile_metrics (test and benchmark fixtures): every live profile
+-- of a workspace, to rebuild its rows of values.
+CREATE TEMP TABLE metric_merged_away (tenant_id VARCHAR, workspace_id VARCHAR, profile_id VARCHAR);
 CREATE TEMP TABLE metric_touched_profiles AS
-SELECT tenant_id, workspace_id, profile_id FROM profiles WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id;
+SELECT tenant_id, workspace_id, profile_id FROM profiles
+WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND merged_into IS NULL;
 
 /* @name metrics_drop_work_tables */
 DROP TABLE IF EXISTS metric_applying; DROP TABLE IF EXISTS metric_sources; DROP TABLE IF EXISTS metric_compacted;
 DROP TABLE IF EXISTS metric_strings_compacted; DROP TABLE IF EXISTS metric_touched; DROP TABLE IF EXISTS metric_touched_profiles;
+DROP TABLE IF EXISTS metric_merged_away;
 
 /* @name metrics_mark_backfilled */
 UPDATE metric_definitions SET backfilled_at = $now::TIMESTAMP WHERE backfilled_at IS NULL;

@@ -309,4 +309,38 @@ describe('metric values', () => {
     );
     expect(rows[0]?.n).toBe(0);
   });
+
+  it('keeps one row of values for each live profile, none for a profile merged away', async () => {
+    await define({ metric_name: 'orders', event_name: 'order_completed', value_kind: 'count' });
+    const bob = { phone: '9876543210' };
+    const cara = { email: 'cara@shop.test' };
+    const dev = { phone: '9123456780' };
+    await send(order('o1', '2026-02-01T10:00:00Z', 1, {}), {
+      name: 'order_completed',
+      at: '2026-02-02T10:00:00Z',
+      identifiers: bob,
+      properties: { order_id: 'o2' },
+    });
+    await env.ingest();
+    // Two profiles created and merged in one batch, and two of an earlier batch merged.
+    await send(
+      { name: 'order_completed', identifiers: cara, properties: { order_id: 'o3' } },
+      { name: 'order_completed', identifiers: dev, properties: { order_id: 'o4' } },
+      { name: 'signed_up', identifiers: { ...cara, ...dev } },
+      { name: 'signed_up', identifiers: { ...ann, ...bob } },
+    );
+    await env.ingest();
+    const rows = await env.context.store.read((session) =>
+      session.allText<{ live: number; vectors: number; of_merged: number }>(
+        `SELECT
+           (SELECT count(*) FROM profiles WHERE merged_into IS NULL) AS live,
+           (SELECT count(*) FROM profile_metric_vectors) AS vectors,
+           (SELECT count(*) FROM profile_metric_vectors v JOIN profiles p USING (tenant_id, workspace_id, profile_id)
+            WHERE p.merged_into IS NOT NULL) AS of_merged`,
+      ),
+    );
+    expect(rows[0]).toEqual({ live: 2, vectors: 2, of_merged: 0 });
+    expect(await metricsOf('cara@shop.test')).toEqual({ orders: 2 });
+    expect(await metricsOf('ann@shop.test')).toEqual({ orders: 2 });
+  });
 });
