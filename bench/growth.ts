@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { openDataDir } from '../src/store/data-dir.js';
 import { type GeneratorRun, writeLandingFiles } from './ingest.js';
 import { type LiveBatch, liveBatches } from './live-batches.js';
-import { prepareDataDir, rate, type Timed, timeCds } from './setup.js';
+import { BENCH_METRICS, prepareDataDir, rate, type Timed, timeCds } from './setup.js';
 
 /** The events of a live micro-batch: what a store sees batch after batch from its traffic. */
 const SMALL_BATCH_EVENTS = 1_000;
@@ -98,13 +98,14 @@ async function smallBatch(dir: string, repeat: number, after: number): Promise<I
 /**
  * `npm run bench -- growth [--rounds N] [--events M]` (issue 37): N rounds of M new events
  * ingested by `cds ingest` into one store, each round's CPU, wall time and checkpoints; then a
- * small batch into an empty store and into the grown one. Prints figures, asserts nothing.
+ * small batch into an empty store and into the grown one. Both define the same metrics, whose
+ * tables grow with the store as a real one's do. Prints figures, asserts nothing.
  */
 export async function benchGrowth(rounds: number, events: number): Promise<void> {
   console.log(
-    `\n## growth: ${rounds} rounds of ${events.toLocaleString('en')} events into one store`,
+    `\n## growth: ${rounds} rounds of ${events.toLocaleString('en')} events into one store, with ${BENCH_METRICS.length} metric definitions (${BENCH_METRICS.map((metric) => metric.metric_name).join(', ')})`,
   );
-  const { dir } = await prepareDataDir();
+  const { dir } = await prepareDataDir({ metrics: true });
   const databasePath = openDataDir(dir).databasePath;
   const cpu: number[] = [];
   const checkpointMeans: number[] = [];
@@ -132,7 +133,7 @@ export async function benchGrowth(rounds: number, events: number): Promise<void>
   const empty: IngestRun[] = [];
   const grown: IngestRun[] = [];
   for (let repeat = 1; repeat <= SMALL_BATCH_REPEATS; repeat += 1) {
-    empty.push(await smallBatch((await prepareDataDir()).dir, repeat, after));
+    empty.push(await smallBatch((await prepareDataDir({ metrics: true })).dir, repeat, after));
     grown.push(await smallBatch(dir, repeat, after));
   }
   const describeSmall = (runs: IngestRun[]) =>
@@ -173,7 +174,7 @@ export async function benchGrowth(rounds: number, events: number): Promise<void>
     collector: `growth-live-${batch}`,
   });
   const liveEmpty = await liveBatches(
-    (await prepareDataDir()).dir,
+    (await prepareDataDir({ metrics: true })).dir,
     LIVE_BATCHES,
     SMALL_BATCH_EVENTS,
     liveRun,

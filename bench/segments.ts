@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { cpSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { DEMO_METRICS } from '../src/cli/demo-setup.js';
 import { systemClock } from '../src/clock.js';
 import { loadConfig } from '../src/config.js';
 import type { Context } from '../src/context.js';
@@ -19,6 +18,7 @@ import { Store } from '../src/store/database.js';
 import { issueToken } from '../src/tenancy/tokens.js';
 import { KeyRing } from '../src/tenant-keys.js';
 import {
+  BENCH_METRICS,
   CDS_BIN,
   makeBenchDir,
   prepareDataDir,
@@ -31,13 +31,6 @@ import {
 
 const WORKSPACE = WORKSPACES[0];
 const CATEGORIES = ['shoes', 'bags', 'hats', 'belts', 'socks', 'coats', 'shirts', 'watches'];
-
-/** Five of the demo store's metrics, one of them windowed. */
-const METRICS = DEMO_METRICS.filter((metric) =>
-  ['orders', 'revenue', 'page_views_7d', 'last_category', 'recent_categories'].includes(
-    metric.metric_name,
-  ),
-);
 
 export function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
@@ -111,7 +104,7 @@ export async function openBenchContext(dir: string): Promise<Context> {
  * tables ingest fills (seeding a million profiles through ingest would time ingest, not segments).
  */
 export async function seedProfiles(context: Context, profiles: number): Promise<void> {
-  for (const metric of METRICS) {
+  for (const metric of BENCH_METRICS) {
     await createMetricDefinition(context, TENANT, metricDefinitionInputSchema.parse(metric));
   }
   await context.store.write(async (session) => {
@@ -255,7 +248,11 @@ async function benchWebhookLatency(seconds: number, landingMaxAgeMs: number): Pr
   const dir = await latencyDataDir();
   const secret = `whsec_${randomBytes(24).toString('base64')}`;
   const context = await openBenchContext(dir);
-  await createMetricDefinition(context, TENANT, metricDefinitionInputSchema.parse(METRICS[0]));
+  await createMetricDefinition(
+    context,
+    TENANT,
+    metricDefinitionInputSchema.parse(BENCH_METRICS[0]),
+  );
   await createSegment(
     context,
     { tenantId: TENANT, workspaceId: WORKSPACE, segmentId: 'buyers' },

@@ -4,9 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { putEventType } from '../src/catalog/event-types.js';
+import { DEMO_METRICS } from '../src/cli/demo-setup.js';
 import { systemClock } from '../src/clock.js';
 import { loadConfig } from '../src/config.js';
 import type { Context } from '../src/context.js';
+import { metricDefinitionInputSchema } from '../src/metrics/definition-schema.js';
+import { createMetricDefinition } from '../src/metrics/definitions.js';
 import { openDataDir } from '../src/store/data-dir.js';
 import { Store } from '../src/store/database.js';
 import { createTenant } from '../src/tenancy/tenants.js';
@@ -15,6 +18,13 @@ import { KeyRing } from '../src/tenant-keys.js';
 export const CDS_BIN = fileURLToPath(new URL('../bin/cds.js', import.meta.url));
 export const TENANT = 'bench';
 export const WORKSPACES = ['store-a', 'store-b'] as const;
+
+/** Five of the demo store's metrics, one of them windowed: what a store defines. */
+export const BENCH_METRICS = DEMO_METRICS.filter((metric) =>
+  ['orders', 'revenue', 'page_views_7d', 'last_category', 'recent_categories'].includes(
+    metric.metric_name,
+  ),
+);
 
 const benchDirs: string[] = [];
 
@@ -30,8 +40,13 @@ export function makeBenchDir(prefix = 'cds-bench-'): string {
   return dir;
 }
 
-/** A fresh data dir with the bench tenant and its event types, and the tenant's token. */
-export async function prepareDataDir(): Promise<{ dir: string; tenantToken: string }> {
+/**
+ * A fresh data dir with the bench tenant and its event types, and the tenant's token; with
+ * `metrics`, BENCH_METRICS defined too, so ingest computes their values as a store's does.
+ */
+export async function prepareDataDir(
+  options: { metrics?: boolean } = {},
+): Promise<{ dir: string; tenantToken: string }> {
   const dir = makeBenchDir();
   mkdirSync(dir, { recursive: true });
   const config = loadConfig({ data_dir: dir }, {});
@@ -51,6 +66,10 @@ export async function prepareDataDir(): Promise<{ dir: string; tenantToken: stri
     dedupEntity: 'order',
     dedupKeyPaths: ['properties.order_id'],
   });
+  if (options.metrics) {
+    for (const metric of BENCH_METRICS)
+      await createMetricDefinition(context, TENANT, metricDefinitionInputSchema.parse(metric));
+  }
   await store.close();
   return { dir, tenantToken: tenant.token };
 }
