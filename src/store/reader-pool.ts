@@ -18,11 +18,11 @@ export class ReaderPool {
     }
   }
 
-  /** `use` once no read runs, and with none starting until it is done. */
-  async withAll<T>(use: () => Promise<T>): Promise<T> {
+  /** `use` once no read runs, and with none starting until it is done; it may use the connections. */
+  async withAll<T>(use: (connections: DuckDBConnection[]) => Promise<T>): Promise<T> {
     const connections = await this.acquireAll();
     try {
-      return await use();
+      return await use(connections);
     } finally {
       for (const connection of connections) this.release(connection);
     }

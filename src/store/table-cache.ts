@@ -24,16 +24,23 @@ export class TableCache {
    * comes back from the operating system's page cache (what it costs: docs/decisions.md, Memory
    * and spilling). It may run inside a write, between two of its statements. Readers wait
    * meanwhile: under the low limit a query of theirs could fail for want of memory.
+   *
+   * The limit is a setting of the whole database, changed here on an idle reader connection,
+   * never the writer's: DuckDB refuses a limit it cannot evict down to (blocks the write holds
+   * count as cached but cannot go), and a refused statement aborts the transaction it ran in. On
+   * the writer, that aborted the ingest batch under way, then every part its isolation retried,
+   * down to single lines, each quarantined (found at 4M events with metrics defined).
    */
   async release(): Promise<void> {
-    const writer = this.connections.writer;
-    const session = new Session(writer);
+    const session = new Session(this.connections.writer);
     // One row always: sums over duckdb_memory().
     const memoryHeld = async () =>
       (await session.one('store_memory_held')) as { cached: number; held: number };
     // Little cached, nothing to do: readers are not stopped after every small batch of `serve`.
     if ((await memoryHeld()).cached <= TABLE_CACHE_FLOOR_BYTES) return;
-    await this.connections.readers.withAll(async () => {
+    await this.connections.readers.withAll(async ([reader]) => {
+      if (!reader)
+        throw new Error('the store has no reader connection to change its memory limit on');
       // Set back explicitly: RESET shows DuckDB's default again but leaves the buffer pool at the
       // low limit (DuckDB 1.5.5). The default is read once, as DuckDB prints it rounded down: read
       // again each time, it would shrink by a rounding step each batch.
@@ -42,10 +49,10 @@ export class TableCache {
         ((await session.one<{ memory_limit: string }>('store_memory_limit'))
           ?.memory_limit as string);
       const floor = (await memoryHeld()).held + TABLE_CACHE_FLOOR_BYTES;
-      await writer.run(`SET memory_limit = '${floor}B'`).catch(() => {
+      await reader.run(`SET memory_limit = '${floor}B'`).catch(() => {
         // Whatever could not be evicted stays; the limit is put back all the same.
       });
-      await writer.run(`SET memory_limit = ${sqlStringLiteral(this.fullMemoryLimit)}`);
+      await reader.run(`SET memory_limit = ${sqlStringLiteral(this.fullMemoryLimit)}`);
     });
   }
 }
