@@ -7,11 +7,13 @@ import type { IngestSource } from './source.js';
 
 /**
  * Failures of the machine rather than of the lines: a full disk, an I/O error, memory, a database
- * DuckDB has invalidated. Splitting the batch would fail every part alike and quarantine good
- * lines, so these fail the batch as they are, and the loop tries it again later.
+ * DuckDB has invalidated, a transaction an earlier failure aborted (a line's own failure is
+ * reported by the statement that reads it, not by the next one). Splitting the batch would fail
+ * every part alike and quarantine good lines, so these fail the batch as they are, and the loop
+ * tries it again later.
  */
 const ENVIRONMENT_FAULT =
-  /^(IO Error|FATAL Error|Out of Memory Error)|invalidated|No space left|Could not write|disk is full/i;
+  /^(IO Error|FATAL Error|Out of Memory Error)|invalidated|No space left|Could not write|disk is full|Current transaction is aborted/i;
 
 export function isDataFault(error: unknown): boolean {
   if (!(error instanceof Error)) return false;

@@ -1,3 +1,4 @@
+import { DuckDBInstance } from '@duckdb/node-api';
 import { describe, expect, it } from 'vitest';
 import { MissingStatementError } from '../../src/errors.js';
 import { isDataFault } from '../../src/ingest/isolate.js';
@@ -15,5 +16,18 @@ describe('named statements', () => {
     expect((failure as Error).message).toContain('ingest_no_such_statement');
     expect(isDataFault(failure)).toBe(false);
     expect(isDataFault(new Error('Conversion Error: could not convert string'))).toBe(true);
+  });
+
+  it('takes a transaction an earlier failure aborted for a fault of the machine, not of the lines', async () => {
+    const connection = await (await DuckDBInstance.create(':memory:')).connect();
+    await connection.run('BEGIN');
+    await connection.run("SELECT 'not a number'::INTEGER").catch(() => undefined);
+    const aborted = await connection.run('SELECT 1').then(
+      () => null,
+      (error: unknown) => error,
+    );
+    connection.closeSync();
+    expect((aborted as Error).message).toContain('Current transaction is aborted');
+    expect(isDataFault(aborted)).toBe(false);
   });
 });
