@@ -18,22 +18,27 @@ export class ReaderPool {
     }
   }
 
-  /** `use` once no read runs, and with none starting until it is done; it may use the connections. */
-  async withAll<T>(use: (connections: DuckDBConnection[]) => Promise<T>): Promise<T> {
-    const connections = await this.acquireAll();
+  /**
+   * `use` once no read runs, and with none starting until it is done; it is given one of the idle
+   * connections, for a statement that must not run on the writer.
+   */
+  async withAll<T>(use: (idle: DuckDBConnection) => Promise<T>): Promise<T> {
+    // Every connection asked for at once, so no read that starts later gets one in between.
+    const [first, rest] = await Promise.all([this.acquire(), this.acquireAll(this.size - 1)]);
+    const connections = [first, ...rest];
     try {
-      return await use(connections);
+      return await use(first);
     } finally {
       for (const connection of connections) this.release(connection);
     }
   }
 
   /**
-   * Every reader connection, once the reads running on them are done, taken out of the pool: reads
-   * wait until `release` puts connections back.
+   * `count` reader connections (every one by default), once the reads running on them are done,
+   * taken out of the pool: reads wait until `release` puts connections back.
    */
-  acquireAll(): Promise<DuckDBConnection[]> {
-    return Promise.all(Array.from({ length: this.size }, () => this.acquire()));
+  acquireAll(count = this.size): Promise<DuckDBConnection[]> {
+    return Promise.all(Array.from({ length: count }, () => this.acquire()));
   }
 
   /** Hands `connection` to the read waiting longest, or keeps it for the next one. */

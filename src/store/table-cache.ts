@@ -38,9 +38,7 @@ export class TableCache {
       (await session.one('store_memory_held')) as { cached: number; held: number };
     // Little cached, nothing to do: readers are not stopped after every small batch of `serve`.
     if ((await memoryHeld()).cached <= TABLE_CACHE_FLOOR_BYTES) return;
-    await this.connections.readers.withAll(async ([reader]) => {
-      if (!reader)
-        throw new Error('the store has no reader connection to change its memory limit on');
+    await this.connections.readers.withAll(async (reader) => {
       // Set back explicitly: RESET shows DuckDB's default again but leaves the buffer pool at the
       // low limit (DuckDB 1.5.5). The default is read once, as DuckDB prints it rounded down: read
       // again each time, it would shrink by a rounding step each batch.
