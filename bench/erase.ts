@@ -56,8 +56,9 @@ async function seed(context: Context, events: number): Promise<void> {
       params,
     );
     await session.runText(
-      `INSERT INTO profile_metrics
-       SELECT $tenant, $workspace, 'p_' || lpad(lower(to_hex(i)), 24, '0'), 'orders', 10, NULL, NULL, TIMESTAMP '2026-03-01'
+      `INSERT INTO profile_metric_vectors
+       SELECT $tenant, $workspace, 'p_' || lpad(lower(to_hex(i)), 24, '0'), MAP {'orders': 10.0}, MAP {}, MAP {}, MAP {},
+         TIMESTAMP '2026-03-01'
        FROM range($profiles) t(i)`,
       { tenant: TENANT, workspace: WORKSPACE, profiles },
     );

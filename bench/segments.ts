@@ -8,7 +8,6 @@ import type { Context } from '../src/context.js';
 import { ValidationError } from '../src/errors.js';
 import { metricDefinitionInputSchema } from '../src/metrics/definition-schema.js';
 import { createMetricDefinition } from '../src/metrics/definitions.js';
-import { vectorizeWorkspace } from '../src/metrics/materialize.js';
 import { createSegment, DEFAULT_AUTOMATIONS } from '../src/segments/definitions.js';
 import { evaluateAwaitingSegments } from '../src/segments/evaluate.js';
 import { MAX_PREDICATE_COMPARISONS, MAX_PREDICATE_LIST_VALUES } from '../src/segments/predicate.js';
@@ -116,16 +115,19 @@ export async function seedProfiles(context: Context, profiles: number): Promise<
       { tenant: TENANT, workspace: WORKSPACE, n: profiles },
     );
     await session.runText(
-      `INSERT INTO profile_metrics
-       SELECT $tenant, $workspace, 'p_' || lpad(to_hex(i), 24, '0'), m.name,
-         CASE m.name WHEN 'orders' THEN hash(i, 1) % 8 WHEN 'revenue' THEN (hash(i, 2) % 100000) / 100.0
-                     WHEN 'page_views_7d' THEN hash(i, 3) % 60 END,
-         CASE WHEN m.name = 'last_category' THEN c.list[1 + (hash(i, 4) % 8)::BIGINT] END,
-         CASE WHEN m.name = 'recent_categories'
-           THEN [c.list[1 + (hash(i, 5) % 8)::BIGINT], c.list[1 + (hash(i, 6) % 8)::BIGINT]] END,
+      `INSERT INTO profile_metric_vectors
+       SELECT $tenant, $workspace, 'p_' || lpad(to_hex(i), 24, '0'),
+         MAP {'orders': (hash(i, 1) % 8)::DOUBLE, 'revenue': (hash(i, 2) % 100000) / 100.0,
+              'page_views_7d': (hash(i, 3) % 60)::DOUBLE},
+         MAP {'last_category': last_category}, MAP {'recent_categories': recent},
+         MAP {'last_category': {'recent_keep': NULL::INTEGER, 'entries': [{'seen_at': TIMESTAMP '2026-03-01', 'value': last_category}]},
+              'recent_categories': {'recent_keep': 5, 'entries': list_transform(recent, value -> {'seen_at': TIMESTAMP '2026-03-01', 'value': value})}},
          TIMESTAMP '2026-03-01'
-       FROM range($n) t(i), (VALUES ('orders'), ('revenue'), ('page_views_7d'), ('last_category'), ('recent_categories')) m(name),
-         (SELECT CAST($categories AS JSON)::VARCHAR[] AS list) c`,
+       FROM (
+         SELECT i, c.list[1 + (hash(i, 4) % 8)::BIGINT] AS last_category,
+           [c.list[1 + (hash(i, 5) % 8)::BIGINT], c.list[1 + (hash(i, 6) % 8)::BIGINT]] AS recent
+         FROM range($n) t(i), (SELECT CAST($categories AS JSON)::VARCHAR[] AS list) c
+       )`,
       {
         tenant: TENANT,
         workspace: WORKSPACE,
@@ -133,7 +135,6 @@ export async function seedProfiles(context: Context, profiles: number): Promise<
         categories: JSON.stringify(CATEGORIES),
       },
     );
-    await vectorizeWorkspace(session, TENANT, WORKSPACE);
   });
 }
 

@@ -54,10 +54,6 @@ WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN 
 DELETE FROM profile_identifiers
 WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster);
 
-/* @name erasure_drop_metric_values */
-DELETE FROM profile_metrics
-WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster);
-
 /* @name erasure_drop_metric_inputs */
 DELETE FROM metric_strings
 WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster);

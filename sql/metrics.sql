@@ -43,16 +43,13 @@ DELETE FROM metric_contributions WHERE tenant_id = $tenant_id AND metric_name = 
 /* @name metrics_discard_frozen_strings */
 DELETE FROM metric_strings WHERE tenant_id = $tenant_id AND metric_name = $metric_name;
 
-/* @name metrics_discard_values */
-DELETE FROM profile_metrics WHERE tenant_id = $tenant_id AND metric_name = $metric_name;
-
 /* @name metrics_discard_vector_entries */
 UPDATE profile_metric_vectors SET
   number_values = map_from_entries(list_filter(map_entries(number_values), entry -> entry.key <> $metric_name)),
   string_values = map_from_entries(list_filter(map_entries(string_values), entry -> entry.key <> $metric_name)),
-  list_values = map_from_entries(list_filter(map_entries(list_values), entry -> entry.key <> $metric_name))
+  list_values = map_from_entries(list_filter(map_entries(list_values), entry -> entry.key <> $metric_name)),
+  string_entries = map_from_entries(list_filter(map_entries(string_entries), entry -> entry.key <> $metric_name))
 WHERE tenant_id = $tenant_id;
-
 /* @name metrics_freeze_numbers */
 -- A deleted definition's count or sum stays as it is now, its window no longer moving (design §12).
 INSERT INTO metric_contributions
@@ -75,14 +72,14 @@ SELECT count(*) AS pending FROM metric_definitions WHERE backfilled_at IS NULL;
 
 /* @name metrics_create_work_tables */
 -- The definitions a step applies, the profiles whose values it changes, and those of them that a
--- merge of the step's batch took away (metrics_follow_merges): every other touched profile is live.
+-- merge of the step's batch took away, with their survivors (metrics_follow_merges): every other
+-- touched profile is live.
 CREATE TEMP TABLE metric_touched (tenant_id VARCHAR, workspace_id VARCHAR, profile_id VARCHAR);
-CREATE TEMP TABLE metric_merged_away (tenant_id VARCHAR, workspace_id VARCHAR, profile_id VARCHAR);
+CREATE TEMP TABLE metric_merged_away (tenant_id VARCHAR, workspace_id VARCHAR, profile_id VARCHAR, survivor_profile_id VARCHAR);
 CREATE TEMP TABLE metric_applying (
   tenant_id VARCHAR, workspace_scope VARCHAR, metric_name VARCHAR, event_name VARCHAR, value_kind VARCHAR,
   json_path VARCHAR, recent_keep INTEGER, window_days INTEGER, contributor VARCHAR
 );
-
 /* @name metrics_apply_backfilled */
 INSERT INTO metric_applying
 SELECT tenant_id, workspace_scope, metric_name, event_name, value_kind, '$.' || value_path[12:],
@@ -155,32 +152,17 @@ FROM metric_sources e
 JOIN metric_applying d ON d.tenant_id = e.tenant_id AND d.event_name = e.event_name AND d.workspace_scope IN ('*', e.workspace_id)
 WHERE d.value_kind = 'property_string' AND json_type(e.properties, d.json_path) = 'VARCHAR'
 GROUP BY ALL;
+UPDATE metric_inputs_compaction SET appended_since = appended_since + (SELECT count(*) FROM metric_sources) WHERE id = 1;
 
 /* @name metrics_follow_merges */
--- A merged profile's inputs move to its survivor, whose values are then computed again. Moved rows
--- are deleted and inserted again, not updated, for the checkpoint's sake (ingest_apply_merges_to_profiles).
-CREATE TEMP TABLE metric_moved_contributions AS
-SELECT c.rowid AS moved_rowid, c.* REPLACE (m.survivor_profile_id AS profile_id)
-FROM metric_contributions c
-JOIN ingest_merges m
-  ON c.tenant_id = m.tenant_id AND c.workspace_id = m.workspace_id AND c.profile_id = m.merged_profile_id;
-DELETE FROM metric_contributions WHERE rowid IN (SELECT moved_rowid FROM metric_moved_contributions);
-INSERT INTO metric_contributions SELECT * EXCLUDE (moved_rowid) FROM metric_moved_contributions;
-DROP TABLE metric_moved_contributions;
-CREATE TEMP TABLE metric_moved_strings AS
-SELECT s.rowid AS moved_rowid, s.* REPLACE (m.survivor_profile_id AS profile_id)
-FROM metric_strings s
-JOIN ingest_merges m
-  ON s.tenant_id = m.tenant_id AND s.workspace_id = m.workspace_id AND s.profile_id = m.merged_profile_id;
-DELETE FROM metric_strings WHERE rowid IN (SELECT moved_rowid FROM metric_moved_strings);
-INSERT INTO metric_strings SELECT * EXCLUDE (moved_rowid) FROM metric_moved_strings;
-DROP TABLE metric_moved_strings;
+-- A merged profile's values join its survivor's (metrics_advance_values), which are computed
+-- again. Its inputs stay under its own id until they are compacted (metrics_compact_inputs takes
+-- each to its survivor): moving them here read both input tables whole each batch.
 INSERT INTO metric_touched
 SELECT tenant_id, workspace_id, merged_profile_id FROM ingest_merges
 UNION ALL
 SELECT tenant_id, workspace_id, survivor_profile_id FROM ingest_merges;
-INSERT INTO metric_merged_away SELECT tenant_id, workspace_id, merged_profile_id FROM ingest_merges;
-
+INSERT INTO metric_merged_away SELECT tenant_id, workspace_id, merged_profile_id, survivor_profile_id FROM ingest_merges;
 /* @name metrics_touch_expired */
 INSERT INTO metric_touched
 SELECT DISTINCT tenant_id, workspace_id, profile_id FROM metric_contributions
@@ -197,87 +179,146 @@ SELECT decayed_through::VARCHAR AS decayed_through FROM metric_decay WHERE id = 
 /* @name metrics_mark_decayed */
 UPDATE metric_decay SET decayed_through = $today::DATE WHERE id = 1;
 
-/* @name metrics_compact_touched */
--- One row per day and contributor, and only the strings that can still show, for every touched profile.
-CREATE TEMP TABLE metric_touched_profiles AS SELECT DISTINCT tenant_id, workspace_id, profile_id FROM metric_touched;
-CREATE TEMP TABLE metric_compacted AS
-SELECT c.tenant_id, c.workspace_id, c.profile_id, c.metric_name, c.contributor, c.day, c.window_days, sum(c.amount)
-FROM metric_contributions c SEMI JOIN metric_touched_profiles t USING (tenant_id, workspace_id, profile_id)
+/* @name metrics_inputs_rows */
+SELECT compacted_rows, appended_since FROM metric_inputs_compaction WHERE id = 1;
+
+/* @name metrics_compact_inputs */
+-- One row a day and contributor, and only the strings that can still show, each under its
+-- survivor: what batches appended since the last pass, and inputs left under profiles merged
+-- since, are folded in one pass over both tables.
+CREATE TEMP TABLE metric_contributions_compacted AS
+SELECT c.tenant_id, c.workspace_id, coalesce(p.merged_into, c.profile_id) AS profile_id, c.metric_name, c.contributor,
+  c.day, c.window_days, sum(c.amount) AS amount
+FROM metric_contributions c
+LEFT JOIN profiles p ON p.tenant_id = c.tenant_id AND p.workspace_id = c.workspace_id AND p.profile_id = c.profile_id
 GROUP BY ALL;
-DELETE FROM metric_contributions c USING metric_touched_profiles t
-WHERE c.tenant_id = t.tenant_id AND c.workspace_id = t.workspace_id AND c.profile_id = t.profile_id;
-INSERT INTO metric_contributions SELECT * FROM metric_compacted;
+DELETE FROM metric_contributions;
+INSERT INTO metric_contributions SELECT * FROM metric_contributions_compacted;
+DROP TABLE metric_contributions_compacted;
 CREATE TEMP TABLE metric_strings_compacted AS
 SELECT * FROM (
-  SELECT s.tenant_id, s.workspace_id, s.profile_id, s.metric_name, s.contributor, s.recent_keep, s.value, max(s.seen_at) AS seen_at
-  FROM metric_strings s SEMI JOIN metric_touched_profiles t USING (tenant_id, workspace_id, profile_id)
+  SELECT s.tenant_id, s.workspace_id, coalesce(p.merged_into, s.profile_id) AS profile_id, s.metric_name, s.contributor,
+    s.recent_keep, s.value, max(s.seen_at) AS seen_at
+  FROM metric_strings s
+  LEFT JOIN profiles p ON p.tenant_id = s.tenant_id AND p.workspace_id = s.workspace_id AND p.profile_id = s.profile_id
   GROUP BY ALL
 )
 QUALIFY row_number() OVER (
   PARTITION BY tenant_id, workspace_id, profile_id, metric_name, contributor ORDER BY seen_at DESC, value DESC
 ) <= coalesce(recent_keep, 1);
-DELETE FROM metric_strings s USING metric_touched_profiles t
-WHERE s.tenant_id = t.tenant_id AND s.workspace_id = t.workspace_id AND s.profile_id = t.profile_id;
+DELETE FROM metric_strings;
 INSERT INTO metric_strings SELECT * FROM metric_strings_compacted;
-DELETE FROM profile_metrics m USING metric_touched_profiles t
-WHERE m.tenant_id = t.tenant_id AND m.workspace_id = t.workspace_id AND m.profile_id = t.profile_id;
+DROP TABLE metric_strings_compacted;
+UPDATE metric_inputs_compaction
+SET compacted_rows = (SELECT count(*) FROM metric_contributions) + (SELECT count(*) FROM metric_strings), appended_since = 0
+WHERE id = 1;
 
-/* @name metrics_recompute_touched */
--- Definitions sharing a name combine: counts and sums add, latest is the newest, recent merges
--- the newest distinct values (design §12). Ties on time go to the greater value, so the result
--- does not depend on arrival order.
-INSERT INTO profile_metrics
-SELECT c.tenant_id, c.workspace_id, c.profile_id, c.metric_name,
-  coalesce(sum(c.amount) FILTER (WHERE c.window_days IS NULL OR c.day > $today::DATE - c.window_days), 0),
-  NULL, NULL, $now::TIMESTAMP
-FROM metric_contributions c SEMI JOIN metric_touched_profiles t USING (tenant_id, workspace_id, profile_id)
-GROUP BY ALL
-UNION ALL
-SELECT tenant_id, workspace_id, profile_id, metric_name,
-  NULL,
-  CASE WHEN max(recent_keep) IS NULL THEN list_sort(list({'seen_at': seen_at, 'value': value}), 'DESC')[1].value END,
-  CASE WHEN max(recent_keep) IS NOT NULL
-    THEN list_transform(list_sort(list({'seen_at': seen_at, 'value': value}), 'DESC')[1:max(recent_keep)], entry -> entry.value)
-  END,
-  $now::TIMESTAMP
+/* @name metrics_take_touched_rows */
+-- The touched profiles' rows of values, taken out to be written again: a merged profile's are
+-- read for its survivor's values. Only what advancing reads is copied (the maps cost most of the
+-- scan). Deleted and inserted again, not updated, for the checkpoint's sake
+-- (ingest_apply_merges_to_profiles).
+CREATE TEMP TABLE metric_touched_profiles AS SELECT DISTINCT tenant_id, workspace_id, profile_id FROM metric_touched;
+CREATE TEMP TABLE metric_replaced AS
+SELECT v.rowid AS replaced_rowid, v.tenant_id, v.workspace_id, v.profile_id, v.number_values, v.string_entries
+FROM profile_metric_vectors v SEMI JOIN metric_touched_profiles t USING (tenant_id, workspace_id, profile_id);
+DELETE FROM profile_metric_vectors WHERE rowid IN (SELECT replaced_rowid FROM metric_replaced);
+
+/* @name metrics_advance_values */
+-- A batch's values: each touched profile's previous ones (and those of the profiles merged into
+-- it) advanced by the batch's events, so no stored input is read. Counts and sums add what falls
+-- in the window (the values were brought to today by the day's decay, metrics_touch_expired);
+-- strings keep the newest distinct values, as metrics_recompute_values does.
+CREATE TEMP TABLE metric_string_values AS
+SELECT tenant_id, workspace_id, profile_id, metric_name, value, max(seen_at) AS seen_at, max(recent_keep) AS recent_keep
 FROM (
-  SELECT s.tenant_id, s.workspace_id, s.profile_id, s.metric_name, s.value, max(s.seen_at) AS seen_at,
-    max(s.recent_keep) AS recent_keep
-  FROM metric_strings s SEMI JOIN metric_touched_profiles t USING (tenant_id, workspace_id, profile_id)
-  GROUP BY ALL
+  SELECT r.tenant_id, r.workspace_id, coalesce(a.survivor_profile_id, r.profile_id) AS profile_id, r.metric_name,
+    r.recent_keep, r.entry.seen_at AS seen_at, r.entry.value AS value
+  FROM (
+    SELECT tenant_id, workspace_id, profile_id, metric.key AS metric_name, metric.value.recent_keep AS recent_keep,
+      unnest(metric.value.entries) AS entry
+    FROM (SELECT tenant_id, workspace_id, profile_id, unnest(map_entries(string_entries)) AS metric FROM metric_replaced)
+  ) r
+  LEFT JOIN metric_merged_away a ON a.tenant_id = r.tenant_id AND a.workspace_id = r.workspace_id AND a.profile_id = r.profile_id
+  UNION ALL
+  SELECT e.tenant_id, e.workspace_id, coalesce(a.survivor_profile_id, e.profile_id), d.metric_name, d.recent_keep,
+    e.occured_at, json_extract_string(e.properties, d.json_path)
+  FROM metric_sources e
+  JOIN metric_applying d ON d.tenant_id = e.tenant_id AND d.event_name = e.event_name AND d.workspace_scope IN ('*', e.workspace_id)
+  LEFT JOIN metric_merged_away a ON a.tenant_id = e.tenant_id AND a.workspace_id = e.workspace_id AND a.profile_id = e.profile_id
+  WHERE d.value_kind = 'property_string' AND json_type(e.properties, d.json_path) = 'VARCHAR'
+)
+GROUP BY tenant_id, workspace_id, profile_id, metric_name, value;
+CREATE TEMP TABLE metric_numbers AS
+SELECT tenant_id, workspace_id, profile_id, metric_name, sum(amount) AS number_value
+FROM (
+  SELECT r.tenant_id, r.workspace_id, coalesce(a.survivor_profile_id, r.profile_id) AS profile_id,
+    r.entry.key AS metric_name, r.entry.value AS amount
+  FROM (SELECT tenant_id, workspace_id, profile_id, unnest(map_entries(number_values)) AS entry FROM metric_replaced) r
+  LEFT JOIN metric_merged_away a ON a.tenant_id = r.tenant_id AND a.workspace_id = r.workspace_id AND a.profile_id = r.profile_id
+  UNION ALL
+  SELECT e.tenant_id, e.workspace_id, coalesce(a.survivor_profile_id, e.profile_id), d.metric_name,
+    CASE WHEN d.window_days IS NOT NULL AND e.occured_at::DATE <= $today::DATE - d.window_days THEN 0
+      WHEN d.value_kind = 'count' THEN 1.0
+      ELSE json_extract(e.properties, d.json_path)::DOUBLE END
+  FROM metric_sources e
+  JOIN metric_applying d ON d.tenant_id = e.tenant_id AND d.event_name = e.event_name AND d.workspace_scope IN ('*', e.workspace_id)
+  LEFT JOIN metric_merged_away a ON a.tenant_id = e.tenant_id AND a.workspace_id = e.workspace_id AND a.profile_id = e.profile_id
+  WHERE d.value_kind = 'count'
+     OR (d.value_kind = 'property_number' AND json_type(e.properties, d.json_path) IN ('BIGINT', 'UBIGINT', 'DOUBLE'))
 )
 GROUP BY tenant_id, workspace_id, profile_id, metric_name;
 
-/* @name metrics_vectorize_touched */
--- Every live touched profile gets its row, with empty maps when it has no value yet. A touched
--- profile is live unless this step's batch merged it away: its events' and new profiles are
--- survivors, and the inputs of expired windows and backfills belong to live profiles (a merge
--- moves them, an erasure deletes them). Asking `profiles` instead read its whole table each
--- batch (20 to 35 ms at 1.1M profiles).
-DELETE FROM profile_metric_vectors v USING metric_touched_profiles t
-WHERE v.tenant_id = t.tenant_id AND v.workspace_id = t.workspace_id AND v.profile_id = t.profile_id;
-INSERT INTO profile_metric_vectors
-SELECT p.tenant_id, p.workspace_id, p.profile_id,
-  map_from_entries(coalesce(list({'key': m.metric_name, 'value': m.number_value}) FILTER (WHERE m.number_value IS NOT NULL), [])),
-  map_from_entries(coalesce(list({'key': m.metric_name, 'value': m.string_value}) FILTER (WHERE m.string_value IS NOT NULL), [])),
-  map_from_entries(coalesce(list({'key': m.metric_name, 'value': m.list_value}) FILTER (WHERE m.list_value IS NOT NULL), []))
-FROM metric_touched_profiles p
-ANTI JOIN metric_merged_away a USING (tenant_id, workspace_id, profile_id)
-LEFT JOIN profile_metrics m ON m.tenant_id = p.tenant_id AND m.workspace_id = p.workspace_id AND m.profile_id = p.profile_id
-GROUP BY p.tenant_id, p.workspace_id, p.profile_id;
+/* @name metrics_recompute_values */
+-- A pass's values, from every stored input of the touched profiles (compacted first, so each is
+-- under its survivor): after a backfill, or when windows decay.
+CREATE TEMP TABLE metric_string_values AS
+SELECT s.tenant_id, s.workspace_id, s.profile_id, s.metric_name, s.value, max(s.seen_at) AS seen_at, max(s.recent_keep) AS recent_keep
+FROM metric_strings s SEMI JOIN metric_touched_profiles t USING (tenant_id, workspace_id, profile_id)
+GROUP BY s.tenant_id, s.workspace_id, s.profile_id, s.metric_name, s.value;
+CREATE TEMP TABLE metric_numbers AS
+SELECT c.tenant_id, c.workspace_id, c.profile_id, c.metric_name,
+  coalesce(sum(c.amount) FILTER (WHERE c.window_days IS NULL OR c.day > $today::DATE - c.window_days), 0) AS number_value
+FROM metric_contributions c SEMI JOIN metric_touched_profiles t USING (tenant_id, workspace_id, profile_id)
+GROUP BY c.tenant_id, c.workspace_id, c.profile_id, c.metric_name;
 
-/* @name metrics_touch_workspace */
--- For data written straight into profile_metrics (test and benchmark fixtures): every live profile
--- of a workspace, to rebuild its rows of values.
-CREATE TEMP TABLE metric_merged_away (tenant_id VARCHAR, workspace_id VARCHAR, profile_id VARCHAR);
-CREATE TEMP TABLE metric_touched_profiles AS
-SELECT tenant_id, workspace_id, profile_id FROM profiles
-WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND merged_into IS NULL;
+/* @name metrics_store_values */
+-- Every live touched profile gets its row, with empty maps when it has no value yet. Definitions
+-- sharing a name combine: counts and sums add, latest is the newest, recent the newest distinct
+-- values (design §12); ties on time go to the greater value, so the result does not depend on
+-- arrival order. A touched profile is live unless this step's batch merged it away: its events'
+-- and new profiles are survivors, and the inputs of expired windows and backfills belong to live
+-- profiles (compacted under survivors; an erasure deletes them).
+INSERT INTO profile_metric_vectors
+SELECT t.tenant_id, t.workspace_id, t.profile_id,
+  coalesce(n.number_values, MAP {}), coalesce(s.string_values, MAP {}), coalesce(s.list_values, MAP {}),
+  coalesce(s.string_entries, MAP {}), $now::TIMESTAMP
+FROM metric_touched_profiles t
+ANTI JOIN metric_merged_away a ON a.tenant_id = t.tenant_id AND a.workspace_id = t.workspace_id AND a.profile_id = t.profile_id
+LEFT JOIN (
+  SELECT tenant_id, workspace_id, profile_id, map_from_entries(list({'key': metric_name, 'value': number_value})) AS number_values
+  FROM metric_numbers
+  GROUP BY tenant_id, workspace_id, profile_id
+) n ON n.tenant_id = t.tenant_id AND n.workspace_id = t.workspace_id AND n.profile_id = t.profile_id
+LEFT JOIN (
+  SELECT tenant_id, workspace_id, profile_id,
+    map_from_entries(coalesce(list({'key': metric_name, 'value': entries[1].value}) FILTER (WHERE recent_keep IS NULL), [])) AS string_values,
+    map_from_entries(coalesce(
+      list({'key': metric_name, 'value': list_transform(entries, entry -> entry.value)}) FILTER (WHERE recent_keep IS NOT NULL), []
+    )) AS list_values,
+    map_from_entries(list({'key': metric_name, 'value': {'recent_keep': recent_keep, 'entries': entries}})) AS string_entries
+  FROM (
+    SELECT tenant_id, workspace_id, profile_id, metric_name, max(recent_keep) AS recent_keep,
+      list({'seen_at': seen_at, 'value': value} ORDER BY seen_at DESC, value DESC)[1:coalesce(max(recent_keep), 1)] AS entries
+    FROM metric_string_values
+    GROUP BY tenant_id, workspace_id, profile_id, metric_name
+  )
+  GROUP BY tenant_id, workspace_id, profile_id
+) s ON s.tenant_id = t.tenant_id AND s.workspace_id = t.workspace_id AND s.profile_id = t.profile_id;
 
 /* @name metrics_drop_work_tables */
-DROP TABLE IF EXISTS metric_applying; DROP TABLE IF EXISTS metric_sources; DROP TABLE IF EXISTS metric_compacted;
-DROP TABLE IF EXISTS metric_strings_compacted; DROP TABLE IF EXISTS metric_touched; DROP TABLE IF EXISTS metric_touched_profiles;
-DROP TABLE IF EXISTS metric_merged_away;
-
+DROP TABLE IF EXISTS metric_applying; DROP TABLE IF EXISTS metric_sources; DROP TABLE IF EXISTS metric_replaced;
+DROP TABLE IF EXISTS metric_numbers; DROP TABLE IF EXISTS metric_string_values; DROP TABLE IF EXISTS metric_touched;
+DROP TABLE IF EXISTS metric_touched_profiles; DROP TABLE IF EXISTS metric_merged_away;
 /* @name metrics_mark_backfilled */
 UPDATE metric_definitions SET backfilled_at = $now::TIMESTAMP WHERE backfilled_at IS NULL;

@@ -16,8 +16,8 @@ DELETE FROM metric_contributions c USING identifier_metrics m
 WHERE c.tenant_id = m.tenant_id AND list_contains(m.metric_names, c.metric_name);
 DELETE FROM metric_strings s USING identifier_metrics m
 WHERE s.tenant_id = m.tenant_id AND list_contains(m.metric_names, s.metric_name);
-DELETE FROM profile_metrics p USING identifier_metrics m
-WHERE p.tenant_id = m.tenant_id AND list_contains(m.metric_names, p.metric_name);
+-- The table profile_metrics held them too; migration 020 made it a view of profile_metric_vectors,
+-- so clearing the rows of values is enough (and runs at every schema since).
 UPDATE profile_metric_vectors v SET
   number_values = map_from_entries(list_filter(map_entries(number_values), e -> NOT list_contains(m.metric_names, e.key))),
   string_values = map_from_entries(list_filter(map_entries(string_values), e -> NOT list_contains(m.metric_names, e.key))),

@@ -76,7 +76,6 @@ export async function createMetricDefinition(
       const name = { tenant_id: tenantId, metric_name: input.metric_name };
       await session.run('metrics_discard_frozen', name);
       await session.run('metrics_discard_frozen_strings', name);
-      await session.run('metrics_discard_values', name);
       await session.run('metrics_discard_vector_entries', name);
     }
     if (await session.one('get_metric_definition', key)) {

@@ -17,11 +17,22 @@ export function metricTime(now: string): MetricTime {
  */
 export type TouchedProfiles = TemporaryTable<'metric_touched_profiles'>;
 
-async function recomputeTouched(session: Session, time: MetricTime): Promise<TouchedProfiles> {
-  await session.run('metrics_compact_touched');
-  await session.run('metrics_recompute_touched', { today: time.today, now: time.now });
-  await session.run('metrics_vectorize_touched');
+/**
+ * Events read into inputs since the last compaction, beyond which the ingest loop's upkeep compacts
+ * them: each compaction reads both input tables whole, so it is paid once for as many rows as it
+ * leaves.
+ */
+const MIN_PENDING_INPUTS = 100_000;
+
+async function storeValues(session: Session, time: MetricTime): Promise<TouchedProfiles> {
+  await session.run('metrics_store_values', { now: time.now });
   return temporaryTable(session, 'metric_touched_profiles');
+}
+
+async function recomputeTouched(session: Session, time: MetricTime): Promise<TouchedProfiles> {
+  await session.run('metrics_take_touched_rows');
+  await session.run('metrics_recompute_values', { today: time.today });
+  return storeValues(session, time);
 }
 
 /** The tables of an ingest batch the metric step reads, once its events have their profiles. */
@@ -36,9 +47,9 @@ export interface BatchForMetrics {
 }
 
 /**
- * Adds what an ingest batch stored to the values of every backfilled definition, moves merged
- * profiles' inputs to their survivors, and recomputes the profiles concerned, all in the batch's
- * transaction (design §12).
+ * Adds what an ingest batch stored to the inputs and to the values of every backfilled definition,
+ * a merged profile's values to its survivor's, all in the batch's transaction (design §12). The
+ * values advance from the profiles' rows of values, so the step reads no stored input.
  */
 export async function applyBatchToMetrics(
   batch: BatchForMetrics,
@@ -55,7 +66,9 @@ export async function applyBatchToMetrics(
   await session.run('metrics_sources_from_batch');
   await session.run('metrics_add_sources');
   if (batch.merges) await session.run('metrics_follow_merges');
-  return recomputeTouched(session, time);
+  await session.run('metrics_take_touched_rows');
+  await session.run('metrics_advance_values', { today: time.today });
+  return storeValues(session, time);
 }
 
 /** Definitions created since the last pass, computed from the stored events. */
@@ -68,6 +81,7 @@ export async function backfillDefinitions(
   session: Session,
   time: MetricTime,
 ): Promise<TouchedProfiles> {
+  await session.run('metrics_compact_inputs');
   await session.run('metrics_create_work_tables');
   await session.run('metrics_apply_pending');
   await session.run('metrics_sources_from_events');
@@ -85,6 +99,7 @@ export async function needsDecay(session: Session, time: MetricTime): Promise<bo
 
 /** Takes the buckets that left their window out of the values, so they decay without events. */
 export async function decayWindows(session: Session, time: MetricTime): Promise<TouchedProfiles> {
+  await session.run('metrics_compact_inputs');
   await session.run('metrics_create_work_tables');
   await session.run('metrics_touch_expired', { today: time.today });
   await session.run('metrics_zero_expired', { today: time.today });
@@ -115,14 +130,16 @@ export async function freezeDefinition(
   await session.run('metrics_freeze_strings', params);
 }
 
-/** Rebuilds a workspace's rows of values from `profile_metrics`, for data written there directly. */
-export async function vectorizeWorkspace(
-  session: Session,
-  tenantId: string,
-  workspaceId: string,
-): Promise<void> {
-  await session.run('metrics_touch_workspace', { tenant_id: tenantId, workspace_id: workspaceId });
-  const touched: TouchedProfiles = temporaryTable(session, 'metric_touched_profiles');
-  await session.run('metrics_vectorize_touched');
-  await endMetricStep(touched);
+/** True when batches appended about as many inputs as the last compaction left (and enough to matter). */
+export async function inputsNeedCompaction(session: Session): Promise<boolean> {
+  const row = await session.one<{ compacted_rows: number; appended_since: number }>(
+    'metrics_inputs_rows',
+  );
+  const compacted = Number(row?.compacted_rows ?? 0);
+  return Number(row?.appended_since ?? 0) >= Math.max(MIN_PENDING_INPUTS, compacted);
+}
+
+/** Folds appended inputs into one row a day and contributor, each under its survivor. */
+export async function compactInputs(session: Session): Promise<void> {
+  await session.run('metrics_compact_inputs');
 }

@@ -53,7 +53,6 @@ const ERASURE_STEPS = [
   'erasure_drop_events',
   'erasure_drop_recent_events',
   'erasure_drop_identifiers',
-  'erasure_drop_metric_values',
   'erasure_drop_last_seen',
   'erasure_drop_vectors',
   'erasure_drop_metric_inputs',

@@ -1,4 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { compactInputs } from '../../src/metrics/materialize.js';
 import type { TestEnv } from '../helpers/context.js';
 import { type EventSpec, envelope, sendServer } from '../helpers/events.js';
 import { defineMetric } from '../helpers/metrics.js';
@@ -6,6 +7,13 @@ import { openSeededEnv } from '../helpers/seeded.js';
 import { call, type Tokens } from '../helpers/tenant.js';
 
 const DAY = 24 * 60 * 60 * 1000;
+const ORDERS = { metric_name: 'orders', event_name: 'order_completed', value_kind: 'count' };
+const REVENUE = {
+  metric_name: 'revenue',
+  event_name: 'order_completed',
+  value_kind: 'property_number',
+  value_path: 'properties.total',
+};
 
 describe('metric values', () => {
   let env: TestEnv;
@@ -48,13 +56,8 @@ describe('metric values', () => {
   });
 
   it('counts events and sums numbers, ignoring values that are not numbers', async () => {
-    await define({ metric_name: 'orders', event_name: 'order_completed', value_kind: 'count' });
-    await define({
-      metric_name: 'revenue',
-      event_name: 'order_completed',
-      value_kind: 'property_number',
-      value_path: 'properties.total',
-    });
+    await define(ORDERS);
+    await define(REVENUE);
     await send(
       order('o1', '2026-02-01T10:00:00Z', 40),
       order('o2', '2026-02-02T10:00:00Z', 2.5),
@@ -69,7 +72,7 @@ describe('metric values', () => {
   });
 
   it('recomputes a profile only when an event some definition reads arrives for it', async () => {
-    await define({ metric_name: 'orders', event_name: 'order_completed', value_kind: 'count' });
+    await define(ORDERS);
     const computedAt = async () =>
       (
         await env.context.store.read((s) =>
@@ -227,7 +230,7 @@ describe('metric values', () => {
     );
     await env.ingest();
     expect(await metricsOf('ann@shop.test')).toEqual({});
-    await define({ metric_name: 'orders', event_name: 'order_completed', value_kind: 'count' });
+    await define(ORDERS);
     await define({
       metric_name: 'revenue_7d',
       event_name: 'order_completed',
@@ -271,7 +274,7 @@ describe('metric values', () => {
   });
 
   it('recomputes the survivor of a merge from both profiles', async () => {
-    await define({ metric_name: 'orders', event_name: 'order_completed', value_kind: 'count' });
+    await define(ORDERS);
     await define({
       metric_name: 'recent_categories',
       event_name: 'order_completed',
@@ -311,7 +314,7 @@ describe('metric values', () => {
   });
 
   it('keeps one row of values for each live profile, none for a profile merged away', async () => {
-    await define({ metric_name: 'orders', event_name: 'order_completed', value_kind: 'count' });
+    await define(ORDERS);
     const bob = { phone: '9876543210' };
     const cara = { email: 'cara@shop.test' };
     const dev = { phone: '9123456780' };
@@ -342,5 +345,84 @@ describe('metric values', () => {
     expect(rows[0]).toEqual({ live: 2, vectors: 2, of_merged: 0 });
     expect(await metricsOf('cara@shop.test')).toEqual({ orders: 2 });
     expect(await metricsOf('ann@shop.test')).toEqual({ orders: 2 });
+  });
+
+  it('advances values batch by batch to what a recompute from the inputs gives, and compacting the inputs changes none', async () => {
+    await define(ORDERS);
+    await define(REVENUE);
+    await define({
+      metric_name: 'orders_7d',
+      event_name: 'order_completed',
+      value_kind: 'count',
+      window_days: 7,
+    });
+    await define({
+      metric_name: 'recent_categories',
+      event_name: 'order_completed',
+      value_kind: 'property_string',
+      value_path: 'properties.category',
+      aggregation: 'recent',
+      keep: 2,
+    });
+    await define({
+      metric_name: 'last_category',
+      event_name: 'order_completed',
+      value_kind: 'property_string',
+      value_path: 'properties.category',
+      aggregation: 'latest',
+    });
+    const bob = { phone: '9876543210' };
+    const bobOrder = (id: string, at: string, total: number, category: string) => ({
+      name: 'order_completed',
+      at,
+      identifiers: bob,
+      properties: { order_id: id, total, category },
+    });
+    // Today is 2026-03-01: o1 is outside the 7-day window, late o6 is older than what is stored.
+    await send(order('o1', '2026-02-01T10:00:00Z', 10, { category: 'shoes' }));
+    await env.ingest();
+    await send(
+      order('o2', '2026-02-27T10:00:00Z', 5, { category: 'bags' }),
+      bobOrder('o3', '2026-02-28T10:00:00Z', 7, 'hats'),
+    );
+    await env.ingest();
+    await send(bobOrder('o4', '2026-02-28T11:00:00Z', 1, 'bags'));
+    await env.ingest();
+    await send({ name: 'signed_up', identifiers: { ...ann, ...bob } });
+    await env.ingest();
+    await send(
+      order('o5', '2026-02-28T12:00:00Z', 2, { category: 'socks' }),
+      order('o6', '2026-02-02T10:00:00Z', 3, { category: 'belts' }),
+    );
+    await env.ingest();
+    const advanced = {
+      orders: 6,
+      revenue: 28,
+      orders_7d: 4,
+      recent_categories: ['socks', 'bags'],
+      last_category: 'socks',
+    };
+    expect(await metricsOf('ann@shop.test')).toEqual(advanced);
+
+    const inputs = () =>
+      env.context.store.read((session) =>
+        session.allText<{ rows: number; keys: number; under_merged: number }>(
+          `SELECT count(*) AS rows,
+             count(DISTINCT (profile_id, metric_name, contributor, day)) AS keys,
+             count(*) FILTER (WHERE profile_id IN (SELECT profile_id FROM profiles WHERE merged_into IS NOT NULL)) AS under_merged
+           FROM metric_contributions`,
+        ),
+      );
+    // Each batch appended its own rows, the merged profile's stay under its id until compacted.
+    expect((await inputs())[0]?.under_merged).toBeGreaterThan(0);
+    await env.context.store.write(compactInputs);
+    const compacted = (await inputs())[0];
+    expect(compacted).toEqual({ rows: compacted?.keys, keys: compacted?.keys, under_merged: 0 });
+    expect(await metricsOf('ann@shop.test')).toEqual(advanced);
+
+    // A new definition is backfilled, which recomputes the profile from every stored input.
+    await define({ metric_name: 'orders_any', event_name: 'order_completed', value_kind: 'count' });
+    await env.ingest();
+    expect(await metricsOf('ann@shop.test')).toEqual({ ...advanced, orders_any: 6 });
   });
 });
