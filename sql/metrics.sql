@@ -134,26 +134,36 @@ DELETE FROM metric_strings s USING metric_applying d
 WHERE s.tenant_id = d.tenant_id AND s.metric_name = d.metric_name AND s.contributor IN (d.contributor, 'frozen|' || d.contributor);
 
 /* @name metrics_add_sources */
--- Non-numbers are ignored by property_number and non-strings by property_string (design §12).
+-- Each event's value for each definition that reads it, its properties parsed once: a count's 1,
+-- a number, or a string. Non-numbers are ignored by property_number and non-strings by
+-- property_string (design §12). Appended to the inputs, one row a day and contributor (or distinct
+-- string) of the batch; a batch's step advances the values from the same rows.
 INSERT INTO metric_touched SELECT DISTINCT tenant_id, workspace_id, profile_id FROM metric_sources;
+CREATE TEMP TABLE metric_source_values AS
+SELECT tenant_id, workspace_id, profile_id, metric_name, contributor, value_kind, window_days, recent_keep, occured_at,
+  CASE WHEN value_kind = 'count' THEN 1.0 WHEN value_kind = 'property_number' THEN value::DOUBLE END AS amount,
+  CASE WHEN value_kind = 'property_string' THEN json_extract_string(value, '$') END AS string_value
+FROM (
+  SELECT e.tenant_id, e.workspace_id, e.profile_id, d.metric_name, d.contributor, d.value_kind, d.window_days,
+    d.recent_keep, e.occured_at, json_extract(e.properties, d.json_path) AS value
+  FROM metric_sources e
+  JOIN metric_applying d ON d.tenant_id = e.tenant_id AND d.event_name = e.event_name AND d.workspace_scope IN ('*', e.workspace_id)
+)
+WHERE value_kind = 'count'
+   OR (value_kind = 'property_number' AND json_type(value) IN ('BIGINT', 'UBIGINT', 'DOUBLE'))
+   OR (value_kind = 'property_string' AND json_type(value) = 'VARCHAR');
 INSERT INTO metric_contributions
-SELECT e.tenant_id, e.workspace_id, e.profile_id, d.metric_name, d.contributor,
-  CASE WHEN d.window_days IS NOT NULL THEN e.occured_at::DATE END AS day, d.window_days,
-  sum(CASE WHEN d.value_kind = 'count' THEN 1.0 ELSE json_extract(e.properties, d.json_path)::DOUBLE END)
-FROM metric_sources e
-JOIN metric_applying d ON d.tenant_id = e.tenant_id AND d.event_name = e.event_name AND d.workspace_scope IN ('*', e.workspace_id)
-WHERE d.value_kind = 'count'
-   OR (d.value_kind = 'property_number' AND json_type(e.properties, d.json_path) IN ('BIGINT', 'UBIGINT', 'DOUBLE'))
+SELECT tenant_id, workspace_id, profile_id, metric_name, contributor,
+  CASE WHEN window_days IS NOT NULL THEN occured_at::DATE END AS day, window_days, sum(amount)
+FROM metric_source_values
+WHERE value_kind <> 'property_string'
 GROUP BY ALL;
 INSERT INTO metric_strings
-SELECT e.tenant_id, e.workspace_id, e.profile_id, d.metric_name, d.contributor, d.recent_keep,
-  json_extract_string(e.properties, d.json_path) AS value, max(e.occured_at)
-FROM metric_sources e
-JOIN metric_applying d ON d.tenant_id = e.tenant_id AND d.event_name = e.event_name AND d.workspace_scope IN ('*', e.workspace_id)
-WHERE d.value_kind = 'property_string' AND json_type(e.properties, d.json_path) = 'VARCHAR'
+SELECT tenant_id, workspace_id, profile_id, metric_name, contributor, recent_keep, string_value, max(occured_at)
+FROM metric_source_values
+WHERE value_kind = 'property_string'
 GROUP BY ALL;
 UPDATE metric_inputs_compaction SET appended_since = appended_since + (SELECT count(*) FROM metric_sources) WHERE id = 1;
-
 /* @name metrics_follow_merges */
 -- A merged profile's values join its survivor's (metrics_advance_values), which are computed
 -- again. Its inputs stay under its own id until they are compacted (metrics_compact_inputs takes
@@ -241,12 +251,11 @@ FROM (
   ) r
   LEFT JOIN metric_merged_away a ON a.tenant_id = r.tenant_id AND a.workspace_id = r.workspace_id AND a.profile_id = r.profile_id
   UNION ALL
-  SELECT e.tenant_id, e.workspace_id, coalesce(a.survivor_profile_id, e.profile_id), d.metric_name, d.recent_keep,
-    e.occured_at, json_extract_string(e.properties, d.json_path)
-  FROM metric_sources e
-  JOIN metric_applying d ON d.tenant_id = e.tenant_id AND d.event_name = e.event_name AND d.workspace_scope IN ('*', e.workspace_id)
+  SELECT e.tenant_id, e.workspace_id, coalesce(a.survivor_profile_id, e.profile_id), e.metric_name, e.recent_keep,
+    e.occured_at, e.string_value
+  FROM metric_source_values e
   LEFT JOIN metric_merged_away a ON a.tenant_id = e.tenant_id AND a.workspace_id = e.workspace_id AND a.profile_id = e.profile_id
-  WHERE d.value_kind = 'property_string' AND json_type(e.properties, d.json_path) = 'VARCHAR'
+  WHERE e.value_kind = 'property_string'
 )
 GROUP BY tenant_id, workspace_id, profile_id, metric_name, value;
 CREATE TEMP TABLE metric_numbers AS
@@ -257,15 +266,11 @@ FROM (
   FROM (SELECT tenant_id, workspace_id, profile_id, unnest(map_entries(number_values)) AS entry FROM metric_replaced) r
   LEFT JOIN metric_merged_away a ON a.tenant_id = r.tenant_id AND a.workspace_id = r.workspace_id AND a.profile_id = r.profile_id
   UNION ALL
-  SELECT e.tenant_id, e.workspace_id, coalesce(a.survivor_profile_id, e.profile_id), d.metric_name,
-    CASE WHEN d.window_days IS NOT NULL AND e.occured_at::DATE <= $today::DATE - d.window_days THEN 0
-      WHEN d.value_kind = 'count' THEN 1.0
-      ELSE json_extract(e.properties, d.json_path)::DOUBLE END
-  FROM metric_sources e
-  JOIN metric_applying d ON d.tenant_id = e.tenant_id AND d.event_name = e.event_name AND d.workspace_scope IN ('*', e.workspace_id)
+  SELECT e.tenant_id, e.workspace_id, coalesce(a.survivor_profile_id, e.profile_id), e.metric_name,
+    CASE WHEN e.window_days IS NOT NULL AND e.occured_at::DATE <= $today::DATE - e.window_days THEN 0 ELSE e.amount END
+  FROM metric_source_values e
   LEFT JOIN metric_merged_away a ON a.tenant_id = e.tenant_id AND a.workspace_id = e.workspace_id AND a.profile_id = e.profile_id
-  WHERE d.value_kind = 'count'
-     OR (d.value_kind = 'property_number' AND json_type(e.properties, d.json_path) IN ('BIGINT', 'UBIGINT', 'DOUBLE'))
+  WHERE e.value_kind <> 'property_string'
 )
 GROUP BY tenant_id, workspace_id, profile_id, metric_name;
 
@@ -286,7 +291,8 @@ GROUP BY c.tenant_id, c.workspace_id, c.profile_id, c.metric_name;
 -- Every live touched profile gets its row, with empty maps when it has no value yet. Definitions
 -- sharing a name combine: counts and sums add, latest is the newest, recent the newest distinct
 -- values (design §12); ties on time go to the greater value, so the result does not depend on
--- arrival order. A touched profile is live unless this step's batch merged it away: its events'
+-- arrival order (entries sort as structs, time then value: an ordered list() was five times
+-- slower). A touched profile is live unless this step's batch merged it away: its events'
 -- and new profiles are survivors, and the inputs of expired windows and backfills belong to live
 -- profiles (compacted under survivors; an erasure deletes them).
 INSERT INTO profile_metric_vectors
@@ -309,7 +315,7 @@ LEFT JOIN (
     map_from_entries(list({'key': metric_name, 'value': {'recent_keep': recent_keep, 'entries': entries}})) AS string_entries
   FROM (
     SELECT tenant_id, workspace_id, profile_id, metric_name, max(recent_keep) AS recent_keep,
-      list({'seen_at': seen_at, 'value': value} ORDER BY seen_at DESC, value DESC)[1:coalesce(max(recent_keep), 1)] AS entries
+      list_sort(list({'seen_at': seen_at, 'value': value}), 'DESC')[1:coalesce(max(recent_keep), 1)] AS entries
     FROM metric_string_values
     GROUP BY tenant_id, workspace_id, profile_id, metric_name
   )
@@ -317,7 +323,8 @@ LEFT JOIN (
 ) s ON s.tenant_id = t.tenant_id AND s.workspace_id = t.workspace_id AND s.profile_id = t.profile_id;
 
 /* @name metrics_drop_work_tables */
-DROP TABLE IF EXISTS metric_applying; DROP TABLE IF EXISTS metric_sources; DROP TABLE IF EXISTS metric_replaced;
+DROP TABLE IF EXISTS metric_applying; DROP TABLE IF EXISTS metric_sources; DROP TABLE IF EXISTS metric_source_values;
+DROP TABLE IF EXISTS metric_replaced;
 DROP TABLE IF EXISTS metric_numbers; DROP TABLE IF EXISTS metric_string_values; DROP TABLE IF EXISTS metric_touched;
 DROP TABLE IF EXISTS metric_touched_profiles; DROP TABLE IF EXISTS metric_merged_away;
 /* @name metrics_mark_backfilled */

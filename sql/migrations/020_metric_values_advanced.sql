@@ -25,7 +25,7 @@ LEFT JOIN (
     map_from_entries(list({'key': metric_name, 'value': {'recent_keep': recent_keep, 'entries': entries[1:coalesce(recent_keep, 1)]}})) AS string_entries
   FROM (
     SELECT tenant_id, workspace_id, profile_id, metric_name, max(recent_keep) AS recent_keep,
-      list({'seen_at': seen_at, 'value': value} ORDER BY seen_at DESC, value DESC) AS entries
+      list_sort(list({'seen_at': seen_at, 'value': value}), 'DESC') AS entries
     FROM (
       SELECT tenant_id, workspace_id, profile_id, metric_name, value, max(seen_at) AS seen_at, max(recent_keep) AS recent_keep
       FROM metric_strings
