@@ -166,8 +166,8 @@ GROUP BY ALL;
 UPDATE metric_inputs_compaction SET appended_since = appended_since + (SELECT count(*) FROM metric_sources) WHERE id = 1;
 /* @name metrics_follow_merges */
 -- A merged profile's values join its survivor's (metrics_advance_values), which are computed
--- again. Its inputs stay under its own id until they are compacted (metrics_compact_inputs takes
--- each to its survivor): moving them here read both input tables whole each batch.
+-- again. Its inputs stay under its own id until they are compacted (metrics_compaction_take_*
+-- takes each to its survivor): moving them here read both input tables whole each batch.
 INSERT INTO metric_touched
 SELECT tenant_id, workspace_id, merged_profile_id FROM ingest_merges
 UNION ALL
@@ -190,39 +190,68 @@ SELECT decayed_through::VARCHAR AS decayed_through FROM metric_decay WHERE id = 
 UPDATE metric_decay SET decayed_through = $today::DATE WHERE id = 1;
 
 /* @name metrics_inputs_rows */
-SELECT compacted_rows, appended_since FROM metric_inputs_compaction WHERE id = 1;
+SELECT compacted_rows, appended_since, parts, next_part FROM metric_inputs_compaction WHERE id = 1;
 
-/* @name metrics_compact_inputs */
--- One row a day and contributor, and only the strings that can still show, each under its
--- survivor: what batches appended since the last pass, and inputs left under profiles merged
--- since, are folded in one pass over both tables.
-CREATE TEMP TABLE metric_contributions_compacted AS
-SELECT c.tenant_id, c.workspace_id, coalesce(p.merged_into, c.profile_id) AS profile_id, c.metric_name, c.contributor,
-  c.day, c.window_days, sum(c.amount) AS amount
+/* @name metrics_compaction_rows */
+SELECT (SELECT count(*) FROM metric_contributions) + (SELECT count(*) FROM metric_strings) AS input_rows;
+
+/* @name metrics_compaction_take_contributions */
+-- Compaction folds the inputs into one row a day and contributor, and only the strings that can
+-- still show, each under its survivor: what batches appended since the last compaction, and
+-- inputs left under profiles merged since. It takes the inputs of one part of the profile ids at a
+-- time (by hash), each in its own transaction, so that what it holds and how long it keeps batches
+-- waiting are bounded whatever the store's size. Values do not change, and recomputing reads inputs
+-- under merged ids too (metrics_recompute_values), so nothing waits for a compaction: a merged profile's
+-- inputs may be in another part than its survivor's, and join them, under the survivor's id, at
+-- the next compaction. The parameters are typed: as bound, the modulo took 2.4 s instead of 0.3 s
+-- at 4M rows.
+CREATE TEMP TABLE metric_compaction_contributions AS
+SELECT c.rowid AS taken_rowid, c.* REPLACE (coalesce(p.merged_into, c.profile_id) AS profile_id)
 FROM metric_contributions c
-LEFT JOIN profiles p ON p.tenant_id = c.tenant_id AND p.workspace_id = c.workspace_id AND p.profile_id = c.profile_id
-GROUP BY ALL;
-DELETE FROM metric_contributions;
-INSERT INTO metric_contributions SELECT * FROM metric_contributions_compacted;
-DROP TABLE metric_contributions_compacted;
-CREATE TEMP TABLE metric_strings_compacted AS
+LEFT JOIN (FROM profiles WHERE merged_into IS NOT NULL) p
+  ON p.tenant_id = c.tenant_id AND p.workspace_id = c.workspace_id AND p.profile_id = c.profile_id
+WHERE hash(c.profile_id) % $parts::UBIGINT = $part::UBIGINT;
+
+/* @name metrics_compaction_put_contributions */
+DELETE FROM metric_contributions WHERE rowid IN (SELECT taken_rowid FROM metric_compaction_contributions);
+INSERT INTO metric_contributions
+SELECT tenant_id, workspace_id, profile_id, metric_name, contributor, day, window_days, sum(amount)
+FROM metric_compaction_contributions
+GROUP BY tenant_id, workspace_id, profile_id, metric_name, contributor, day, window_days;
+DROP TABLE metric_compaction_contributions;
+
+/* @name metrics_compaction_take_strings */
+CREATE TEMP TABLE metric_compaction_strings AS
+SELECT s.rowid AS taken_rowid, s.* REPLACE (coalesce(p.merged_into, s.profile_id) AS profile_id)
+FROM metric_strings s
+LEFT JOIN (FROM profiles WHERE merged_into IS NOT NULL) p
+  ON p.tenant_id = s.tenant_id AND p.workspace_id = s.workspace_id AND p.profile_id = s.profile_id
+WHERE hash(s.profile_id) % $parts::UBIGINT = $part::UBIGINT;
+
+/* @name metrics_compaction_put_strings */
+DELETE FROM metric_strings WHERE rowid IN (SELECT taken_rowid FROM metric_compaction_strings);
+INSERT INTO metric_strings
 SELECT * FROM (
-  SELECT s.tenant_id, s.workspace_id, coalesce(p.merged_into, s.profile_id) AS profile_id, s.metric_name, s.contributor,
-    s.recent_keep, s.value, max(s.seen_at) AS seen_at
-  FROM metric_strings s
-  LEFT JOIN profiles p ON p.tenant_id = s.tenant_id AND p.workspace_id = s.workspace_id AND p.profile_id = s.profile_id
-  GROUP BY ALL
+  SELECT tenant_id, workspace_id, profile_id, metric_name, contributor, recent_keep, value, max(seen_at) AS seen_at
+  FROM metric_compaction_strings
+  GROUP BY tenant_id, workspace_id, profile_id, metric_name, contributor, recent_keep, value
 )
 QUALIFY row_number() OVER (
   PARTITION BY tenant_id, workspace_id, profile_id, metric_name, contributor ORDER BY seen_at DESC, value DESC
 ) <= coalesce(recent_keep, 1);
-DELETE FROM metric_strings;
-INSERT INTO metric_strings SELECT * FROM metric_strings_compacted;
-DROP TABLE metric_strings_compacted;
-UPDATE metric_inputs_compaction
-SET compacted_rows = (SELECT count(*) FROM metric_contributions) + (SELECT count(*) FROM metric_strings), appended_since = 0
-WHERE id = 1;
+DROP TABLE metric_compaction_strings;
 
+/* @name metrics_compaction_start */
+UPDATE metric_inputs_compaction SET parts = $parts, next_part = 0 WHERE id = 1;
+
+/* @name metrics_compaction_next_part */
+UPDATE metric_inputs_compaction SET next_part = next_part + 1 WHERE id = 1;
+
+/* @name metrics_compaction_done */
+UPDATE metric_inputs_compaction
+SET compacted_rows = (SELECT count(*) FROM metric_contributions) + (SELECT count(*) FROM metric_strings),
+  appended_since = 0, parts = 0, next_part = 0
+WHERE id = 1;
 /* @name metrics_take_touched_rows */
 -- The touched profiles' rows of values, taken out to be written again: a merged profile's are
 -- read for its survivor's values. Only what advancing reads is copied (the maps cost most of the
@@ -274,19 +303,38 @@ FROM (
 )
 GROUP BY tenant_id, workspace_id, profile_id, metric_name;
 
-/* @name metrics_recompute_values */
--- A pass's values, from every stored input of the touched profiles (compacted first, so each is
--- under its survivor): after a backfill, or when windows decay.
-CREATE TEMP TABLE metric_string_values AS
-SELECT s.tenant_id, s.workspace_id, s.profile_id, s.metric_name, s.value, max(s.seen_at) AS seen_at, max(s.recent_keep) AS recent_keep
-FROM metric_strings s SEMI JOIN metric_touched_profiles t USING (tenant_id, workspace_id, profile_id)
-GROUP BY s.tenant_id, s.workspace_id, s.profile_id, s.metric_name, s.value;
-CREATE TEMP TABLE metric_numbers AS
-SELECT c.tenant_id, c.workspace_id, c.profile_id, c.metric_name,
-  coalesce(sum(c.amount) FILTER (WHERE c.window_days IS NULL OR c.day > $today::DATE - c.window_days), 0) AS number_value
-FROM metric_contributions c SEMI JOIN metric_touched_profiles t USING (tenant_id, workspace_id, profile_id)
-GROUP BY c.tenant_id, c.workspace_id, c.profile_id, c.metric_name;
+/* @name metrics_resolve_touched */
+-- A pass's touched profiles may be profiles merged away since the inputs were last compacted (an
+-- expired bucket or a backfill's input under a merged profile's id): their survivors are touched.
+CREATE TEMP TABLE metric_touched_survivors AS
+SELECT DISTINCT t.tenant_id, t.workspace_id, coalesce(p.merged_into, t.profile_id) AS profile_id
+FROM metric_touched t
+LEFT JOIN profiles p ON p.tenant_id = t.tenant_id AND p.workspace_id = t.workspace_id AND p.profile_id = t.profile_id;
+DELETE FROM metric_touched;
+INSERT INTO metric_touched SELECT * FROM metric_touched_survivors;
+DROP TABLE metric_touched_survivors;
 
+/* @name metrics_recompute_values */
+-- A pass's values, from every stored input of the touched profiles: their own, and those still
+-- under the ids of profiles merged into them (compaction moves them to the survivor in time).
+-- After a backfill, or when windows decay.
+CREATE TEMP TABLE metric_input_profiles AS
+SELECT tenant_id, workspace_id, profile_id AS input_profile_id, profile_id FROM metric_touched_profiles
+UNION ALL
+SELECT p.tenant_id, p.workspace_id, p.profile_id, p.merged_into
+FROM profiles p
+JOIN metric_touched_profiles t ON p.tenant_id = t.tenant_id AND p.workspace_id = t.workspace_id AND p.merged_into = t.profile_id;
+CREATE TEMP TABLE metric_string_values AS
+SELECT i.tenant_id, i.workspace_id, i.profile_id, s.metric_name, s.value, max(s.seen_at) AS seen_at, max(s.recent_keep) AS recent_keep
+FROM metric_strings s
+JOIN metric_input_profiles i ON s.tenant_id = i.tenant_id AND s.workspace_id = i.workspace_id AND s.profile_id = i.input_profile_id
+GROUP BY i.tenant_id, i.workspace_id, i.profile_id, s.metric_name, s.value;
+CREATE TEMP TABLE metric_numbers AS
+SELECT i.tenant_id, i.workspace_id, i.profile_id, c.metric_name,
+  coalesce(sum(c.amount) FILTER (WHERE c.window_days IS NULL OR c.day > $today::DATE - c.window_days), 0) AS number_value
+FROM metric_contributions c
+JOIN metric_input_profiles i ON c.tenant_id = i.tenant_id AND c.workspace_id = i.workspace_id AND c.profile_id = i.input_profile_id
+GROUP BY i.tenant_id, i.workspace_id, i.profile_id, c.metric_name;
 /* @name metrics_store_values */
 -- Every live touched profile gets its row, with empty maps when it has no value yet. Definitions
 -- sharing a name combine: counts and sums add, latest is the newest, recent the newest distinct
@@ -324,7 +372,7 @@ LEFT JOIN (
 
 /* @name metrics_drop_work_tables */
 DROP TABLE IF EXISTS metric_applying; DROP TABLE IF EXISTS metric_sources; DROP TABLE IF EXISTS metric_source_values;
-DROP TABLE IF EXISTS metric_replaced;
+DROP TABLE IF EXISTS metric_replaced; DROP TABLE IF EXISTS metric_input_profiles;
 DROP TABLE IF EXISTS metric_numbers; DROP TABLE IF EXISTS metric_string_values; DROP TABLE IF EXISTS metric_touched;
 DROP TABLE IF EXISTS metric_touched_profiles; DROP TABLE IF EXISTS metric_merged_away;
 /* @name metrics_mark_backfilled */

@@ -1,12 +1,11 @@
 import { type Context, nowIso } from '../context.js';
 import { compactLastSeen } from '../identity/last-seen.js';
+import { compactNextPart, inputsNeedCompaction } from '../metrics/compaction.js';
 import {
   backfillDefinitions,
-  compactInputs,
   decayWindows,
   endMetricStep,
   hasPendingBackfill,
-  inputsNeedCompaction,
   type MetricTime,
   metricTime,
   needsDecay,
@@ -44,8 +43,9 @@ export async function evaluateAfterMetricStep(
  * The work the ingest loop does besides batches, each part in its own transaction: backfill new
  * metric definitions, let windowed values decay when a day begins, and evaluate segments created
  * or activated since the last pass, keep the live view's lines to their window, and fold the
- * appended last-seen rows into profiles and compact the appended metric inputs when they are many. An erasure whose file rewrite failed is purged here too, once
- * its pause is over, so a running server does not wait for a restart to purge it.
+ * appended last-seen rows into profiles and compact the appended metric inputs when they are
+ * many. An erasure whose file rewrite failed is purged here too, once its pause is over, so a
+ * running server does not wait for a restart to purge it.
  */
 export async function runUpkeep(context: Context): Promise<void> {
   await resumePurges(context);
@@ -58,8 +58,8 @@ export async function runUpkeep(context: Context): Promise<void> {
     segments: await hasAwaitingSegments(session),
     compaction: await inputsNeedCompaction(session),
   }));
-  // Backfill and decay compact the inputs first themselves.
-  if (due.compaction && !due.backfill && !due.decay) await context.store.write(compactInputs);
+  // One part a pass, so that batches come between the parts.
+  if (due.compaction) await compactNextPart(context.store);
   if (due.backfill) {
     await context.store.write(async (session) => {
       const touched = await backfillDefinitions(session, time);

@@ -17,19 +17,13 @@ export function metricTime(now: string): MetricTime {
  */
 export type TouchedProfiles = TemporaryTable<'metric_touched_profiles'>;
 
-/**
- * Events read into inputs since the last compaction, beyond which the ingest loop's upkeep compacts
- * them: each compaction reads both input tables whole, so it is paid once for as many rows as it
- * leaves.
- */
-const MIN_PENDING_INPUTS = 100_000;
-
 async function storeValues(session: Session, time: MetricTime): Promise<TouchedProfiles> {
   await session.run('metrics_store_values', { now: time.now });
   return temporaryTable(session, 'metric_touched_profiles');
 }
 
 async function recomputeTouched(session: Session, time: MetricTime): Promise<TouchedProfiles> {
+  await session.run('metrics_resolve_touched');
   await session.run('metrics_take_touched_rows');
   await session.run('metrics_recompute_values', { today: time.today });
   return storeValues(session, time);
@@ -81,7 +75,6 @@ export async function backfillDefinitions(
   session: Session,
   time: MetricTime,
 ): Promise<TouchedProfiles> {
-  await session.run('metrics_compact_inputs');
   await session.run('metrics_create_work_tables');
   await session.run('metrics_apply_pending');
   await session.run('metrics_sources_from_events');
@@ -99,7 +92,6 @@ export async function needsDecay(session: Session, time: MetricTime): Promise<bo
 
 /** Takes the buckets that left their window out of the values, so they decay without events. */
 export async function decayWindows(session: Session, time: MetricTime): Promise<TouchedProfiles> {
-  await session.run('metrics_compact_inputs');
   await session.run('metrics_create_work_tables');
   await session.run('metrics_touch_expired', { today: time.today });
   await session.run('metrics_zero_expired', { today: time.today });
@@ -128,18 +120,4 @@ export async function freezeDefinition(
   await session.run('metrics_freeze_numbers', { ...params, today: time.today });
   await session.run('metrics_drop_contributor', params);
   await session.run('metrics_freeze_strings', params);
-}
-
-/** True when batches appended about as many inputs as the last compaction left (and enough to matter). */
-export async function inputsNeedCompaction(session: Session): Promise<boolean> {
-  const row = await session.one<{ compacted_rows: number; appended_since: number }>(
-    'metrics_inputs_rows',
-  );
-  const compacted = Number(row?.compacted_rows ?? 0);
-  return Number(row?.appended_since ?? 0) >= Math.max(MIN_PENDING_INPUTS, compacted);
-}
-
-/** Folds appended inputs into one row a day and contributor, each under its survivor. */
-export async function compactInputs(session: Session): Promise<void> {
-  await session.run('metrics_compact_inputs');
 }
