@@ -190,7 +190,8 @@ SELECT decayed_through::VARCHAR AS decayed_through FROM metric_decay WHERE id = 
 UPDATE metric_decay SET decayed_through = $today::DATE WHERE id = 1;
 
 /* @name metrics_inputs_rows */
-SELECT compacted_rows, appended_since, parts, next_part FROM metric_inputs_compaction WHERE id = 1;
+SELECT compacted_rows, appended_since, parts, next_part, contributions_end, strings_end
+FROM metric_inputs_compaction WHERE id = 1;
 
 /* @name metrics_compaction_rows */
 SELECT (SELECT count(*) FROM metric_contributions) + (SELECT count(*) FROM metric_strings) AS input_rows;
@@ -198,19 +199,20 @@ SELECT (SELECT count(*) FROM metric_contributions) + (SELECT count(*) FROM metri
 /* @name metrics_compaction_take_contributions */
 -- Compaction folds the inputs into one row a day and contributor, and only the strings that can
 -- still show, each under its survivor: what batches appended since the last compaction, and
--- inputs left under profiles merged since. It takes the inputs of one part of the profile ids at a
--- time (by hash), each in its own transaction, so that what it holds and how long it keeps batches
--- waiting are bounded whatever the store's size. Values do not change, and recomputing reads inputs
--- under merged ids too (metrics_recompute_values), so nothing waits for a compaction: a merged profile's
--- inputs may be in another part than its survivor's, and join them, under the survivor's id, at
--- the next compaction. The parameters are typed: as bound, the modulo took 2.4 s instead of 0.3 s
--- at 4M rows.
+-- inputs left under profiles merged since. It takes one run of rows at a time (a range of rowids),
+-- each in its own transaction, so that what it holds and how long it keeps batches waiting are
+-- bounded whatever the store's size, and a part's checkpoint rewrites only the row groups of its
+-- run (parts by a hash of the profile id deleted rows in every row group, and each part's
+-- checkpoint rewrote both tables whole). A profile keeps a row a key in each run it has rows in.
+-- Values do not change, and recomputing reads inputs under merged ids too
+-- (metrics_recompute_values), so nothing waits for a compaction. The parameters are typed: as
+-- bound, a filter on them was not pushed into the scan.
 CREATE TEMP TABLE metric_compaction_contributions AS
 SELECT c.rowid AS taken_rowid, c.* REPLACE (coalesce(p.merged_into, c.profile_id) AS profile_id)
 FROM metric_contributions c
 LEFT JOIN (FROM profiles WHERE merged_into IS NOT NULL) p
   ON p.tenant_id = c.tenant_id AND p.workspace_id = c.workspace_id AND p.profile_id = c.profile_id
-WHERE hash(c.profile_id) % $parts::UBIGINT = $part::UBIGINT;
+WHERE c.rowid >= $from::BIGINT AND c.rowid < $to::BIGINT;
 
 /* @name metrics_compaction_put_contributions */
 DELETE FROM metric_contributions WHERE rowid IN (SELECT taken_rowid FROM metric_compaction_contributions);
@@ -226,7 +228,7 @@ SELECT s.rowid AS taken_rowid, s.* REPLACE (coalesce(p.merged_into, s.profile_id
 FROM metric_strings s
 LEFT JOIN (FROM profiles WHERE merged_into IS NOT NULL) p
   ON p.tenant_id = s.tenant_id AND p.workspace_id = s.workspace_id AND p.profile_id = s.profile_id
-WHERE hash(s.profile_id) % $parts::UBIGINT = $part::UBIGINT;
+WHERE s.rowid >= $from::BIGINT AND s.rowid < $to::BIGINT;
 
 /* @name metrics_compaction_put_strings */
 DELETE FROM metric_strings WHERE rowid IN (SELECT taken_rowid FROM metric_compaction_strings);
@@ -242,7 +244,10 @@ QUALIFY row_number() OVER (
 DROP TABLE metric_compaction_strings;
 
 /* @name metrics_compaction_start */
-UPDATE metric_inputs_compaction SET parts = $parts, next_part = 0 WHERE id = 1;
+UPDATE metric_inputs_compaction SET parts = $parts, next_part = 0,
+  contributions_end = (SELECT coalesce(max(rowid) + 1, 0) FROM metric_contributions),
+  strings_end = (SELECT coalesce(max(rowid) + 1, 0) FROM metric_strings)
+WHERE id = 1;
 
 /* @name metrics_compaction_next_part */
 UPDATE metric_inputs_compaction SET next_part = next_part + 1 WHERE id = 1;
@@ -250,7 +255,7 @@ UPDATE metric_inputs_compaction SET next_part = next_part + 1 WHERE id = 1;
 /* @name metrics_compaction_done */
 UPDATE metric_inputs_compaction
 SET compacted_rows = (SELECT count(*) FROM metric_contributions) + (SELECT count(*) FROM metric_strings),
-  appended_since = 0, parts = 0, next_part = 0
+  appended_since = 0, parts = 0, next_part = 0, contributions_end = 0, strings_end = 0
 WHERE id = 1;
 /* @name metrics_take_touched_rows */
 -- The touched profiles' rows of values, taken out to be written again: a merged profile's are

@@ -52,16 +52,19 @@ SELECT tenant_id, workspace_id, profile_id, entry.key, NULL, NULL, entry.value, 
 FROM (SELECT tenant_id, workspace_id, profile_id, updated_at, unnest(map_entries(list_values)) AS entry FROM profile_metric_vectors);
 
 -- Inputs are appended by each batch, under the profile each was added for, and compacted (one row a
--- day and contributor, each under its survivor) once they are many, one part of the profiles at a
--- time: the row count after the last compaction, the events read into inputs since (a bound on the
--- rows appended; counting the tables costs a scan of both once rows were deleted), and the parts
--- of the compaction under way (0 when none is) and the next one to compact.
+-- day and contributor, each under its survivor) once they are many, one run of rows at a time:
+-- the row count after the last compaction, the events read into inputs since (a bound on the rows
+-- appended; counting the tables costs a scan of both once rows were deleted), the parts of the
+-- compaction under way (0 when none is), the next one to compact, and where each table's rows
+-- ended when it began (rows appended since are left to the next one).
 CREATE TABLE metric_inputs_compaction (
   id INTEGER PRIMARY KEY,
   compacted_rows BIGINT NOT NULL,
   appended_since BIGINT NOT NULL,
   parts INTEGER NOT NULL,
-  next_part INTEGER NOT NULL
+  next_part INTEGER NOT NULL,
+  contributions_end BIGINT NOT NULL,
+  strings_end BIGINT NOT NULL
 );
 INSERT INTO metric_inputs_compaction
-SELECT 1, (SELECT count(*) FROM metric_contributions) + (SELECT count(*) FROM metric_strings), 0, 0, 0;
+SELECT 1, (SELECT count(*) FROM metric_contributions) + (SELECT count(*) FROM metric_strings), 0, 0, 0, 0, 0;

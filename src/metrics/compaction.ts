@@ -10,7 +10,7 @@ const MIN_PENDING_INPUTS = 100_000;
 
 /**
  * Inputs a compaction takes at once: bounds the memory it holds and how long batches wait for it
- * whatever the store's size (at 10M events, 8.8M input rows in 6 parts of 2 to 4 s each).
+ * whatever the store's size.
  */
 const ROWS_A_PART = 1_500_000;
 
@@ -19,6 +19,8 @@ interface CompactionState {
   appended_since: number;
   parts: number;
   next_part: number;
+  contributions_end: number;
+  strings_end: number;
 }
 
 const stateOf = (session: Session) => session.one<CompactionState>('metrics_inputs_rows');
@@ -34,24 +36,37 @@ export async function inputsNeedCompaction(session: Session): Promise<boolean> {
   return Number(state?.appended_since ?? 0) >= Math.max(MIN_PENDING_INPUTS, compacted);
 }
 
+/** The rowids `[from, to)` of part `part` of a table whose rows ended at `end`. */
+const run = (end: number, part: number, parts: number) => ({
+  from: Math.floor((end * part) / parts),
+  to: Math.floor((end * (part + 1)) / parts),
+});
+
 /**
- * Folds the inputs of the next part of the profiles into one row a day and contributor, each under
- * its survivor, in one transaction, starting a compaction if none is under way; true once the
- * compaction is over. Values do not change, so batches may come between two parts.
+ * Folds the next run of the inputs into one row a day and contributor, each under its survivor, in
+ * one transaction, starting a compaction if none is under way; true once the compaction is over.
+ * Values do not change, so batches may come between two parts.
  */
 export async function compactNextPart(store: Store, rowsAPart = ROWS_A_PART): Promise<boolean> {
   return store.write(async (session) => {
-    const state = await stateOf(session);
-    let parts = Number(state?.parts ?? 0);
-    const part = parts > 0 ? Number(state?.next_part ?? 0) : 0;
-    if (parts === 0) {
+    let state = await stateOf(session);
+    if (Number(state?.parts ?? 0) === 0) {
       const rows = await session.one<{ input_rows: number }>('metrics_compaction_rows');
-      parts = Math.max(1, Math.ceil(Number(rows?.input_rows ?? 0) / rowsAPart));
+      const parts = Math.max(1, Math.ceil(Number(rows?.input_rows ?? 0) / rowsAPart));
       await session.run('metrics_compaction_start', { parts });
+      state = await stateOf(session);
     }
-    await session.run('metrics_compaction_take_contributions', { parts, part });
+    const parts = Number(state?.parts ?? 1);
+    const part = Number(state?.next_part ?? 0);
+    await session.run(
+      'metrics_compaction_take_contributions',
+      run(Number(state?.contributions_end ?? 0), part, parts),
+    );
     await session.run('metrics_compaction_put_contributions');
-    await session.run('metrics_compaction_take_strings', { parts, part });
+    await session.run(
+      'metrics_compaction_take_strings',
+      run(Number(state?.strings_end ?? 0), part, parts),
+    );
     await session.run('metrics_compaction_put_strings');
     if (part + 1 < parts) {
       await session.run('metrics_compaction_next_part');
