@@ -230,11 +230,12 @@ async function benchFullEvaluation(context: Context, profiles: number): Promise<
 /**
  * The data dir the latency run starts from: a fresh one, or a copy of `BENCH_LATENCY_STORE`, a
  * data dir the benches made (its tenant is theirs) already holding events, such as the store a
- * growth run leaves, to see what latency a grown store gives (issue 37: into 10M events).
+ * growth run leaves, to see what latency a grown store gives (issue 37: into 10M events). Both
+ * define the growth bench's metrics, as a store does (the segment reads `orders`).
  */
 async function latencyDataDir(): Promise<string> {
   const from = process.env.BENCH_LATENCY_STORE;
-  if (!from) return (await prepareDataDir()).dir;
+  if (!from) return (await prepareDataDir({ metrics: true })).dir;
   const dir = makeBenchDir();
   cpSync(from, dir, { recursive: true });
   return dir;
@@ -249,11 +250,6 @@ async function benchWebhookLatency(seconds: number, landingMaxAgeMs: number): Pr
   const dir = await latencyDataDir();
   const secret = `whsec_${randomBytes(24).toString('base64')}`;
   const context = await openBenchContext(dir);
-  await createMetricDefinition(
-    context,
-    TENANT,
-    metricDefinitionInputSchema.parse(BENCH_METRICS[0]),
-  );
   await createSegment(
     context,
     { tenantId: TENANT, workspaceId: WORKSPACE, segmentId: 'buyers' },
