@@ -27,7 +27,7 @@ SELECT
    WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster)) AS segment_memberships,
   (SELECT count(*) FROM segment_history
    WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster))
-  + (SELECT count(*) FROM profile_merges
+  + (SELECT count(*) FROM profile_merge_records
    WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND survivor_profile_id IN (SELECT profile_id FROM erasure_cluster)) AS history_entries,
   (SELECT count(*) FROM erasure_events) AS events;
 
@@ -80,7 +80,8 @@ DELETE FROM segment_history
 WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster);
 
 /* @name erasure_drop_merges */
-DELETE FROM profile_merges
+-- A record names a survivor of its time, which is in the cluster as the last survivor is.
+DELETE FROM profile_merge_records
 WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND survivor_profile_id IN (SELECT profile_id FROM erasure_cluster);
 
 /* @name erasure_drop_conflicts */

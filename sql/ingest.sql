@@ -394,32 +394,44 @@ SELECT n.tenant_id, n.workspace_id, n.identifier_key, n.identifier_type, n.profi
 FROM ingest_new_identifiers n JOIN ingest_encrypted s USING (tenant_id, identifier_key);
 
 /* @name ingest_record_merges */
-INSERT INTO profile_merges
+INSERT INTO profile_merge_records
 SELECT tenant_id, workspace_id, merged_profile_id, survivor_profile_id, event_id, $now::TIMESTAMP FROM ingest_merges;
 
 /* @name ingest_apply_merges_to_profiles */
 -- The merged profile, and the profiles merged into it before, now point at the survivor, in one
--- pass: a live profile's own id stands for its merged_into. The merges recorded with it as
--- survivor follow, so a survivor's history lists every merge of its cluster, as when both merges
--- come in one batch (before, a merge of an earlier batch stayed with the profile merged away
--- later, and the survivor's history depended on the cut).
+-- pass: a live profile's own id stands for its merged_into.
 -- A merged profile's last seen counts for its survivor: its row's and what was appended for it,
 -- appended for the survivor (readers take the greatest; nothing of the survivor's row is
 -- rewritten). Its created_at needs nothing: the survivor is the oldest of the cluster
 -- (src/identity/resolve.ts orders by created_at, which ingest stores to the millisecond, as
 -- resolution compares it).
 -- Rows that a merge changes are deleted and inserted again, not updated (here and in
--- metrics_follow_merges): DuckDB's checkpoint writes again every row group holding an updated
+-- metrics_take_touched_rows): DuckDB's checkpoint writes again every row group holding an updated
 -- row, and a batch's few dozen merges touch as many row groups scattered over the table (100 to
 -- 150 ms a checkpoint for profiles at 10M events stored), while a deletion is a mark and an
 -- insert appends. Rowids stay put inside the transaction, so each row is found again by its own.
-CREATE TEMP TABLE ingest_moved_profiles AS
-SELECT p.rowid AS moved_rowid, p.profile_id = m.merged_profile_id AS merged_now,
-  p.* REPLACE (m.survivor_profile_id AS merged_into)
+-- The rows are found by their keys alone and then read whole by rowid, which prunes the scan to
+-- them (metrics_take_touched_rows).
+-- The merges recorded before stay as they are: profile_merges reads each under its survivor's
+-- merged_into, so a survivor's history lists every merge of its cluster however they were cut
+-- (migration 021).
+CREATE TEMP TABLE ingest_moved_rowids AS
+SELECT p.rowid AS moved_rowid
 FROM profiles p
+SEMI JOIN ingest_merges m
+  ON p.tenant_id = m.tenant_id AND p.workspace_id = m.workspace_id
+  AND coalesce(p.merged_into, p.profile_id) = m.merged_profile_id;
+CREATE TEMP TABLE ingest_moved_profiles AS
+SELECT p.moved_rowid, p.profile_id = m.merged_profile_id AS merged_now,
+  p.* EXCLUDE (moved_rowid) REPLACE (m.survivor_profile_id AS merged_into)
+FROM (
+  SELECT p.rowid AS moved_rowid, p.*
+  FROM profiles p SEMI JOIN ingest_moved_rowids r ON p.rowid = r.moved_rowid
+) p
 JOIN ingest_merges m
   ON p.tenant_id = m.tenant_id AND p.workspace_id = m.workspace_id
   AND coalesce(p.merged_into, p.profile_id) = m.merged_profile_id;
+DROP TABLE ingest_moved_rowids;
 INSERT INTO profile_last_seen
 SELECT tenant_id, workspace_id, survivor_profile_id, max(last_seen_at)
 FROM (
@@ -435,14 +447,6 @@ GROUP BY ALL;
 DELETE FROM profiles WHERE rowid IN (SELECT moved_rowid FROM ingest_moved_profiles);
 INSERT INTO profiles SELECT * EXCLUDE (moved_rowid, merged_now) FROM ingest_moved_profiles;
 DROP TABLE ingest_moved_profiles;
-CREATE TEMP TABLE ingest_moved_merges AS
-SELECT r.rowid AS moved_rowid, r.* REPLACE (m.survivor_profile_id AS survivor_profile_id)
-FROM profile_merges r
-JOIN ingest_merges m
-  ON r.tenant_id = m.tenant_id AND r.workspace_id = m.workspace_id AND r.survivor_profile_id = m.merged_profile_id;
-DELETE FROM profile_merges WHERE rowid IN (SELECT moved_rowid FROM ingest_moved_merges);
-INSERT INTO profile_merges SELECT * EXCLUDE (moved_rowid) FROM ingest_moved_merges;
-DROP TABLE ingest_moved_merges;
 
 /* @name ingest_apply_merges_to_identifiers */
 -- Updated in place, unlike profiles: a row of profile_identifiers is wide (its ciphertext), and

@@ -259,13 +259,19 @@ SET compacted_rows = (SELECT count(*) FROM metric_contributions) + (SELECT count
 WHERE id = 1;
 /* @name metrics_take_touched_rows */
 -- The touched profiles' rows of values, taken out to be written again: a merged profile's are
--- read for its survivor's values. Only what advancing reads is copied (the maps cost most of the
--- scan). Deleted and inserted again, not updated, for the checkpoint's sake
--- (ingest_apply_merges_to_profiles).
+-- read for its survivor's values. Only what advancing reads is copied. The rows are found by
+-- their keys alone, then read by rowid: a join on the keys reads the maps of every stored row
+-- before it filters (128 against 24 + 19 ms for 40 of 650k rows), while a join on rowid is pruned
+-- to the row groups and vectors holding them. Deleted and inserted again, not updated, for the
+-- checkpoint's sake (ingest_apply_merges_to_profiles).
 CREATE TEMP TABLE metric_touched_profiles AS SELECT DISTINCT tenant_id, workspace_id, profile_id FROM metric_touched;
+CREATE TEMP TABLE metric_replaced_rowids AS
+SELECT v.rowid AS replaced_rowid
+FROM profile_metric_vectors v SEMI JOIN metric_touched_profiles t USING (tenant_id, workspace_id, profile_id);
 CREATE TEMP TABLE metric_replaced AS
 SELECT v.rowid AS replaced_rowid, v.tenant_id, v.workspace_id, v.profile_id, v.number_values, v.string_entries
-FROM profile_metric_vectors v SEMI JOIN metric_touched_profiles t USING (tenant_id, workspace_id, profile_id);
+FROM profile_metric_vectors v SEMI JOIN metric_replaced_rowids r ON v.rowid = r.replaced_rowid;
+DROP TABLE metric_replaced_rowids;
 DELETE FROM profile_metric_vectors WHERE rowid IN (SELECT replaced_rowid FROM metric_replaced);
 
 /* @name metrics_advance_values */

@@ -44,8 +44,13 @@ SELECT happened_at, kind, ref, event_name FROM (
       SELECT profile_id FROM profiles
       WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND merged_into = $profile_id))
   UNION ALL
+  -- A record names the survivor of its time, which may since have merged into this profile
+  -- (profile_merges reads the same, for a whole table).
   SELECT merged_at, 'merge', merged_profile_id, NULL
-  FROM profile_merges WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND survivor_profile_id = $profile_id
+  FROM profile_merge_records WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id
+    AND (survivor_profile_id = $profile_id OR survivor_profile_id IN (
+      SELECT profile_id FROM profiles
+      WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND merged_into = $profile_id))
   UNION ALL
   SELECT changed_at, 'segment_' || change, segment_id, NULL
   FROM segment_history WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id = $profile_id

@@ -5,6 +5,8 @@ import { lockError } from './lock-holder.js';
 import { ReaderPool } from './reader-pool.js';
 
 const READERS = 4;
+/** Keys of a join's build side pushed into its probe's scan as a list (see `connectTo`). */
+const DYNAMIC_FILTER_KEYS = 2048;
 
 export interface StoreOptions {
   memoryLimit?: string;
@@ -26,6 +28,12 @@ async function connectTo(path: string, options: StoreOptions) {
       temp_directory: '',
       // Never inside a COMMIT: the store checkpoints after it (`Store.write`).
       checkpoint_threshold: '1TB',
+      // A join whose build side holds up to this many keys gives the probe's scan their list,
+      // which prunes it to the row groups and vectors that can hold them (DuckDB's default, 50,
+      // is fewer rows than a live batch touches). A batch takes its stored rows back by rowid
+      // (metrics_take_touched_rows): 600 of 650k rows in 61 ms, 60 in 17 ms, against 72 ms for
+      // either at 50, which reads every row of the table.
+      dynamic_or_filter_threshold: String(DYNAMIC_FILTER_KEYS),
       ...(options.memoryLimit ? { memory_limit: options.memoryLimit } : {}),
     });
   } catch (error) {

@@ -1,6 +1,5 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Store } from '../../src/store/database.js';
 import { openTestEnv, type TestEnv } from '../helpers/context.js';
 import { sendBrowser, sendServer } from '../helpers/events.js';
 import {
@@ -670,39 +669,44 @@ describe('ingest under random streams', () => {
     expect(new Set(observed.merges.map((merge) => merge.survivor_profile_id)).size).toBe(1);
   }, 60_000);
 
-  it("moves a merge stored before the upgrade to its cluster's last survivor (migration 014)", async () => {
+  it("keeps a merge's record as it was cut, lists it in its cluster's last survivor's history, and erases it with the cluster", async () => {
     const env = await openTestEnv({ collector: true, config: { master_key: MASTER_KEY } });
     try {
       const tokens = await seedTenants(env.context);
       await configure(env, tokens, noLimits);
       await sendCut(env, tokens, twoMerges.slice(0, 3));
       await sendCut(env, tokens, twoMerges.slice(3));
-      const merges = () =>
+      const rows = (table: string) =>
         env.context.store.read((session) =>
           session.allText<{
             event_id: string;
             merged_profile_id: string;
             survivor_profile_id: string;
           }>(
-            'SELECT event_id, merged_profile_id, survivor_profile_id FROM profile_merges ORDER BY event_id',
+            `SELECT event_id, merged_profile_id, survivor_profile_id FROM ${table} ORDER BY event_id`,
           ),
         );
-      const [, second] = await merges();
-      // As the release before left it: e3's merge names the survivor of its own batch.
-      await env.context.store.write(async (session) => {
-        await session.runText(
-          "UPDATE profile_merges SET survivor_profile_id = $merged WHERE event_id = 'e3'",
-          { merged: second?.merged_profile_id ?? null },
-        );
-        await session.runText('DELETE FROM schema_migrations WHERE version = 14');
-      });
-      const path = env.context.store.path;
-      await env.context.store.close();
-      env.context.store = await Store.open(path);
-      expect((await merges()).map((merge) => merge.survivor_profile_id)).toEqual([
-        second?.survivor_profile_id,
-        second?.survivor_profile_id,
+      const [first, second] = await rows('profile_merges');
+      const survivor = second?.survivor_profile_id ?? '';
+      expect(first?.survivor_profile_id).toBe(survivor);
+      // The record of e3 names the survivor of its batch, which e5 merged away: no batch rewrote it.
+      expect((await rows('profile_merge_records')).map((r) => r.survivor_profile_id)).toEqual([
+        second?.merged_profile_id,
+        survivor,
       ]);
+      const profiles = `/v1/tenants/${TENANT}/workspaces/${WORKSPACE}/profiles`;
+      const history = (
+        await call(env.app, tokens.tenant, 'GET', `${profiles}/${survivor}/history`)
+      ).json() as { entries: { kind: string; merged_profile_id?: string }[] };
+      expect(
+        history.entries
+          .filter((entry) => entry.kind === 'merge')
+          .map((entry) => entry.merged_profile_id)
+          .sort(),
+      ).toEqual([first?.merged_profile_id, second?.merged_profile_id].sort());
+      const erased = await call(env.app, tokens.tenant, 'DELETE', `${profiles}/${survivor}`);
+      expect(erased.statusCode).toBe(200);
+      expect(await rows('profile_merge_records')).toEqual([]);
     } finally {
       await env.close();
     }
