@@ -1,6 +1,6 @@
 import type { StoreUnavailableError } from '../errors.js';
 import { BackupCopies } from './backup-copy.js';
-import { CHECKPOINT_LOG_BYTES, checkpointLog } from './checkpoints.js';
+import { CHECKPOINT_LOG_BYTES, LogCheckpoints } from './checkpoints.js';
 import { Connections, type StoreOptions } from './connections.js';
 import { LiveRewrite, type RewriteSteps, removeUnfinishedRewrite } from './live-rewrite.js';
 import { applyMigrations } from './migrations.js';
@@ -27,18 +27,24 @@ export class Store {
   private readonly rewrite: LiveRewrite;
   private readonly copies: BackupCopies;
   private readonly tableCache: TableCache;
+  private readonly logCheckpoints: LogCheckpoints;
   private readonly closingSteps: (() => Promise<void>)[] = [];
   private closed = false;
 
   private constructor(
     readonly path: string,
     private readonly connections: Connections,
-    private readonly options: StoreOptions,
+    options: StoreOptions,
   ) {
     this.recovery = new Recovery(this.queue, connections);
     this.rewrite = new LiveRewrite(path, this.queue, connections, this.recovery);
     this.copies = new BackupCopies(this.queue, connections, this.recovery);
     this.tableCache = new TableCache(connections, options.memoryLimit);
+    this.logCheckpoints = new LogCheckpoints(
+      path,
+      options.checkpointThreshold ?? CHECKPOINT_LOG_BYTES,
+      this.recovery,
+    );
   }
 
   /** A full or failing disk is said as such, whichever DuckDB error it caused. */
@@ -141,8 +147,9 @@ export class Store {
     });
   }
 
+  /** Checkpoints the log into the file, vacuuming the deleted rows. */
   async checkpoint(): Promise<void> {
-    await this.exclusive((session) => session.runText('FORCE CHECKPOINT'));
+    await this.exclusive(() => this.logCheckpoints.forced(this.connections.writer));
   }
 
   /** How many times the file was replaced by a copy since the store opened. */
@@ -198,12 +205,6 @@ export class Store {
   }
 
   private checkpointLog(always: boolean): Promise<void> {
-    return checkpointLog(
-      this.connections.writer,
-      this.path,
-      always,
-      this.options.checkpointThreshold ?? CHECKPOINT_LOG_BYTES,
-      this.recovery,
-    );
+    return this.logCheckpoints.afterWrite(this.connections.writer, always);
   }
 }

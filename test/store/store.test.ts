@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.js';
 import { OutOfMemoryError } from '../../src/errors.js';
+import { CHECKPOINTS_A_VACUUM } from '../../src/store/checkpoints.js';
 import { openDataDir } from '../../src/store/data-dir.js';
 import { Store } from '../../src/store/database.js';
 import type { Session } from '../../src/store/session.js';
@@ -288,6 +289,49 @@ describe('Store', () => {
       session.allText<{ notes: number }>('SELECT count(*) AS notes FROM notes'),
     );
     expect(row?.notes).toBe(22000);
+  });
+
+  it('leaves deleted rows in their row groups at a checkpoint, and vacuums them one checkpoint in CHECKPOINTS_A_VACUUM', async () => {
+    const store = await Store.open(join(tempDir(), 'cds.duckdb'));
+    opened.push(store);
+    const rowGroups = async () => {
+      const [row] = await store.read((session) =>
+        session.allText<{ groups: number }>(
+          "SELECT count(DISTINCT row_group_id)::INTEGER AS groups FROM pragma_storage_info('thinned')",
+        ),
+      );
+      return row?.groups;
+    };
+    await store.write(
+      (session) =>
+        session.runText('CREATE TABLE thinned AS SELECT range AS n FROM range(4 * 122880)'),
+      { large: true },
+    );
+    expect(await rowGroups()).toBe(4);
+    // A checkpoint asked for vacuums, and the count of those after writes starts from it.
+    await store.checkpoint();
+    // Nine rows in ten of every row group: the rest fit in one.
+    await store.write((session) => session.runText('DELETE FROM thinned WHERE n % 10 <> 0'), {
+      large: true,
+    });
+    const checkpointsLeft = CHECKPOINTS_A_VACUUM - 2;
+    expect(await rowGroups()).toBe(4);
+    for (let checkpoint = 0; checkpoint < checkpointsLeft; checkpoint += 1) {
+      await store.write((session) => session.runText('CREATE OR REPLACE TABLE other AS SELECT 1'), {
+        large: true,
+      });
+      expect(await rowGroups()).toBe(4);
+    }
+    await store.write((session) => session.runText('CREATE OR REPLACE TABLE other AS SELECT 1'), {
+      large: true,
+    });
+    expect(await rowGroups()).toBe(1);
+    const [row] = await store.read((session) =>
+      session.allText<{ rows: number; vacuum: number }>(
+        "SELECT count(*)::INTEGER AS rows, current_setting('max_vacuum_tasks')::INTEGER AS vacuum FROM thinned",
+      ),
+    );
+    expect(row).toEqual({ rows: (4 * 122880) / 10, vacuum: 0 });
   });
 
   // Tables of 2 million rows, twice: about 30 s on the loaded 2-core machine, all of the default.
