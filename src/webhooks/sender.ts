@@ -60,6 +60,8 @@ function webhookBody(webhook: DueWebhook): string {
 export class WebhookSender {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
+  /** A round was asked for while one ran: its rows may have been committed after it read. */
+  private again = false;
 
   constructor(
     private readonly context: Context,
@@ -74,12 +76,21 @@ export class WebhookSender {
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+    this.again = false;
     await this.running;
   }
 
-  /** Asks for a delivery round now, e.g. right after a batch committed. */
+  /**
+   * Asks for a delivery round now, e.g. right after a batch committed. Asked during a round, it
+   * runs another once that one is done, rather than wait for the next poll: a round waits its
+   * turn to record what it sent behind the next ingest batch, whose rows it did not read.
+   */
   tick(): void {
-    this.running ??= this.deliverDue()
+    if (this.running) {
+      this.again = true;
+      return;
+    }
+    this.running = this.deliverDue()
       .then(
         () => undefined,
         (error: unknown) => {
@@ -88,6 +99,10 @@ export class WebhookSender {
       )
       .finally(() => {
         this.running = null;
+        if (this.again && this.timer) {
+          this.again = false;
+          this.tick();
+        }
       });
   }
 

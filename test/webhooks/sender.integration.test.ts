@@ -12,6 +12,7 @@ import { defineBuyers } from '../helpers/metrics.js';
 import { Receiver } from '../helpers/receiver.js';
 import { openSeededEnv } from '../helpers/seeded.js';
 import { call, type Tokens } from '../helpers/tenant.js';
+import { waitUntil } from '../helpers/wait.js';
 
 const SECRET = `whsec_${randomBytes(24).toString('base64')}`;
 const VERSION = (
@@ -106,6 +107,44 @@ describe('the webhook sender', () => {
     expect(receiver.received.map((request) => request.headers['user-agent'])).toEqual([
       `cds/${VERSION}`,
     ]);
+  });
+
+  it('runs another round at once when asked during one, without waiting for its poll', async () => {
+    let releaseFirst = () => {};
+    const firstHeld = new Promise<void>((resolve) => {
+      releaseFirst = resolve;
+    });
+    const profiles: string[] = [];
+    const receiver = await listening((request, response) => {
+      let body = '';
+      request.on('data', (chunk: Buffer) => {
+        body += chunk.toString();
+      });
+      request.on('end', async () => {
+        profiles.push(JSON.parse(body).data.profile_id);
+        if (profiles.length === 1) await firstHeld;
+        response.end();
+      });
+    });
+    closers.push(receiver.close);
+    await queue(1);
+    // Polls once a minute: only asking makes a round.
+    const sender = senderTo(receiver.url);
+    closers.push(() => sender.stop());
+    sender.start();
+    await waitUntil(() => profiles.length === 1, 'the first round to send');
+    const order = envelope({
+      name: 'order_completed',
+      identifiers: { email: 'later@shop.test' },
+      properties: { order_id: 'later' },
+    });
+    expect((await sendServer(env, tokens.collector, [order])).statusCode).toBe(202);
+    await env.ingest();
+    // As the landing loop asks after its commit, while the first round still waits.
+    sender.tick();
+    releaseFirst();
+    await waitUntil(() => profiles.length === 2, 'a second round, asked during the first');
+    expect(new Set(profiles).size).toBe(2);
   });
 
   describe('last_error keeps the cause', () => {
