@@ -3,7 +3,7 @@ import { StoreLockedError } from '../errors.js';
 import type { BatchResult } from '../ingest/batch.js';
 import { listSealedFiles } from '../ingest/landing-files.js';
 import { LandingLoop } from '../ingest/landing-loop.js';
-import { saveIndexes } from '../ingest/saved-indexes.js';
+import { prepareIndexes, saveIndexes } from '../ingest/saved-indexes.js';
 import { componentLog } from '../telemetry/log.js';
 import { configuredSender } from '../webhooks/sender.js';
 import type { GlobalOptions } from './admin-request.js';
@@ -84,6 +84,8 @@ export async function runIngest(globals: GlobalOptions, watch: boolean): Promise
     onFilesDone: ({ bytes, lines }) => progress.advance(bytes, lines),
   });
   if (watch) {
+    // Loaded before files come, as in serve.
+    prepareIndexes(context.store);
     progress.say(`watching ${context.dataDir.landingDir}`);
     loop.start({ watch: true });
     // As in serve: once the store has reopened the database, the batch is tried at once.

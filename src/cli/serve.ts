@@ -15,7 +15,7 @@ import {
 import type { Context } from '../context.js';
 import { ConfigError } from '../errors.js';
 import { LandingLoop } from '../ingest/landing-loop.js';
-import { saveIndexes } from '../ingest/saved-indexes.js';
+import { prepareIndexes, saveIndexes } from '../ingest/saved-indexes.js';
 import type { ClusterView } from '../shards/cluster-view.js';
 import { type RunningOwner, startOwner } from '../shards/owner.js';
 import { startingReadiness } from '../shards/owner-readiness.js';
@@ -148,6 +148,8 @@ export async function startServer(context: Context, options: ServeOptions): Prom
           : {}),
       })
     : null;
+  // Before listening: the first batch, on the bus or from landing files, finds them loaded.
+  if (options.ingest) prepareIndexes(context.store);
   const app = buildApp(context, {
     collector,
     ...(cluster ? { cluster } : {}),

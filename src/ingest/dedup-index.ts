@@ -181,9 +181,21 @@ export class DedupIndex {
   /** `savedPath`: where the index is saved between processes (null: never). */
   constructor(private readonly savedPath: string | null) {}
 
+  /** Loading ahead of the first batch (`prepare`), which that batch waits for. */
+  private preparing: Promise<unknown> | null = null;
+
+  /** Loads the table before any batch needs it, on a reader of its own (IdentifierIndex.prepare). */
+  prepare(store: Store): Promise<unknown> {
+    this.preparing = store.read((session) => this.current(session));
+    return this.preparing;
+  }
+
   /** Makes `ingest_stored_keys`: the stored events holding a dedup key of the batch's lines. */
   async findStored(staged: Staged): Promise<FoundStored> {
     const session = sessionOf(staged);
+    // Failed, it is only done again here, from the batch's own session.
+    await this.preparing?.catch(() => undefined);
+    this.preparing = null;
     const table = await this.current(session);
     await session.run('dedup_index_create_stored_keys');
     const hits: number[] = [];
@@ -251,6 +263,8 @@ export class DedupIndex {
    * line's key is added whether or not it was stored), which the next process may take as such.
    */
   async save(session: Session): Promise<void> {
+    // A process stopped while it still loaded them saves what the loading made.
+    await this.preparing?.catch(() => undefined);
     if (this.table === null || this.savedPath === null) return;
     const checksum = await session.one<EventsChecksum>('dedup_index_checksum');
     if (!checksum || Number(checksum.events) !== this.events) return;

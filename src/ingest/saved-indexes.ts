@@ -1,4 +1,5 @@
 import type { Store } from '../store/database.js';
+import { componentLog } from '../telemetry/log.js';
 import { dedupIndexOf } from './dedup-index.js';
 import { identifierIndexOf } from './identifier-index.js';
 
@@ -12,4 +13,17 @@ export async function saveIndexes(store: Store): Promise<void> {
     await identifierIndexOf(store).save(session);
     await dedupIndexOf(store).save(session);
   });
+}
+
+/**
+ * Loads the store's in-memory indexes (saved ones when in step, else built from the tables) while
+ * no batch needs them yet, so that a process's first batch does not pay for them: started with a
+ * loop, which waits for it at its first batch. A failure is logged; that batch loads them again.
+ */
+export function prepareIndexes(store: Store): void {
+  // Both asked for now: a batch starting meanwhile waits for both.
+  for (const index of [identifierIndexOf(store), dedupIndexOf(store)])
+    index.prepare(store).catch((error: unknown) => {
+      componentLog('ingest').warn({ err: error }, 'loading an ingest index ahead failed');
+    });
 }

@@ -248,6 +248,28 @@ describe('cds CLI', () => {
       expect(second.stderr).not.toMatch(/^trace dedup_index_scan/m);
     });
 
+    it('cds serve reads the saved indexes as it starts, before any event comes for a batch', async () => {
+      await land(['a']);
+      expect((await runCli(['--data-dir', dir, 'ingest'])).code).toBe(0);
+      const server = await startCli(
+        ['--data-dir', dir, 'serve', '--port', '0', '--quiet'],
+        LISTENING,
+        undefined,
+        { CDS_TRACE: '1' },
+      );
+      servers.push(server);
+      await waitUntil(
+        () => /^trace dedup index load \d+ ms$/m.test(server.errors()),
+        'the dedup index to be read',
+      );
+      await waitUntil(
+        () => /^trace identifier index load \d+ ms$/m.test(server.errors()),
+        'the identifier index to be read',
+      );
+      expect(server.errors()).not.toMatch(/^trace ingest batch/m);
+      expect(server.errors()).not.toMatch(/^trace identifier index build/m);
+    });
+
     it('cds collect accepts events from registry.json without opening the database', async () => {
       const collector = await startCollect();
       const browser = { 'x-tenant-id': 'acme', 'x-workspace-id': 'eu' };
