@@ -148,8 +148,6 @@ export async function startServer(context: Context, options: ServeOptions): Prom
           : {}),
       })
     : null;
-  // Before listening: the first batch, on the bus or from landing files, finds them loaded.
-  if (options.ingest) prepareIndexes(context.store);
   const app = buildApp(context, {
     collector,
     ...(cluster ? { cluster } : {}),
@@ -170,6 +168,9 @@ export async function startServer(context: Context, options: ServeOptions): Prom
       await bus?.close();
     },
   );
+  // Once listening (a server that cannot listen stops at once): the first batch, on the bus or
+  // from landing files, finds them loaded or waits for them.
+  if (options.ingest) prepareIndexes(context.store);
   if (bus !== null && options.ingest)
     owner = await cleaningUpOnFailure(
       startingThroughFailOver('the owner', () =>
