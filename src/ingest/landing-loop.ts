@@ -70,22 +70,22 @@ export class LandingLoop {
   }
 
   /**
-   * Runs the upkeep of metrics and segments before each batch of the files sealed now, or once
-   * when there is none. Not again after the last batch: live traffic drains once per sealed
-   * file, and the next drain starts with it (it ran twice a cycle, its reads on the way to the
-   * next batch).
+   * Runs the upkeep of metrics and segments before each batch of the files sealed now (its
+   * maintenance once a second at most, LoopHealth.upkeep), or once when there is none. Not again
+   * after the last batch: live traffic drains once per sealed file, and the next drain starts
+   * with it (it ran twice a cycle, its reads on the way to the next batch).
    */
   async drain(): Promise<BatchResult[]> {
     const results: BatchResult[] = [];
     for (;;) {
       const batch = this.nextBatch(await this.sealedFilesInBatchSizes());
       if (batch.length === 0) {
-        if (results.length === 0) await this.health.upkeep();
+        if (results.length === 0) await this.health.upkeep({ beforeBatch: false });
         await this.config.onCaughtUp?.();
         return results;
       }
       // Upkeep goes between batches too, so a steady flow of files does not starve it.
-      await this.health.upkeep();
+      await this.health.upkeep({ beforeBatch: true });
       const startedAt = performance.now();
       const outcome = await traced('ingest batch', () =>
         ingestIsolating(

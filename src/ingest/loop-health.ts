@@ -11,6 +11,13 @@ import { runUpkeep } from './upkeep.js';
 /** The longest pause between two attempts of a failing batch. */
 const MAX_RETRY_DELAY_MS = 60_000;
 
+/**
+ * Between batches, the upkeep's maintenance (purges, the live view's window, the last-seen fold,
+ * the compaction) runs once in this long at most: with batches every second of live traffic it
+ * took 150 ms of each cycle at 10M events (p90 356 ms), which every event waited for.
+ */
+export const MAINTENANCE_EVERY_MS = 1_000;
+
 /** Consecutive failed batches, since the first: `/readyz` shows them until one commits. */
 export interface IngestFailure {
   error: Error;
@@ -44,6 +51,8 @@ export class LoopHealth {
   private retryAt = 0;
   /** The upkeep failure said last, so that it is said once, not on every pass. */
   private upkeepSaid: string | null = null;
+  /** `performance.now()` when the upkeep's maintenance last started; -Infinity before. */
+  private maintainedAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly context: Context,
@@ -73,10 +82,16 @@ export class LoopHealth {
     );
   }
 
-  /** The upkeep of metrics and segments, between batches. */
-  async upkeep(): Promise<void> {
+  /**
+   * The upkeep of metrics and segments, before a batch (`beforeBatch`) or when there is none; its
+   * maintenance before a batch only once in MAINTENANCE_EVERY_MS.
+   */
+  async upkeep({ beforeBatch }: { beforeBatch: boolean }): Promise<void> {
+    const now = performance.now();
+    const maintenance = !beforeBatch || now - this.maintainedAt >= MAINTENANCE_EVERY_MS;
+    if (maintenance) this.maintainedAt = now;
     try {
-      await runUpkeep(this.context);
+      await runUpkeep(this.context, { maintenance });
       this.upkeepSaid = null;
     } catch (error) {
       if (!isDataFault(error)) throw error;

@@ -45,18 +45,25 @@ export async function evaluateAfterMetricStep(
  * or activated since the last pass, keep the live view's lines to their window, and fold the
  * appended last-seen rows into profiles and compact the appended metric inputs when they are
  * many. An erasure whose file rewrite failed is purged here too, once its pause is over, so a
- * running server does not wait for a restart to purge it.
+ * running server does not wait for a restart to purge it. The purges, the live view's window, the
+ * last-seen fold and the compaction are the `maintenance`, which a loop does not need before
+ * every batch (LoopHealth.upkeep).
  */
-export async function runUpkeep(context: Context): Promise<void> {
-  await resumePurges(context);
-  await pruneRecentEvents(context);
-  await compactLastSeen(context);
+export async function runUpkeep(
+  context: Context,
+  { maintenance }: { maintenance: boolean } = { maintenance: true },
+): Promise<void> {
+  if (maintenance) {
+    await resumePurges(context);
+    await pruneRecentEvents(context);
+    await compactLastSeen(context);
+  }
   const time = metricTime(nowIso(context));
   const due = await context.store.read(async (session) => ({
     backfill: await hasPendingBackfill(session),
     decay: await needsDecay(session, time),
     segments: await hasAwaitingSegments(session),
-    compaction: await inputsNeedCompaction(session),
+    compaction: maintenance && (await inputsNeedCompaction(session)),
   }));
   // One part a pass, so that batches come between the parts.
   if (due.compaction) await compactNextPart(context.store);

@@ -306,7 +306,9 @@ export class StreamLoop {
   }
 
   private async ingestRound(fetched: Fetched[]): Promise<void> {
-    await this.health.upkeep();
+    await this.health.upkeep({
+      beforeBatch: fetched.some(({ messages }) => messages.length > 0),
+    });
     const fresh: PulledMessage[] = [];
     const lastOf = new Map<string, PulledMessage>();
     for (const { tenantId, messages, failure } of fetched) {
