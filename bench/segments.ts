@@ -37,6 +37,8 @@ export function percentile(values: number[], p: number): number {
 }
 
 const ms = (value: number) => `${value.toFixed(1)} ms`;
+/** Events received after this long into a latency run count as a running server's. */
+const SETTLED_AFTER_MS = 5_000;
 
 /**
  * Fifty segments of the shapes stores use (thresholds, categories, combinations), each selecting a
@@ -346,13 +348,26 @@ async function benchWebhookLatency(seconds: number, landingMaxAgeMs: number): Pr
     ),
   );
   await store.close();
-  const latencies = received
+  const timed = received
     .filter((row) => arrivals.has(row.profile_id))
-    .map((row) => (arrivals.get(row.profile_id) as number) - Date.parse(row.received_at));
+    .map((row) => ({
+      receivedAt: Date.parse(row.received_at),
+      latency: (arrivals.get(row.profile_id) as number) - Date.parse(row.received_at),
+    }));
+  const latencies = timed.map((row) => row.latency);
+  // The run starts sending as the server listens: its first batches also wait for what a
+  // starting server reads (the ingest indexes), which a server already running has done.
+  const running = timed
+    .filter((row) => row.receivedAt >= started + SETTLED_AFTER_MS)
+    .map((row) => row.latency);
   console.log(
     `  event to webhook into a store of ${storedEvents.toLocaleString('en')} events, landing files sealed after ${landingMaxAgeMs} ms, at ${Math.round(sent / sendSeconds).toLocaleString('en')} events/s for ${sendSeconds.toFixed(1)} s: ` +
       `${latencies.length.toLocaleString('en')} of ${newCustomers.toLocaleString('en')} webhooks, ` +
       `p50 ${ms(percentile(latencies, 50))}, p95 ${ms(percentile(latencies, 95))}, max ${ms(Math.max(...latencies))}   target p95 ≤ 2 s`,
+  );
+  console.log(
+    `    of those received after the run's first ${SETTLED_AFTER_MS / 1000} s (${running.length.toLocaleString('en')}): ` +
+      `p50 ${ms(percentile(running, 50))}, p95 ${ms(percentile(running, 95))}, max ${ms(Math.max(...running))}`,
   );
 }
 
