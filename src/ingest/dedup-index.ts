@@ -9,6 +9,7 @@ import type { Session } from '../store/session.js';
 import { sessionOf, type TemporaryTable, temporaryTable } from '../store/temporary-table.js';
 import { traced } from '../trace.js';
 import type { Staged } from './line-source.js';
+import { LoadAhead } from './load-ahead.js';
 
 /** The table starts this large and doubles; it is never fuller than MAX_LOAD. */
 const FIRST_CAPACITY = 1 << 16;
@@ -181,21 +182,17 @@ export class DedupIndex {
   /** `savedPath`: where the index is saved between processes (null: never). */
   constructor(private readonly savedPath: string | null) {}
 
-  /** Loading ahead of the first batch (`prepare`), which that batch waits for. */
-  private preparing: Promise<unknown> | null = null;
+  private readonly ahead = new LoadAhead();
 
   /** Loads the table before any batch needs it, on a reader of its own (IdentifierIndex.prepare). */
   prepare(store: Store): Promise<unknown> {
-    this.preparing = store.read((session) => this.current(session));
-    return this.preparing;
+    return this.ahead.start(store.read((session) => this.current(session)));
   }
 
   /** Makes `ingest_stored_keys`: the stored events holding a dedup key of the batch's lines. */
   async findStored(staged: Staged): Promise<FoundStored> {
     const session = sessionOf(staged);
-    // Failed, it is only done again here, from the batch's own session.
-    await this.preparing?.catch(() => undefined);
-    this.preparing = null;
+    await this.ahead.settled();
     const table = await this.current(session);
     await session.run('dedup_index_create_stored_keys');
     const hits: number[] = [];
@@ -263,8 +260,7 @@ export class DedupIndex {
    * line's key is added whether or not it was stored), which the next process may take as such.
    */
   async save(session: Session): Promise<void> {
-    // A process stopped while it still loaded them saves what the loading made.
-    await this.preparing?.catch(() => undefined);
+    await this.ahead.settled();
     if (this.table === null || this.savedPath === null) return;
     const checksum = await session.one<EventsChecksum>('dedup_index_checksum');
     if (!checksum || Number(checksum.events) !== this.events) return;

@@ -8,6 +8,7 @@ import {
 } from '../store/index-files.js';
 import type { AppendValue, Session } from '../store/session.js';
 import { traced } from '../trace.js';
+import { LoadAhead } from './load-ahead.js';
 
 /** An index whose contents no longer follow the tables: built again at the next batch. */
 class IndexOutOfStep extends Error {}
@@ -559,23 +560,19 @@ export class IdentifierIndex {
   /** `savedPath`: where the index is saved between processes (null: never). */
   constructor(private readonly savedPath: string | null) {}
 
-  /** Loading ahead of the first batch (`prepare`), which that batch waits for. */
-  private preparing: Promise<unknown> | null = null;
+  private readonly ahead = new LoadAhead();
 
   /**
    * Loads the contents before any batch needs them, on a reader of its own: a process's first
    * batch then does not pay for reading the saved index (about 1 s at 10M events).
    */
   prepare(store: Store): Promise<unknown> {
-    this.preparing = store.read((session) => this.current(session));
-    return this.preparing;
+    return this.ahead.start(store.read((session) => this.current(session)));
   }
 
   /** Makes `ingest_known`: the stored identifiers among the batch's keys, with their profiles. */
   async findKnown(session: Session): Promise<void> {
-    // Failed, it is only done again here, from the batch's own session.
-    await this.preparing?.catch(() => undefined);
-    this.preparing = null;
+    await this.ahead.settled();
     const contents = await this.current(session);
     await session.run('identifier_index_create_known');
     const rows: AppendValue[][] = [];
@@ -695,8 +692,7 @@ export class IdentifierIndex {
    * are: once no batch runs (a loop stopped, a one-shot ingest done).
    */
   async save(session: Session): Promise<void> {
-    // A process stopped while it still loaded them saves what the loading made.
-    await this.preparing?.catch(() => undefined);
+    await this.ahead.settled();
     if (this.contents === null || this.savedPath === null) return;
     const checksum = await session.one<TableChecksum>('identifier_index_checksum');
     if (
