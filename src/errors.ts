@@ -256,6 +256,20 @@ export class RegistryLoadingError extends AppError {
 }
 
 /**
+ * A starting `cds serve` still reading its ingest indexes (its `/readyz`): it takes events
+ * meanwhile, and its first batch waits for them, so a deploy sends traffic once it is ready.
+ */
+export class IndexesLoadingError extends AppError {
+  constructor() {
+    super(
+      503,
+      'indexes_loading',
+      'the server is still reading its ingest indexes; it takes events meanwhile and ingests them once they are read',
+    );
+  }
+}
+
+/**
  * Cluster mode: an owner behind its stream (its `/readyz`). It goes on ingesting and answering;
  * `details` holds what `/readyz` shows when ready, so a probe sees how far behind it is.
  */

@@ -33,6 +33,8 @@ export interface AppOptions {
   collector?: CollectorRuntime;
   /** The failing batches of the ingest loop this process runs, for `/readyz`. */
   ingestFailure?: () => IngestFailure | null;
+  /** Whether the ingest indexes are still being read as the server starts, for `/readyz`. */
+  indexesLoading?: () => boolean;
   /** Cluster mode: the owner's stream backlog, for `/readyz` and `/metrics`; null elsewhere. */
   streamReadiness?: () => StreamReadiness | null;
   /**
@@ -70,7 +72,11 @@ export function buildApp(context: Context, options: AppOptions = {}): FastifyIns
   });
 
   const streamReadiness = options.streamReadiness ?? (() => null);
-  healthRoutes(app, context, options.ingestFailure ?? (() => null), streamReadiness);
+  healthRoutes(app, context, {
+    ingestFailure: options.ingestFailure ?? (() => null),
+    streamReadiness,
+    indexesLoading: options.indexesLoading ?? (() => false),
+  });
   prometheusRoute(app, { dataDir: context.dataDir, store: context.store, streamReadiness });
   whoamiRoutes(app);
   operatorRoutes(app, context);

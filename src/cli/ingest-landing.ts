@@ -85,7 +85,7 @@ export async function runIngest(globals: GlobalOptions, watch: boolean): Promise
   });
   if (watch) {
     // Loaded before files come, as in serve.
-    prepareIndexes(context.store);
+    void prepareIndexes(context.store);
     progress.say(`watching ${context.dataDir.landingDir}`);
     loop.start({ watch: true });
     // As in serve: once the store has reopened the database, the batch is tried at once.

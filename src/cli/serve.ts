@@ -148,11 +148,14 @@ export async function startServer(context: Context, options: ServeOptions): Prom
           : {}),
       })
     : null;
+  // From listening until the ingest indexes are read: a batch would wait for them.
+  let indexesLoading = false;
   const app = buildApp(context, {
     collector,
     ...(cluster ? { cluster } : {}),
     console: true,
     ingestFailure: () => loop?.failure ?? owner?.failure() ?? null,
+    indexesLoading: () => indexesLoading,
     // Listening comes before the owner has started: until then it is not ready.
     ...(bus !== null && options.ingest
       ? { streamReadiness: () => owner?.streamReadiness() ?? startingReadiness() }
@@ -170,7 +173,12 @@ export async function startServer(context: Context, options: ServeOptions): Prom
   );
   // Once listening (a server that cannot listen stops at once): the first batch, on the bus or
   // from landing files, finds them loaded or waits for them.
-  if (options.ingest) prepareIndexes(context.store);
+  if (options.ingest) {
+    indexesLoading = true;
+    void prepareIndexes(context.store).finally(() => {
+      indexesLoading = false;
+    });
+  }
   if (bus !== null && options.ingest)
     owner = await cleaningUpOnFailure(
       startingThroughFailOver('the owner', () =>

@@ -19,11 +19,15 @@ export async function saveIndexes(store: Store): Promise<void> {
  * Loads the store's in-memory indexes (saved ones when in step, else built from the tables) while
  * no batch needs them yet, so that a process's first batch does not pay for them: started with a
  * loop, which waits for it at its first batch. A failure is logged; that batch loads them again.
+ * Settles once both have ended either way (`cds serve` is not ready until then).
  */
-export function prepareIndexes(store: Store): void {
+export async function prepareIndexes(store: Store): Promise<void> {
   // Both asked for now: a batch starting meanwhile waits for both.
-  for (const index of [identifierIndexOf(store), dedupIndexOf(store)])
-    index.prepare(store).catch((error: unknown) => {
-      componentLog('ingest').warn({ err: error }, 'loading an ingest index ahead failed');
-    });
+  await Promise.all(
+    [identifierIndexOf(store), dedupIndexOf(store)].map((index) =>
+      index.prepare(store).catch((error: unknown) => {
+        componentLog('ingest').warn({ err: error }, 'loading an ingest index ahead failed');
+      }),
+    ),
+  );
 }

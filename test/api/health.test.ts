@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApp } from '../../src/api/app.js';
 import { operatorToken } from '../../src/tenancy/operator.js';
 import type { TestEnv } from '../helpers/context.js';
 import { envelope, sendServer } from '../helpers/events.js';
@@ -71,5 +72,25 @@ describe('GET /readyz', () => {
         failed_attempts: 0,
       },
     });
+  });
+});
+
+describe('GET /readyz while the ingest indexes are read', () => {
+  it('answers 503 indexes_loading until they are read, then 200', async () => {
+    const { env } = await openSeededEnv();
+    let loading = true;
+    const app = buildApp(env.context, { indexesLoading: () => loading });
+    try {
+      const starting = await app.inject({ method: 'GET', url: '/readyz' });
+      expect(starting.statusCode).toBe(503);
+      expect(starting.json()).toEqual({
+        error: { code: 'indexes_loading', message: expect.stringMatching(/ingest indexes/) },
+      });
+      loading = false;
+      expect((await app.inject({ method: 'GET', url: '/readyz' })).statusCode).toBe(200);
+    } finally {
+      await app.close();
+      await env.close();
+    }
   });
 });

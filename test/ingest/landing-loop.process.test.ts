@@ -43,7 +43,8 @@ async function waitFor(
   await waitUntil(
     async () => {
       ingest = await readiness(server, dir);
-      return done(ingest);
+      // Absent from a 503 answer: the server is still reading its ingest indexes.
+      return ingest !== undefined && done(ingest);
     },
     'the ingest counters in /readyz',
     30_000,

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Context } from '../../context.js';
-import { IngestBehindError } from '../../errors.js';
+import { IndexesLoadingError, IngestBehindError } from '../../errors.js';
 import type { IngestFailure } from '../../ingest/loop-health.js';
 import { ingestStatus, landingBacklog } from '../../ingest/status.js';
 import type { StreamReadiness } from '../../shards/owner-readiness.js';
@@ -111,18 +111,25 @@ async function readDetail(
   };
 }
 
+/** What the process running the API knows of its ingest, read at each `/readyz`. */
+export interface ReadinessSources {
+  ingestFailure: () => IngestFailure | null;
+  streamReadiness: () => StreamReadiness | null;
+  indexesLoading: () => boolean;
+}
+
 /**
  * A failing ingest loop leaves the server ready: the collector still takes events, and they wait
  * in landing files. `/readyz` says that the backlog grows to anyone, and why to the operator.
  * A database DuckDB invalidated makes it not ready (503 `store_unavailable`) until the store has
  * reopened it. A bus owner also shows its stream backlog, and is not ready (503 `ingest_behind`,
- * the figures in `details`) while it is behind its stream (shards/owner-readiness.ts).
+ * the figures in `details`) while it is behind its stream (shards/owner-readiness.ts). A starting
+ * `cds serve` is not ready (503 `indexes_loading`) until it has read its ingest indexes.
  */
 export function healthRoutes(
   app: FastifyInstance,
   context: Context,
-  ingestFailure: () => IngestFailure | null,
-  streamReadiness: () => StreamReadiness | null,
+  { ingestFailure, streamReadiness, indexesLoading }: ReadinessSources,
 ): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
   api.get(
@@ -139,6 +146,7 @@ export function healthRoutes(
         ? await readDetail(context, failure, stream, open)
         : open;
       if (stream?.behind) throw new IngestBehindError(stream.behind, { ingest: answer.ingest });
+      if (indexesLoading()) throw new IndexesLoadingError();
       return answer;
     },
   );
