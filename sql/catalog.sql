@@ -22,9 +22,9 @@ LIMIT $limit;
 /* @name delete_event_type */
 DELETE FROM event_types WHERE tenant_id = $tenant_id AND event_name = $event_name;
 
-/* @name metric_names_using_event */
-SELECT DISTINCT metric_name FROM metric_definitions
-WHERE tenant_id = $tenant_id AND event_name = $event_name ORDER BY metric_name;
+/* @name metric_definitions_using_event */
+SELECT metric_name, workspace_scope AS workspace_id FROM metric_definitions
+WHERE tenant_id = $tenant_id AND event_name = $event_name ORDER BY metric_name, workspace_scope;
 
 /* @name event_counts_by_name */
 -- Stored events (not duplicates, not rejections) by when the collector received them;

@@ -24,6 +24,12 @@ WHERE tenant_id = $tenant_id AND ($workspace_id IS NULL OR workspace_scope IN ('
 ORDER BY metric_name, event_name, workspace_scope
 LIMIT $limit;
 
+/* @name metric_scopes_besides */
+-- Where a metric is still collected once one of its definitions is deleted: the other definitions' scopes.
+SELECT DISTINCT workspace_scope FROM metric_definitions
+WHERE tenant_id = $tenant_id AND metric_name = $metric_name
+  AND NOT (workspace_scope = $workspace_scope AND event_name = $event_name);
+
 /* @name delete_metric_definition */
 DELETE FROM metric_definitions
 WHERE tenant_id = $tenant_id AND workspace_scope = $workspace_scope

@@ -83,11 +83,13 @@ WHERE status = 'active' AND evaluated_at IS NULL AND evaluation_error IS NULL
 ORDER BY tenant_id, workspace_id, segment_id;
 
 /* @name segments_stored_metric_shapes */
--- Shapes of metrics whose definitions were deleted, from the values they left (segments on them keep working).
-SELECT metric_name, 'number' AS shape FROM metric_contributions WHERE tenant_id = $tenant_id GROUP BY metric_name
+-- Shapes of the metrics a workspace's values were computed for, whose definitions may have been
+-- deleted since (segments on them keep working); a metric of another workspace is not among them.
+SELECT metric_name, 'number' AS shape FROM metric_contributions
+WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id GROUP BY metric_name
 UNION ALL
 SELECT metric_name, CASE WHEN max(recent_keep) IS NULL THEN 'string' ELSE 'list' END FROM metric_strings
-WHERE tenant_id = $tenant_id GROUP BY metric_name;
+WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id GROUP BY metric_name;
 
 /* @name segments_create_evaluation_tables */
 CREATE TEMP TABLE segment_scope (profile_id VARCHAR);
@@ -205,3 +207,9 @@ SELECT changed_at AS at,
 FROM changes
 ORDER BY changed_at DESC
 LIMIT $limit;
+
+/* @name segments_in_metric_scope */
+-- The segments a metric definition of $workspace_scope reaches ('*': every workspace's).
+SELECT workspace_id, segment_id, display_name, status, predicate FROM segments
+WHERE tenant_id = $tenant_id AND ($workspace_scope = '*' OR workspace_id = $workspace_scope)
+ORDER BY workspace_id, segment_id;

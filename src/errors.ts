@@ -66,8 +66,9 @@ export class RequestTimeoutError extends AppError {
 }
 
 export class ConflictError extends AppError {
-  constructor(message: string) {
-    super(409, 'conflict', message);
+  /** `details`: what the request conflicts with, for a client to name it. */
+  constructor(message: string, details?: unknown) {
+    super(409, 'conflict', message, details);
   }
 }
 

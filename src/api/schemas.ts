@@ -19,6 +19,14 @@ export const placeholdersResponse = z.object({
 
 export const noContent = z.null();
 
+/** `?dry_run=true`: a delete says what it would do, and does nothing. */
+export const dryRunQuery = z.object({
+  dry_run: z
+    .enum(['true', 'false'], { error: 'must be true or false' })
+    .default('false')
+    .transform((value) => value === 'true'),
+});
+
 /** A body that may be left out: Fastify hands a missing body over as null. */
 export function optionalBody<T extends z.ZodType>(schema: T) {
   return z.preprocess((body) => body ?? {}, schema);

@@ -76,23 +76,49 @@ export async function listEventTypes(
 }
 
 /** Refuses while metric definitions still read the type: they would silently stop counting. */
+/** A metric definition that reads an event type: the type cannot be deleted while it does. */
+export interface EventTypeDependent {
+  metric_name: string;
+  workspace_id: string;
+}
+
+async function readDependents(
+  session: Session,
+  tenantId: string,
+  eventName: string,
+): Promise<EventTypeDependent[]> {
+  if (!(await findEventType(session, tenantId, eventName))) {
+    throw new NotFoundError(`event type ${eventName} is not registered`);
+  }
+  return session.all<EventTypeDependent>('metric_definitions_using_event', {
+    tenant_id: tenantId,
+    event_name: eventName,
+  });
+}
+
+/** What a delete of the event type would meet: the metric definitions reading it. */
+export async function eventTypeDependents(
+  context: Context,
+  tenantId: string,
+  eventName: string,
+): Promise<EventTypeDependent[]> {
+  return context.store.read((session) => readDependents(session, tenantId, eventName));
+}
+
 export async function deleteEventType(
   context: Context,
   tenantId: string,
   eventName: string,
 ): Promise<void> {
   await context.store.write(async (session) => {
-    const key = { tenant_id: tenantId, event_name: eventName };
-    if (!(await findEventType(session, tenantId, eventName))) {
-      throw new NotFoundError(`event type ${eventName} is not registered`);
-    }
-    const users = await session.all<{ metric_name: string }>('metric_names_using_event', key);
+    const users = await readDependents(session, tenantId, eventName);
     if (users.length > 0) {
-      const names = users.map((row) => row.metric_name).join(', ');
+      const names = [...new Set(users.map((row) => row.metric_name))].join(', ');
       throw new ConflictError(
         `event type ${eventName} is used by metric definitions (${names}); delete them first`,
+        { metric_definitions: users },
       );
     }
-    await session.run('delete_event_type', key);
+    await session.run('delete_event_type', { tenant_id: tenantId, event_name: eventName });
   });
 }

@@ -25,3 +25,23 @@ export async function metricShapes(
     ]),
   );
 }
+
+/**
+ * Adds to `shapes` the metrics whose definitions were all deleted, with the shape of the values
+ * they left (values kept keep their last value, interface "States"): segments on them go on
+ * working, and a preview or a new rule may name them as the segments do. Read only when a rule
+ * names a metric no definition has, since it reads the workspace's stored values.
+ */
+export async function addRetiredMetricShapes(
+  session: Session,
+  tenantId: string,
+  workspaceId: string,
+  shapes: Map<string, MetricShape>,
+): Promise<void> {
+  const stored = await session.all<{ metric_name: string; shape: MetricShape }>(
+    'segments_stored_metric_shapes',
+    { tenant_id: tenantId, workspace_id: workspaceId },
+  );
+  for (const row of stored)
+    if (!shapes.has(row.metric_name)) shapes.set(row.metric_name, row.shape);
+}

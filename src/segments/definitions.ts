@@ -1,12 +1,11 @@
 import { z } from 'zod';
 import { type Context, nowIso } from '../context.js';
 import { ConflictError, NotFoundError, ValidationError } from '../errors.js';
-import { metricShapes } from '../metrics/shapes.js';
 import { decodeCursor, type Page, segmentCursorSchema, toPage } from '../store/cursor.js';
 import type { Session } from '../store/session.js';
 import { requireRoom } from '../tenancy/quotas.js';
 import { findWorkspace, requireWorkspace } from '../tenancy/workspaces.js';
-import { parsePredicate } from './predicate.js';
+import { parseRule } from './parse-rule.js';
 
 export const SEGMENT_STATUSES = ['draft', 'active', 'paused', 'archived'] as const;
 export type SegmentStatus = (typeof SEGMENT_STATUSES)[number];
@@ -114,7 +113,7 @@ export async function createSegment(
     if (!(await findWorkspace(session, key.tenantId, key.workspaceId))) {
       throw ValidationError.field('workspace_id', `workspace ${key.workspaceId} does not exist`);
     }
-    parsePredicate(input.predicate, await metricShapes(session, key.tenantId, key.workspaceId));
+    await parseRule(session, input.predicate, key.tenantId, key.workspaceId);
     if (await findSegment(session, key)) {
       throw new ConflictError(
         `segment ${key.segmentId} already exists in workspace ${key.workspaceId}`,

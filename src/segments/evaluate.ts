@@ -1,5 +1,5 @@
 import { ValidationError } from '../errors.js';
-import { type MetricShape, metricShapes } from '../metrics/shapes.js';
+import { addRetiredMetricShapes, type MetricShape, metricShapes } from '../metrics/shapes.js';
 import type { Session } from '../store/session.js';
 import { sql } from '../store/sql-files.js';
 import { componentLog } from '../telemetry/log.js';
@@ -71,13 +71,7 @@ async function checked(session: Session, segments: StoredSegment[]): Promise<Che
   for (const segment of segments) {
     let predicate = parsed(segment, shapes);
     if (typeof predicate === 'string' && !storedShapesAdded) {
-      const stored = await session.all<{ metric_name: string; shape: MetricShape }>(
-        'segments_stored_metric_shapes',
-        { tenant_id: tenantId },
-      );
-      for (const row of stored) {
-        if (!shapes.has(row.metric_name)) shapes.set(row.metric_name, row.shape);
-      }
+      await addRetiredMetricShapes(session, tenantId, workspaceId, shapes);
       storedShapesAdded = true;
       predicate = parsed(segment, shapes);
     }

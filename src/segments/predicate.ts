@@ -179,3 +179,24 @@ export function parsePredicate(
   if (!predicate) throw new ValidationError(parser.issues);
   return predicate;
 }
+
+/**
+ * The metric names a stored rule compares, read from its JSON as written (a rule is stored once
+ * it passed `parsePredicate`, so only comparisons carry a `metric`).
+ */
+export function metricsNamedIn(rule: unknown): Set<string> {
+  const names = new Set<string>();
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) {
+      for (const item of node) visit(item);
+      return;
+    }
+    if (typeof node !== 'object' || node === null) return;
+    const record = node as Record<string, unknown>;
+    if (typeof record.metric === 'string') names.add(record.metric);
+    for (const key of ['all', 'any', 'not'] as const)
+      if (Object.hasOwn(record, key)) visit(record[key]);
+  };
+  visit(rule);
+  return names;
+}

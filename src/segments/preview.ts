@@ -1,10 +1,9 @@
 import { z } from 'zod';
 import type { Context } from '../context.js';
-import { metricShapes } from '../metrics/shapes.js';
 import { sql } from '../store/sql-files.js';
 import { requireWorkspace } from '../tenancy/workspaces.js';
 import { compilePredicate, fillSlots } from './compile.js';
-import { parsePredicate } from './predicate.js';
+import { parseRule } from './parse-rule.js';
 
 /** Preview counts look at this many profiles at most (interface "Limits"). */
 export const PREVIEW_SCAN_LIMIT = 20_000;
@@ -28,10 +27,7 @@ export async function previewSegment(
 ): Promise<PreviewResult> {
   return context.store.read(async (session) => {
     await requireWorkspace(session, tenantId, workspaceId);
-    const predicate = parsePredicate(
-      rawPredicate,
-      await metricShapes(session, tenantId, workspaceId),
-    );
+    const predicate = await parseRule(session, rawPredicate, tenantId, workspaceId);
     const compiled = compilePredicate(predicate);
     const statement = fillSlots(sql('preview_segment'), {
       columns: compiled.columns,

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import { eventCountSchema, eventCounts } from '../../catalog/event-counts.js';
 import {
   deleteEventType,
+  eventTypeDependents,
   eventTypeSchema,
   listEventTypes,
   putEventType,
@@ -11,7 +12,14 @@ import {
 import type { Context } from '../../context.js';
 import { idSchema, propertyPathSchema } from '../../ids.js';
 import { requestedWorkspace } from '../auth.js';
-import { eventTypeParams, noContent, optionalBody, pagingQuery, tenantParams } from '../schemas.js';
+import {
+  dryRunQuery,
+  eventTypeParams,
+  noContent,
+  optionalBody,
+  pagingQuery,
+  tenantParams,
+} from '../schemas.js';
 
 const registerBody = optionalBody(
   z
@@ -104,10 +112,29 @@ export function eventTypeRoutes(app: FastifyInstance, context: Context): void {
     '/v1/tenants/:tenant/event-types/:event_name',
     {
       config: { access: 'tenant-token' },
-      schema: { params: eventTypeParams, response: { 204: noContent } },
+      schema: {
+        params: eventTypeParams,
+        querystring: dryRunQuery,
+        response: {
+          200: z.object({
+            dry_run: z.literal(true),
+            metric_definitions: z.array(
+              z.object({ metric_name: z.string(), workspace_id: z.string() }),
+            ),
+          }),
+          204: noContent,
+        },
+      },
     },
     async (request, reply) => {
-      await deleteEventType(context, request.params.tenant, request.params.event_name);
+      const { tenant, event_name } = request.params;
+      if (request.query.dry_run) {
+        return {
+          dry_run: true as const,
+          metric_definitions: await eventTypeDependents(context, tenant, event_name),
+        };
+      }
+      await deleteEventType(context, tenant, event_name);
       return reply.code(204).send(null);
     },
   );

@@ -14,8 +14,12 @@ import {
   listMetricDefinitions,
   metricDefinitionSchema,
 } from '../../metrics/definitions.js';
+import {
+  metricDefinitionDependents,
+  metricDependentSchema,
+} from '../../segments/metric-dependents.js';
 import { requestedWorkspace } from '../auth.js';
-import { noContent, pagingQuery, tenantParams } from '../schemas.js';
+import { dryRunQuery, noContent, pagingQuery, tenantParams } from '../schemas.js';
 
 export function metricDefinitionRoutes(app: FastifyInstance, context: Context): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
@@ -71,21 +75,27 @@ export function metricDefinitionRoutes(app: FastifyInstance, context: Context): 
       config: { access: 'tenant-token' },
       schema: {
         params: tenantParams,
-        querystring: z.object({
+        querystring: dryRunQuery.extend({
           metric_name: metricNameSchema,
           event_name: eventNameSchema,
           workspace_id: workspaceScopeSchema.default('*'),
         }),
-        response: { 204: noContent },
+        response: {
+          200: z.object({ dry_run: z.literal(true), segments: z.array(metricDependentSchema) }),
+          204: noContent,
+        },
       },
     },
     async (request, reply) => {
-      const { metric_name, event_name, workspace_id } = request.query;
-      await deleteMetricDefinition(context, request.params.tenant, {
-        metricName: metric_name,
-        eventName: event_name,
-        workspaceScope: workspace_id,
-      });
+      const { metric_name, event_name, workspace_id, dry_run } = request.query;
+      const key = { metricName: metric_name, eventName: event_name, workspaceScope: workspace_id };
+      if (dry_run) {
+        return {
+          dry_run: true as const,
+          segments: await metricDefinitionDependents(context, request.params.tenant, key),
+        };
+      }
+      await deleteMetricDefinition(context, request.params.tenant, key);
       return reply.code(204).send(null);
     },
   );

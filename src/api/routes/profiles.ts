@@ -22,7 +22,7 @@ import {
   eraseProfile,
 } from '../../privacy/erase.js';
 import { RateLimiter } from '../../rate-limit.js';
-import { pagingQuery, workspaceParams } from '../schemas.js';
+import { dryRunQuery, pagingQuery, workspaceParams } from '../schemas.js';
 
 const profileParams = workspaceParams.extend({
   profile_id: z.string().regex(/^p_[0-9a-f]{24}$/, 'is not a profile id'),
@@ -106,12 +106,7 @@ export function profileRoutes(app: FastifyInstance, context: Context): void {
       config: { access: 'tenant-token' },
       schema: {
         params: profileParams,
-        querystring: z.object({
-          dry_run: z
-            .enum(['true', 'false'], { error: 'must be true or false' })
-            .default('false')
-            .transform((value) => value === 'true'),
-        }),
+        querystring: dryRunQuery,
         response: {
           200: z.object({
             profile_id: z.string(),
