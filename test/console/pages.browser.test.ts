@@ -132,19 +132,82 @@ describe('the catalog page (issue 31, item 4)', () => {
       )
       .toEqual(['2', '2']);
 
-    // Delete the metric, then the event type it read.
-    await metrics
-      .getByRole('button', { name: 'Delete metric refund_total of order_refunded' })
-      .click();
+    // Deleting asks first and names what depends on it (issue 38, item 6). A segment on the
+    // metric, made through the API.
+    const segment = await fetch(`${suite.served.url}/v1/tenants/acme/segments/refunders`, {
+      method: 'PUT',
+      headers: {
+        authorization: `Bearer ${suite.served.tokens.tenant}`,
+        'content-type': 'application/json',
+      },
+      body: JSON.stringify({
+        workspace_id: 'eu',
+        display_name: 'Refunders',
+        predicate: { metric: 'refund_total', op: 'gt', value: 0 },
+      }),
+    });
+    expect(segment.status).toBe(201);
+    // The event type cannot go while the metric reads it: the dialog says which, and only closes.
+    await types.getByRole('button', { name: 'Delete event type order_refunded' }).click();
+    const refusal = page.getByRole('dialog', { name: 'Delete event type order_refunded?' });
+    await expect
+      .poll(() =>
+        refusal
+          .getByRole('list', { name: 'Metric definitions reading order_refunded' })
+          .textContent(),
+      )
+      .toBe('refund_total (every workspace)');
+    expect(await refusal.getByRole('button', { name: /^Delete/ }).count()).toBe(0);
+    await expectAccessible(page, 'the dialog refusing to delete an event type');
+    await page.keyboard.press('Escape');
+    await expect.poll(() => refusal.count()).toBe(0);
+
+    // The metric's dialog names the segment and what becomes of it; Cancel deletes nothing.
+    const deleteMetric = metrics.getByRole('button', {
+      name: 'Delete metric refund_total of order_refunded',
+    });
+    await deleteMetric.click();
+    const asked = page.getByRole('dialog', {
+      name: 'Delete metric refund_total of order_refunded?',
+    });
+    await expect
+      .poll(() => asked.getByRole('list', { name: 'Segments using refund_total' }).textContent())
+      .toBe(
+        'Refunders (refunders in eu, active): goes on with the values kept, which no longer change',
+      );
+    await asked.getByRole('button', { name: 'Cancel' }).click();
+    await expect.poll(() => asked.count()).toBe(0);
+    expect(await metrics.getByRole('rowheader', { name: 'refund_total' }).count()).toBe(1);
+    await deleteMetric.click();
+    await asked.getByRole('button', { name: 'Delete metric refund_total' }).click();
     await expect
       .poll(() => metrics.getByRole('rowheader', { name: 'refund_total' }).count())
       .toBe(0);
     await types.getByRole('button', { name: 'Delete event type order_refunded' }).click();
+    const confirmType = page.getByRole('dialog', { name: 'Delete event type order_refunded?' });
+    await confirmType.getByRole('button', { name: 'Delete event type order_refunded' }).click();
     await expect
       .poll(() => types.getByRole('rowheader', { name: 'order_refunded' }).count())
       .toBe(0);
     await screenshot(page, 'catalog');
     await expectAccessible(page, 'the catalog');
+
+    // The segment goes from its page, once its dialog is confirmed, naming what goes with it.
+    await open(page, '#/segments/refunders', 'Refunders');
+    await page.getByRole('button', { name: 'Delete segment' }).click();
+    const deleteSegment = page.getByRole('dialog', { name: 'Delete segment Refunders?' });
+    await expect
+      .poll(() => deleteSegment.textContent())
+      .toContain('history of entries and exits and its webhooks not yet delivered are deleted');
+    await expectAccessible(page, 'the dialog deleting a segment');
+    await deleteSegment.getByRole('button', { name: 'Delete segment refunders' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Segments' }).waitFor();
+    const gone = await apiGet(
+      '/v1/tenants/acme/segments/refunders/definition?workspace_id=eu',
+      suite.served.tokens.tenant,
+    );
+    expect(gone.status).toBe(404);
+    await open(page, '#/catalog', 'Catalog');
 
     // At 360 px the page scrolls down, never sideways: wide tables scroll in their own box.
     await page.setViewportSize({ width: 360, height: 740 });

@@ -1,6 +1,7 @@
 import { useSignal, useSignalEffect } from '@preact/signals';
 import { api, pathOf } from '../../api.js';
 import { Alert } from '../../components/alert.js';
+import { ConfirmDialog } from '../../components/confirm-dialog.js';
 import { boundTo, messageOf, TextField } from '../../components/field.js';
 import { ShowMore } from '../../components/show-more.js';
 import { RowAction, Table } from '../../components/table.js';
@@ -12,6 +13,17 @@ export interface EventType {
   event_name: string;
   dedup_entity: string | null;
   dedup_key_paths: string[] | null;
+}
+
+/** A metric definition reading an event type (the API's dry run of its delete). */
+interface EventTypeDependent {
+  metric_name: string;
+  workspace_id: string;
+}
+
+interface PlannedDelete {
+  name: string;
+  metrics: EventTypeDependent[];
 }
 
 interface EventCount {
@@ -62,12 +74,32 @@ export function EventTypes(props: { tenant: string; workspace: string; onChange:
     changes.value += 1;
     props.onChange();
   };
-  const remove = async (name: string) => {
+  const planned = useSignal<PlannedDelete | null>(null);
+  const deleting = useSignal(false);
+  const deleteFailure = useSignal<string | null>(null);
+  // First the metric definitions reading it (a dry run): while there are any, it cannot go.
+  const plan = async (name: string) => {
     try {
-      await api('DELETE', pathOf`/v1/tenants/${props.tenant}/event-types/${name}`);
-      changed();
+      const answer = await api<{ metric_definitions: EventTypeDependent[] }>(
+        'DELETE',
+        `${pathOf`/v1/tenants/${props.tenant}/event-types/${name}`}?dry_run=true`,
+      );
+      deleteFailure.value = null;
+      planned.value = { name, metrics: answer.metric_definitions };
     } catch (error) {
       list.failure.value = messageOf(error);
+    }
+  };
+  const remove = async (name: string) => {
+    deleting.value = true;
+    try {
+      await api('DELETE', pathOf`/v1/tenants/${props.tenant}/event-types/${name}`);
+      planned.value = null;
+      changed();
+    } catch (error) {
+      deleteFailure.value = messageOf(error);
+    } finally {
+      deleting.value = false;
     }
   };
 
@@ -101,7 +133,7 @@ export function EventTypes(props: { tenant: string; workspace: string; onChange:
                 <td>
                   <RowAction
                     label={`Delete event type ${type.event_name}`}
-                    onClick={() => remove(type.event_name)}
+                    onClick={() => plan(type.event_name)}
                   >
                     Delete
                   </RowAction>
@@ -112,6 +144,42 @@ export function EventTypes(props: { tenant: string; workspace: string; onChange:
         })}
       </Table>
       <ShowMore list={list} what="event types" />
+      {planned.value && (
+        <ConfirmDialog
+          title={`Delete event type ${planned.value.name}?`}
+          confirmLabel={
+            planned.value.metrics.length === 0 ? `Delete event type ${planned.value.name}` : null
+          }
+          busy={deleting.value}
+          failure={deleteFailure.value}
+          onConfirm={() => planned.value && remove(planned.value.name)}
+          onClose={() => {
+            planned.value = null;
+          }}
+        >
+          {planned.value.metrics.length === 0 ? (
+            <p>
+              Events of {planned.value.name} already stored stay; new ones are refused as an unknown
+              event type until it is registered again.
+            </p>
+          ) : (
+            <>
+              <p>
+                {planned.value.name} cannot be deleted while metric definitions read it. Delete them
+                first:
+              </p>
+              <ul aria-label={`Metric definitions reading ${planned.value.name}`}>
+                {planned.value.metrics.map((metric) => (
+                  <li key={JSON.stringify([metric.metric_name, metric.workspace_id])}>
+                    {metric.metric_name} (
+                    {metric.workspace_id === '*' ? 'every workspace' : metric.workspace_id})
+                  </li>
+                ))}
+              </ul>
+            </>
+          )}
+        </ConfirmDialog>
+      )}
       {canWrite.value && <RegisterEventType tenant={props.tenant} onDone={changed} />}
     </section>
   );

@@ -1,6 +1,7 @@
 import { useSignal } from '@preact/signals';
 import { api, pathOf } from '../../api.js';
 import { Alert } from '../../components/alert.js';
+import { ConfirmDialog } from '../../components/confirm-dialog.js';
 import {
   boundTo,
   Field,
@@ -28,6 +29,51 @@ interface MetricDefinition {
   keep: number | null;
 }
 
+/** A segment whose rule compares the metric (the API's dry run of a delete). */
+interface MetricDependent {
+  workspace_id: string;
+  segment_id: string;
+  display_name: string;
+  status: string;
+  still_collected: boolean;
+}
+
+interface PlannedDelete {
+  definition: MetricDefinition;
+  segments: MetricDependent[];
+}
+
+/** What deleting a definition does to the segments on its metric (docs/decisions.md). */
+function MetricDependents({ planned }: { planned: PlannedDelete }) {
+  const { definition, segments } = planned;
+  return (
+    <>
+      <p>
+        Collecting <code>{definition.metric_name}</code> from <code>{definition.event_name}</code>{' '}
+        stops. Values already computed keep their last value.
+      </p>
+      {segments.length === 0 ? (
+        <p>No segment uses {definition.metric_name}.</p>
+      ) : (
+        <>
+          <p>Segments whose rule uses {definition.metric_name}:</p>
+          <ul aria-label={`Segments using ${definition.metric_name}`}>
+            {segments.map((segment) => (
+              <li key={JSON.stringify([segment.workspace_id, segment.segment_id])}>
+                <strong>{segment.display_name}</strong> ({segment.segment_id} in{' '}
+                {segment.workspace_id}, {segment.status}):{' '}
+                {segment.still_collected
+                  ? 'another definition still collects the metric there'
+                  : 'goes on with the values kept, which no longer change'}
+              </li>
+            ))}
+          </ul>
+        </>
+      )}
+    </>
+  );
+}
+
 /** What `src/metrics/definition-schema.ts` takes; the API checks how they combine. */
 const VALUE_KINDS = ['count', 'property_number', 'property_string'] as const;
 const AGGREGATIONS = ['latest', 'recent'] as const;
@@ -53,17 +99,39 @@ export function MetricDefinitions(props: {
       `${pathOf`/v1/tenants/${props.tenant}/metric-definitions`}?workspace_id=${encodeURIComponent(props.workspace)}`,
   );
 
-  const remove = async (definition: MetricDefinition) => {
-    const query = new URLSearchParams({
+  const planned = useSignal<PlannedDelete | null>(null);
+  const deleting = useSignal(false);
+  const deleteFailure = useSignal<string | null>(null);
+  const deletePath = (definition: MetricDefinition, dryRun: boolean) =>
+    `${pathOf`/v1/tenants/${props.tenant}/metric-definitions`}?${new URLSearchParams({
       metric_name: definition.metric_name,
       event_name: definition.event_name,
       workspace_id: definition.workspace_id,
-    });
+      dry_run: String(dryRun),
+    })}`;
+  // First what the delete would leave (a dry run), then the delete once confirmed.
+  const plan = async (definition: MetricDefinition) => {
     try {
-      await api('DELETE', `${pathOf`/v1/tenants/${props.tenant}/metric-definitions`}?${query}`);
-      list.reload();
+      const answer = await api<{ segments: MetricDependent[] }>(
+        'DELETE',
+        deletePath(definition, true),
+      );
+      deleteFailure.value = null;
+      planned.value = { definition, segments: answer.segments };
     } catch (error) {
       list.failure.value = messageOf(error);
+    }
+  };
+  const remove = async (definition: MetricDefinition) => {
+    deleting.value = true;
+    try {
+      await api('DELETE', deletePath(definition, false));
+      planned.value = null;
+      list.reload();
+    } catch (error) {
+      deleteFailure.value = messageOf(error);
+    } finally {
+      deleting.value = false;
     }
   };
 
@@ -101,7 +169,7 @@ export function MetricDefinitions(props: {
               <td>
                 <RowAction
                   label={`Delete metric ${definition.metric_name} of ${definition.event_name}`}
-                  onClick={() => remove(definition)}
+                  onClick={() => plan(definition)}
                 >
                   Delete
                 </RowAction>
@@ -111,6 +179,20 @@ export function MetricDefinitions(props: {
         ))}
       </Table>
       <ShowMore list={list} what="metric definitions" />
+      {planned.value && (
+        <ConfirmDialog
+          title={`Delete metric ${planned.value.definition.metric_name} of ${planned.value.definition.event_name}?`}
+          confirmLabel={`Delete metric ${planned.value.definition.metric_name}`}
+          busy={deleting.value}
+          failure={deleteFailure.value}
+          onConfirm={() => planned.value && remove(planned.value.definition)}
+          onClose={() => {
+            planned.value = null;
+          }}
+        >
+          <MetricDependents planned={planned.value} />
+        </ConfirmDialog>
+      )}
       {canWrite.value && (
         <CreateMetric tenant={props.tenant} eventNames={props.eventNames} onDone={list.reload} />
       )}

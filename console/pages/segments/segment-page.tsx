@@ -1,8 +1,11 @@
 import { useSignal } from '@preact/signals';
 import { api, pathOf } from '../../api.js';
+import { ConfirmDialog } from '../../components/confirm-dialog.js';
+import { messageOf } from '../../components/field.js';
 import { usePolled } from '../../hooks/use-polled.js';
 import { navigate } from '../../router.js';
 import { canWrite } from '../../session.js';
+import { currentScope } from '../scope.js';
 import { type SegmentItem, startingPredicate } from './data.js';
 import { MemberChart, type MemberCountPoint } from './member-chart.js';
 import { describePredicate } from './rule.js';
@@ -18,7 +21,72 @@ interface MemberCounts {
   points: MemberCountPoint[];
 }
 
-function Definition({ segment, onChanged }: { segment: SegmentItem; onChanged: () => void }) {
+/**
+ * Deleting a segment, once confirmed: it names what goes with it (members, history, webhooks
+ * not yet delivered) and the way to keep them (archiving).
+ */
+function DeleteSegment({ segment, members }: { segment: SegmentItem; members: number | null }) {
+  const asking = useSignal(false);
+  const deleting = useSignal(false);
+  const failure = useSignal<string | null>(null);
+  const remove = async () => {
+    const scope = currentScope();
+    if (!scope) return;
+    deleting.value = true;
+    try {
+      await api(
+        'DELETE',
+        `${pathOf`/v1/tenants/${scope.tenant}/segments/${segment.segment_id}`}?workspace_id=${encodeURIComponent(segment.workspace_id)}`,
+      );
+      navigate('/segments');
+    } catch (error) {
+      failure.value = messageOf(error);
+      deleting.value = false;
+    }
+  };
+  return (
+    <>
+      <button
+        type="button"
+        class="quiet"
+        onClick={() => {
+          failure.value = null;
+          asking.value = true;
+        }}
+      >
+        Delete segment
+      </button>
+      {asking.value && (
+        <ConfirmDialog
+          title={`Delete segment ${segment.display_name}?`}
+          confirmLabel={`Delete segment ${segment.segment_id}`}
+          busy={deleting.value}
+          failure={failure.value}
+          onConfirm={remove}
+          onClose={() => {
+            asking.value = false;
+          }}
+        >
+          <p>
+            Its {members ?? 'current'} members, its history of entries and exits and its webhooks
+            not yet delivered are deleted with it. Archiving it instead keeps them and stops its
+            evaluation.
+          </p>
+        </ConfirmDialog>
+      )}
+    </>
+  );
+}
+
+function Definition({
+  segment,
+  members,
+  onChanged,
+}: {
+  segment: SegmentItem;
+  members: number | null;
+  onChanged: () => void;
+}) {
   const automations = [
     segment.automations.on_enter && 'when a profile enters',
     segment.automations.on_exit && 'when a profile leaves',
@@ -57,6 +125,7 @@ function Definition({ segment, onChanged }: { segment: SegmentItem; onChanged: (
               A saved rule does not change (its members and webhooks follow it): build the new one,
               then archive this one.
             </p>
+            <DeleteSegment segment={segment} members={members} />
           </dd>
         </>
       )}
@@ -113,7 +182,11 @@ export function SegmentPage({ segmentId }: { segmentId: string }) {
             <code>{shown.segment_id}</code> in {shown.workspace_id}:{' '}
             <strong data-testid="member-count">{counts.value?.member_count ?? '…'}</strong> members
           </p>
-          <Definition segment={shown} onChanged={refresh} />
+          <Definition
+            segment={shown}
+            members={counts.value?.member_count ?? null}
+            onChanged={refresh}
+          />
           <h2>Members over time</h2>
           {counts.value && <MemberChart points={counts.value.points} />}
           <SegmentMembers segmentId={shown.segment_id} workspace={shown.workspace_id} />
