@@ -213,3 +213,12 @@ LIMIT $limit;
 SELECT workspace_id, segment_id, display_name, status, predicate FROM segments
 WHERE tenant_id = $tenant_id AND ($workspace_scope = '*' OR workspace_id = $workspace_scope)
 ORDER BY workspace_id, segment_id;
+
+/* @name rule_metric_definitions */
+-- The definitions that collect metrics in a workspace (its own and the tenant-wide ones), for the
+-- metrics a rule can compare there.
+SELECT metric_name, event_name, workspace_scope AS workspace_id, value_kind, value_path, aggregation, window_days,
+  display_name
+FROM metric_definitions
+WHERE tenant_id = $tenant_id AND workspace_scope IN ('*', $workspace_id)
+ORDER BY metric_name, event_name, workspace_scope;

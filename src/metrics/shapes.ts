@@ -14,16 +14,13 @@ export async function metricShapes(
     value_kind: string;
     aggregation: string | null;
   }>('metric_kinds_for_workspace', { tenant_id: tenantId, workspace_id: workspaceId });
-  return new Map(
-    rows.map((row) => [
-      row.metric_name,
-      row.value_kind !== 'property_string'
-        ? 'number'
-        : row.aggregation === 'recent'
-          ? 'list'
-          : 'string',
-    ]),
-  );
+  return new Map(rows.map((row) => [row.metric_name, shapeOf(row.value_kind, row.aggregation)]));
+}
+
+/** The shape of a definition's values, from its kind and aggregation. */
+export function shapeOf(valueKind: string, aggregation: string | null): MetricShape {
+  if (valueKind !== 'property_string') return 'number';
+  return aggregation === 'recent' ? 'list' : 'string';
 }
 
 /**

@@ -207,6 +207,13 @@ describe('the catalog page (issue 31, item 4)', () => {
       suite.served.tokens.tenant,
     );
     expect(gone.status).toBe(404);
+    // The builder offers what rules can compare, as the API reads them: a metric no longer
+    // collected whose values are kept is among them, said so.
+    await open(page, '#/segments/new', 'New segment');
+    const options = page.getByLabel('Metric of condition 1').locator('option');
+    await expect
+      .poll(() => options.allTextContents())
+      .toContain('refund_total: no longer collected, values kept');
     await open(page, '#/catalog', 'Catalog');
 
     // At 360 px the page scrolls down, never sideways: wide tables scroll in their own box.

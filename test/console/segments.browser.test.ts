@@ -113,6 +113,11 @@ describe('segments in the console (issue 31, item 5)', () => {
     const metric = (index: number) => page.getByLabel(/^Metric of condition/).nth(index);
     const operator = (index: number) => page.getByLabel(/^Operator of condition/).nth(index);
     const value = (index: number) => page.getByLabel(/^Value of condition/).nth(index);
+    // Each metric says what feeds it.
+    expect(await metric(0).locator('option').allTextContents()).toEqual([
+      'last_category: latest properties.category of product_viewed',
+      'views: count of page_viewed',
+    ]);
     await metric(0).selectOption('views');
     await operator(0).selectOption('gte');
     // Beyond what a metric value holds exactly: the preview's 422 is shown beside the condition.

@@ -368,6 +368,8 @@ function definedOnly(headers: Record<string, string | undefined>): Record<string
   );
 }
 
+/** A delete's `?dry_run`: said as the API takes it, or not. */
+const DRY_RUNS = ['true', 'false', 'TRUE', '1'] as const;
 const workspaceQuery = (fixture: FuzzFixture) => ({ workspace_id: fixture.workspaces });
 const pagingQuery = (fixture: FuzzFixture) => ({
   limit: LIMITS,
@@ -622,7 +624,7 @@ export const ROUTE_INPUTS: Record<string, RouteInput> = {
   },
   'DELETE /v1/tenants/:tenant/workspaces/:workspace/profiles/:profile_id': {
     callers: TENANT_CALLERS,
-    query: () => ({ dry_run: ['true', 'false', 'TRUE', '1'] }),
+    query: () => ({ dry_run: DRY_RUNS }),
   },
   'GET /v1/tenants/:tenant/workspaces/:workspace/profiles/:profile_id/history': {
     callers: MEMBER_CALLERS,
@@ -679,7 +681,10 @@ export const ROUTE_INPUTS: Record<string, RouteInput> = {
         })
         .map(present),
   },
-  'DELETE /v1/tenants/:tenant/event-types/:event_name': { callers: TENANT_CALLERS },
+  'DELETE /v1/tenants/:tenant/event-types/:event_name': {
+    callers: TENANT_CALLERS,
+    query: () => ({ dry_run: DRY_RUNS }),
+  },
   'GET /v1/tenants/:tenant/event-type-counts': { callers: MEMBER_CALLERS, query: workspaceQuery },
   'GET /v1/tenants/:tenant/erasures': { callers: TENANT_CALLERS, query: pagingQuery },
   'GET /v1/tenants/:tenant/rejections': { callers: MEMBER_CALLERS, query: pagingQuery },
@@ -714,9 +719,11 @@ export const ROUTE_INPUTS: Record<string, RouteInput> = {
       metric_name: [...fixture.metrics.number, ...fixture.metrics.string],
       event_name: fixture.eventTypes,
       workspace_id: ['*', ...fixture.workspaces],
+      dry_run: DRY_RUNS,
     }),
   },
   'GET /v1/tenants/:tenant/segments': { callers: MEMBER_CALLERS, query: pagingQuery },
+  'GET /v1/tenants/:tenant/segment-metrics': { callers: MEMBER_CALLERS, query: workspaceQuery },
   'POST /v1/tenants/:tenant/segments/preview': {
     callers: TENANT_CALLERS,
     body: (fixture) =>

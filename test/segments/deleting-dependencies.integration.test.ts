@@ -146,6 +146,57 @@ describe('deleting what others use', () => {
       expect(await memberCount('buyers_again')).toBe(1);
     });
 
+    it('is listed among the metrics a rule can compare, as collected no longer, where it left values', async () => {
+      await defineMetric(env, tokens.tenant, ORDERS);
+      await defineMetric(env, tokens.tenant, {
+        metric_name: 'orders_30d',
+        event_name: 'order_completed',
+        value_kind: 'count',
+        window_days: 30,
+        display_name: 'Orders, 30 days',
+      });
+      await send(order('ann@shop.test'));
+      const listed = async (workspace: string) => {
+        const response = await call(
+          env.app,
+          workspace === 'eu' ? tokens.workspace : tokens.tenant,
+          'GET',
+          `/v1/tenants/acme/segment-metrics?workspace_id=${workspace}`,
+        );
+        expect(response.statusCode, response.body).toBe(200);
+        return response.json().metrics as { metric_name: string; collected: boolean }[];
+      };
+      const feeding = {
+        event_name: 'order_completed',
+        workspace_id: '*',
+        value_kind: 'count',
+        value_path: null,
+        aggregation: null,
+      };
+      expect(await listed('eu')).toEqual([
+        {
+          metric_name: 'orders',
+          shape: 'number',
+          display_name: null,
+          collected: true,
+          definitions: [{ ...feeding, window_days: null }],
+        },
+        {
+          metric_name: 'orders_30d',
+          shape: 'number',
+          display_name: 'Orders, 30 days',
+          collected: true,
+          definitions: [{ ...feeding, window_days: 30 }],
+        },
+      ]);
+      await deleteMetric('metric_name=orders&event_name=order_completed');
+      expect((await listed('eu')).map((metric) => [metric.metric_name, metric.collected])).toEqual([
+        ['orders', false],
+        ['orders_30d', true],
+      ]);
+      expect((await listed('us')).map((metric) => metric.metric_name)).toEqual(['orders_30d']);
+    });
+
     it('stays unknown in a workspace where it left no values', async () => {
       await defineMetric(env, tokens.tenant, ORDERS);
       await send(order('ann@shop.test'));

@@ -20,17 +20,22 @@ export interface SegmentItem {
 export const SEGMENT_STATUSES = ['draft', 'active', 'paused', 'archived'] as const;
 export type SegmentStatus = (typeof SEGMENT_STATUSES)[number];
 
-interface MetricDefinition {
-  metric_name: string;
+/** A definition feeding a metric, as `GET …/segment-metrics` lists it. */
+interface FeedingDefinition {
+  event_name: string;
   value_kind: 'count' | 'property_number' | 'property_string';
+  value_path: string | null;
   aggregation: 'latest' | 'recent' | null;
-  display_name: string | null;
+  window_days: number | null;
 }
 
-/** How a definition's values compare, as src/metrics/shapes.ts decides it. */
-function shapeOf(definition: MetricDefinition): MetricShape {
-  if (definition.value_kind !== 'property_string') return 'number';
-  return definition.aggregation === 'recent' ? 'list' : 'string';
+/** A metric a rule can compare (`GET /v1/tenants/{t}/segment-metrics`). */
+interface RuleMetric {
+  metric_name: string;
+  shape: MetricShape;
+  display_name: string | null;
+  collected: boolean;
+  definitions: FeedingDefinition[];
 }
 
 export interface WorkspaceMetric {
@@ -39,24 +44,47 @@ export interface WorkspaceMetric {
   label: string;
 }
 
-/** The metrics a workspace's segments can compare, one per name (definitions sharing a name combine). */
+/** "count of order_placed in 30 days", "latest properties.category of product_viewed". */
+function feedOf(definition: FeedingDefinition): string {
+  const what =
+    definition.value_kind === 'count'
+      ? 'count'
+      : definition.value_kind === 'property_number'
+        ? `sum of ${definition.value_path}`
+        : `${definition.aggregation} ${definition.value_path}`;
+  const window = definition.window_days === null ? '' : ` in ${definition.window_days} days`;
+  return `${what} of ${definition.event_name}${window}`;
+}
+
+/** What an option says of a metric: its name or label, then what feeds it. */
+function labelOf(metric: RuleMetric): string {
+  const name =
+    metric.display_name && metric.display_name !== metric.metric_name
+      ? `${metric.display_name} (${metric.metric_name})`
+      : metric.metric_name;
+  const feeds = metric.collected
+    ? metric.definitions.map(feedOf).join('; ')
+    : 'no longer collected, values kept';
+  return `${name}: ${feeds}`;
+}
+
+/**
+ * The metrics a workspace's segments can compare, as the API reads rules: those its definitions
+ * collect (one per name: definitions sharing a name combine), then those whose values are kept.
+ */
 export async function workspaceMetrics(
   tenant: string,
   workspace: string,
 ): Promise<WorkspaceMetric[]> {
-  const definitions = await everyPage<MetricDefinition>(
-    `${pathOf`/v1/tenants/${tenant}/metric-definitions`}?workspace_id=${encodeURIComponent(workspace)}`,
-    'metric_definitions',
+  const answer = await api<{ metrics: RuleMetric[] }>(
+    'GET',
+    `${pathOf`/v1/tenants/${tenant}/segment-metrics`}?workspace_id=${encodeURIComponent(workspace)}`,
   );
-  const byName = new Map<string, WorkspaceMetric>();
-  for (const definition of definitions)
-    if (!byName.has(definition.metric_name))
-      byName.set(definition.metric_name, {
-        name: definition.metric_name,
-        shape: shapeOf(definition),
-        label: definition.display_name ?? definition.metric_name,
-      });
-  return [...byName.values()].sort((a, b) => a.name.localeCompare(b.name));
+  return answer.metrics.map((metric) => ({
+    name: metric.metric_name,
+    shape: metric.shape,
+    label: labelOf(metric),
+  }));
 }
 
 export function listSegments(tenant: string, workspace: string): Promise<SegmentItem[]> {

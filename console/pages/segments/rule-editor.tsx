@@ -115,7 +115,7 @@ function ConditionRow({ condition, place, props }: ConditionProps) {
       >
         {props.metrics.map((option) => (
           <option key={option.name} value={option.name}>
-            {option.label} ({option.shape})
+            {option.label}
           </option>
         ))}
       </select>

@@ -19,6 +19,7 @@ import {
 import { memberCountsSchema, segmentMemberCounts } from '../../segments/member-counts.js';
 import { segmentMembers } from '../../segments/members.js';
 import { previewResultSchema, previewSegment } from '../../segments/preview.js';
+import { ruleMetricSchema, ruleMetrics } from '../../segments/rule-metrics.js';
 import {
   listSegmentWebhooks,
   outboxEntrySchema,
@@ -112,6 +113,20 @@ export function segmentRoutes(app: FastifyInstance, context: Context): void {
       });
       return { segments: page.items, next_cursor: page.next_cursor };
     },
+  );
+  api.get(
+    '/v1/tenants/:tenant/segment-metrics',
+    {
+      config: { access: 'workspace-member' },
+      schema: {
+        params: tenantParams,
+        querystring: workspaceQuery,
+        response: { 200: z.object({ metrics: z.array(ruleMetricSchema) }) },
+      },
+    },
+    async (request) => ({
+      metrics: await ruleMetrics(context, request.params.tenant, workspaceOf(request)),
+    }),
   );
   api.get(
     '/v1/tenants/:tenant/segments/:segment_id/definition',
