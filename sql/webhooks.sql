@@ -36,19 +36,30 @@ LIMIT $limit;
 UPDATE webhook_outbox SET status = 'pending', next_attempt_at = NULL, first_attempt_at = NULL
 WHERE status = 'failed' AND ($webhook_id IS NULL OR webhook_id = $webhook_id);
 
-/* @name webhooks_list_for_segment */
--- One segment's deliveries, newest first, keyset paging as webhooks_list.
+/* @name webhooks_list_for_workspace */
+-- A workspace's deliveries, or one segment's ($segment_id), newest first, keyset paging as webhooks_list.
 SELECT webhook_id, tenant_id, workspace_id, segment_id, profile_id, type, backfill, status, attempts, created_at,
   first_attempt_at, last_attempt_at, next_attempt_at, delivered_at, last_error
 FROM webhook_outbox
-WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND segment_id = $segment_id
+WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND ($segment_id IS NULL OR segment_id = $segment_id)
   AND ($status IS NULL OR status = $status)
   AND ($after_webhook IS NULL OR (created_at, webhook_id) < ($after_created::TIMESTAMP, $after_webhook))
 ORDER BY created_at DESC, webhook_id DESC
 LIMIT $limit;
 
-/* @name webhooks_requeue_failed_for_segment */
--- As webhooks_requeue_failed, within one segment: a tenant retries its own deliveries only.
+/* @name webhooks_requeue_failed_for_workspace */
+-- As webhooks_requeue_failed, within a workspace or one of its segments: a tenant retries its own
+-- deliveries only.
 UPDATE webhook_outbox SET status = 'pending', next_attempt_at = NULL, first_attempt_at = NULL
-WHERE status = 'failed' AND tenant_id = $tenant_id AND workspace_id = $workspace_id AND segment_id = $segment_id
+WHERE status = 'failed' AND tenant_id = $tenant_id AND workspace_id = $workspace_id
+  AND ($segment_id IS NULL OR segment_id = $segment_id)
   AND ($webhook_id IS NULL OR webhook_id = $webhook_id);
+
+/* @name webhooks_totals_for_workspace */
+-- A workspace's deliveries queued in the last 7 days and 24 hours, by status.
+SELECT status,
+  count(*) FILTER (WHERE created_at >= $since_day::TIMESTAMP) AS last_24h,
+  count(*) AS last_7d
+FROM webhook_outbox
+WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND created_at >= $since_week::TIMESTAMP
+GROUP BY status;

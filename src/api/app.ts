@@ -23,6 +23,7 @@ import { prometheusRoute } from './routes/prometheus.js';
 import { rejectionRoutes } from './routes/rejections.js';
 import { segmentRoutes } from './routes/segments.js';
 import { tokenRoutes } from './routes/tokens.js';
+import { tenantWebhookRoutes } from './routes/webhooks.js';
 import { whoamiRoutes } from './routes/whoami.js';
 import { workspaceRoutes } from './routes/workspaces.js';
 
@@ -86,6 +87,7 @@ export function buildApp(context: Context, options: AppOptions = {}): FastifyIns
   eventTypeRoutes(app, context);
   metricDefinitionRoutes(app, context);
   segmentRoutes(app, context);
+  tenantWebhookRoutes(app, context);
   profileRoutes(app, context);
   erasureRoutes(app, context);
   rejectionRoutes(app, context);

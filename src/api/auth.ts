@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Context } from '../context.js';
-import { UnauthorizedError } from '../errors.js';
+import { UnauthorizedError, ValidationError } from '../errors.js';
 import { RateLimiter } from '../rate-limit.js';
 import { type Access, type AccessTarget, authorize } from '../tenancy/access.js';
 import { isOperatorToken } from '../tenancy/operator.js';
@@ -63,6 +63,13 @@ export function requestedWorkspace(
     params.workspace ?? (typeof query?.workspace_id === 'string' ? query.workspace_id : undefined);
   if (named !== undefined) return named;
   return principal.kind === 'workspace' ? (principal.workspaceId ?? undefined) : undefined;
+}
+
+/** As `requestedWorkspace`, for reads that need one: a tenant token must name it (422). */
+export function requiredWorkspace(request: FastifyRequest): string {
+  const workspaceId = requestedWorkspace(request);
+  if (workspaceId === undefined) throw ValidationError.field('workspace_id', 'is required');
+  return workspaceId;
 }
 
 function accessTarget(request: FastifyRequest, principal: Principal): AccessTarget {

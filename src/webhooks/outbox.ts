@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Context } from '../context.js';
+import { type Context, nowIso } from '../context.js';
 import { decodeCursor, type Page, type PageQuery, toPage } from '../store/cursor.js';
 
 export const WEBHOOK_STATUSES = ['pending', 'delivered', 'failed'] as const;
@@ -38,8 +38,8 @@ export async function listWebhooks(
 /** One page of the outbox by `queryName`, newest first, after the query's cursor. */
 async function outboxPage(
   context: Context,
-  queryName: 'webhooks_list' | 'webhooks_list_for_segment',
-  scope: Record<string, string>,
+  queryName: 'webhooks_list' | 'webhooks_list_for_workspace',
+  scope: Record<string, string | null>,
   query: PageQuery & { status: WebhookStatus | null },
 ): Promise<Page<OutboxEntry>> {
   const after = query.cursor === null ? null : decodeCursor(query.cursor, webhookCursor);
@@ -70,39 +70,85 @@ export async function retryFailedWebhooks(
   );
 }
 
-/** One segment's place in the outbox: a tenant sees and retries its own segment's deliveries. */
-export interface OutboxSegment {
+/**
+ * A tenant's place in the outbox: a workspace, or one of its segments. A tenant sees and retries
+ * its own deliveries only.
+ */
+export interface OutboxScope {
   tenantId: string;
   workspaceId: string;
-  segmentId: string;
+  /** Null: every segment of the workspace. */
+  segmentId: string | null;
 }
 
-function segmentParams(segment: OutboxSegment) {
+function scopeParams(scope: OutboxScope) {
   return {
-    tenant_id: segment.tenantId,
-    workspace_id: segment.workspaceId,
-    segment_id: segment.segmentId,
+    tenant_id: scope.tenantId,
+    workspace_id: scope.workspaceId,
+    segment_id: scope.segmentId,
   };
 }
 
-export async function listSegmentWebhooks(
+export async function listTenantWebhooks(
   context: Context,
-  segment: OutboxSegment,
+  scope: OutboxScope,
   query: PageQuery & { status: WebhookStatus | null },
 ): Promise<Page<OutboxEntry>> {
-  return outboxPage(context, 'webhooks_list_for_segment', segmentParams(segment), query);
+  return outboxPage(context, 'webhooks_list_for_workspace', scopeParams(scope), query);
 }
 
-/** Puts one segment's failed deliveries (one, or all) back in the queue; answers how many. */
-export async function retrySegmentWebhooks(
+/** Puts a workspace's or a segment's failed deliveries (one, or all) back in the queue; answers how many. */
+export async function retryTenantWebhooks(
   context: Context,
-  segment: OutboxSegment,
+  scope: OutboxScope,
   webhookId: string | null,
 ): Promise<number> {
   return context.store.write((session) =>
-    session.run('webhooks_requeue_failed_for_segment', {
-      ...segmentParams(segment),
+    session.run('webhooks_requeue_failed_for_workspace', {
+      ...scopeParams(scope),
       webhook_id: webhookId,
     }),
   );
+}
+
+const countsByStatus = z.object({ pending: z.number(), delivered: z.number(), failed: z.number() });
+
+export const webhookTotalsSchema = z.object({
+  /** Where deliveries go: the host of the deployment's webhook URL only, null without one. */
+  destination_host: z.string().nullable(),
+  last_24h: countsByStatus,
+  last_7d: countsByStatus,
+});
+
+export type WebhookTotals = z.infer<typeof webhookTotalsSchema>;
+
+const DAY_MS = 24 * 60 * 60 * 1000;
+
+/** A workspace's deliveries queued in the last 24 hours and 7 days, by status. */
+export async function webhookTotals(
+  context: Context,
+  workspace: OutboxScope,
+): Promise<WebhookTotals> {
+  const now = Date.parse(nowIso(context));
+  const rows = await context.store.read((session) =>
+    session.all<{ status: WebhookStatus; last_24h: number; last_7d: number }>(
+      'webhooks_totals_for_workspace',
+      {
+        tenant_id: workspace.tenantId,
+        workspace_id: workspace.workspaceId,
+        since_day: new Date(now - DAY_MS).toISOString(),
+        since_week: new Date(now - 7 * DAY_MS).toISOString(),
+      },
+    ),
+  );
+  const totals: WebhookTotals = {
+    destination_host: context.config.webhook_url ? new URL(context.config.webhook_url).host : null,
+    last_24h: { pending: 0, delivered: 0, failed: 0 },
+    last_7d: { pending: 0, delivered: 0, failed: 0 },
+  };
+  for (const row of rows) {
+    totals.last_24h[row.status] = row.last_24h;
+    totals.last_7d[row.status] = row.last_7d;
+  }
+  return totals;
 }

@@ -304,6 +304,75 @@ describe('segments in the console (issue 31, item 5)', () => {
     await page.context().close();
   });
 
+  it("the Webhooks page lists every segment's deliveries with their totals and retries a failed one (issue 38, item 5)", async () => {
+    const created = await callApi('PUT', `${SEGMENTS}/viewers`, {
+      workspace_id: 'eu',
+      display_name: 'Viewers',
+      predicate: { metric: 'views', op: 'gte', value: 1 },
+      automations: { on_backfill: true },
+    });
+    expect(created.status).toBe(201);
+    await suite.served.server.ingestNow();
+    const deliveries = async () =>
+      (await callApi('GET', '/v1/tenants/acme/webhooks?workspace_id=eu&segment_id=viewers')).body
+        .webhooks as { webhook_id: string; status: string; last_error: string | null }[];
+    // Every member of the backfill, tried once by the server's sender against the refusing port.
+    await expect
+      .poll(
+        async () => {
+          const rows = await deliveries();
+          return rows.length > 1 && rows.every((row) => row.last_error === 'connection refused');
+        },
+        { timeout: 20_000 },
+      )
+      .toBe(true);
+    const queued = (await deliveries()).length;
+    await suite.served.context.store.write((session) =>
+      session.runText(
+        "UPDATE webhook_outbox SET status = 'failed', next_attempt_at = NULL WHERE segment_id = 'viewers'",
+      ),
+    );
+    const totals = (await callApi('GET', '/v1/tenants/acme/webhook-totals?workspace_id=eu')).body;
+    expect(totals.last_24h.failed).toBeGreaterThanOrEqual(queued);
+
+    const page = await signedIn(suite.served.tokens.tenant);
+    await page.getByRole('link', { name: 'Webhooks', exact: true }).click();
+    await page.getByRole('heading', { level: 1, name: 'Webhooks' }).waitFor();
+    const byStatus = page.getByRole('table', { name: 'Deliveries queued, by status' });
+    await expect
+      .poll(async () =>
+        byStatus
+          .getByRole('row', { name: /^failed/ })
+          .locator('td')
+          .allTextContents(),
+      )
+      .toEqual([String(totals.last_24h.failed), String(totals.last_7d.failed)]);
+    const port = new URL(suite.served.context.config.webhook_url as string).port;
+    expect(await page.getByText(`127.0.0.1:${port}`, { exact: true }).count()).toBe(1);
+    // Every segment's deliveries, each naming its segment as a link to its page.
+    const table = page.getByRole('table').filter({ hasText: 'Last error' });
+    await expect.poll(() => table.getByRole('link', { name: 'viewers' }).count()).toBe(queued);
+    await expectAccessible(page, 'the Webhooks page with failed deliveries');
+    const [first] = await deliveries();
+    await page.getByRole('button', { name: `Retry delivery ${first?.webhook_id}` }).click();
+    await expect
+      .poll(() => page.getByRole('status').textContent())
+      .toBe('1 delivery queued again.');
+    const statuses = (await deliveries()).map((row) => row.status);
+    expect(statuses.filter((status) => status === 'pending')).toHaveLength(1);
+    expect(statuses.filter((status) => status === 'failed')).toHaveLength(queued - 1);
+    await page.setViewportSize({ width: 360, height: 740 });
+    expect(
+      await page.evaluate(
+        () =>
+          (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } })
+            .document.documentElement.scrollWidth,
+      ),
+    ).toBeLessThanOrEqual(360);
+    await screenshot(page, 'webhooks');
+    await page.context().close();
+  });
+
   it('shows a display_name made of markup as text, running nothing', async () => {
     const name = '<img src=x onerror=alert(1)>';
     const created = await callApi('PUT', `${SEGMENTS}/markup`, {

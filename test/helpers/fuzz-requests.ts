@@ -781,6 +781,26 @@ export const ROUTE_INPUTS: Record<string, RouteInput> = {
         })
         .map(present),
   },
+  'GET /v1/tenants/:tenant/webhooks': {
+    callers: MEMBER_CALLERS,
+    query: (fixture) => ({
+      ...pagingQuery(fixture),
+      segment_id: fixture.segments,
+      status: ['failed', 'pending', 'delivered', 'lost'],
+    }),
+  },
+  'GET /v1/tenants/:tenant/webhook-totals': { callers: MEMBER_CALLERS, query: workspaceQuery },
+  'POST /v1/tenants/:tenant/webhooks/retry': {
+    callers: TENANT_CALLERS,
+    body: (fixture) =>
+      fc
+        .record({
+          workspace_id: textOf(fixture.workspaces),
+          segment_id: optionalOf(textOf(fixture.segments)),
+          webhook_id: optionalOf(hostileString),
+        })
+        .map(present),
+  },
   'PUT /v1/tenants/:tenant/segments/:segment_id/status': {
     callers: TENANT_CALLERS,
     body: (fixture) =>

@@ -100,7 +100,8 @@ describe("a segment's member counts and webhook deliveries", () => {
   });
 
   describe('GET /segments/{id}/webhooks and POST …/webhooks/retry', () => {
-    it("lists one segment's deliveries with their errors, and retries its failed ones only", async () => {
+    /** Ann's two orders put her in both segments; both deliveries fail for a day and are given up. */
+    const giveUpTwoDeliveries = async () => {
       receiver.script.push(500, 503, 500, 503);
       await send(order('ann@shop.test'), order('ann@shop.test'));
       await sender.deliverDue();
@@ -111,6 +112,10 @@ describe("a segment's member counts and webhook deliveries", () => {
         ),
       );
       await sender.deliverDue();
+    };
+
+    it("lists one segment's deliveries with their errors, and retries its failed ones only", async () => {
+      await giveUpTwoDeliveries();
       const failed = await get(`${SEGMENTS}/buyers/webhooks?workspace_id=eu&status=failed`);
       expect(failed.statusCode, failed.body).toBe(200);
       expect(failed.json().webhooks).toMatchObject([
@@ -140,6 +145,67 @@ describe("a segment's member counts and webhook deliveries", () => {
       expect(
         (await get(`${SEGMENTS}/loyal/webhooks?workspace_id=eu`)).json().webhooks,
       ).toMatchObject([{ status: 'failed' }]);
+    });
+
+    it("lists, counts and retries the workspace's deliveries across its segments (the tenant's Webhooks page)", async () => {
+      await giveUpTwoDeliveries();
+      const WEBHOOKS = '/v1/tenants/acme/webhooks';
+      const listed = await get(`${WEBHOOKS}?workspace_id=eu`);
+      expect(listed.statusCode, listed.body).toBe(200);
+      expect(
+        listed
+          .json()
+          .webhooks.map((row: { segment_id: string; status: string }) => [
+            row.segment_id,
+            row.status,
+          ])
+          .sort(),
+      ).toEqual([
+        ['buyers', 'failed'],
+        ['loyal', 'failed'],
+      ]);
+      expect(
+        (await get(`${WEBHOOKS}?workspace_id=eu&segment_id=loyal`)).json().webhooks,
+      ).toMatchObject([{ segment_id: 'loyal' }]);
+      expect((await get(`${WEBHOOKS}?workspace_id=eu&status=delivered`)).json().webhooks).toEqual(
+        [],
+      );
+      expect((await get(WEBHOOKS, tokens.tenant)).statusCode).toBe(422);
+      expect((await get(`${WEBHOOKS}?workspace_id=nowhere`, tokens.tenant)).statusCode).toBe(404);
+      expect((await get(`${WEBHOOKS}?workspace_id=eu`, tokens.otherTenant)).statusCode).toBe(403);
+
+      const totals = async () =>
+        (await get('/v1/tenants/acme/webhook-totals?workspace_id=eu')).json();
+      const failedTwo = { pending: 0, delivered: 0, failed: 2 };
+      expect(await totals()).toEqual({
+        destination_host: new URL(receiver.url).host,
+        last_24h: failedTwo,
+        last_7d: failedTwo,
+      });
+
+      const retry = (body: Record<string, unknown>, token = tokens.tenant) =>
+        call(env.app, token, 'POST', `${WEBHOOKS}/retry`, { workspace_id: 'eu', ...body });
+      expect((await retry({}, tokens.workspace)).statusCode).toBe(403);
+      expect((await retry({ workspace_id: 'nowhere' })).statusCode).toBe(404);
+      const buyersId = listed
+        .json()
+        .webhooks.find((row: { segment_id: string }) => row.segment_id === 'buyers').webhook_id;
+      expect((await retry({ webhook_id: buyersId })).json()).toEqual({ requeued: 1 });
+      await sender.deliverDue();
+      expect(await totals()).toMatchObject({
+        last_24h: { pending: 0, delivered: 1, failed: 1 },
+      });
+      expect((await retry({})).json()).toEqual({ requeued: 1 });
+      await sender.deliverDue();
+      expect((await totals()).last_7d).toEqual({ pending: 0, delivered: 2, failed: 0 });
+      // Older than a day, counted in the week only; older than a week, in neither.
+      env.clock.advance(2 * 24 * HOUR);
+      expect(await totals()).toMatchObject({
+        last_24h: { delivered: 0 },
+        last_7d: { delivered: 2 },
+      });
+      env.clock.advance(6 * 24 * HOUR);
+      expect((await totals()).last_7d).toEqual({ pending: 0, delivered: 0, failed: 0 });
     });
 
     it('refuses a status it does not know', async () => {

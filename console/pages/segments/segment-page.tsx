@@ -6,10 +6,10 @@ import { usePolled } from '../../hooks/use-polled.js';
 import { navigate } from '../../router.js';
 import { canWrite } from '../../session.js';
 import { currentScope } from '../scope.js';
+import { Deliveries } from '../webhooks/deliveries.js';
 import { type SegmentItem, startingPredicate } from './data.js';
 import { MemberChart, type MemberCountPoint } from './member-chart.js';
 import { describePredicate } from './rule.js';
-import { SegmentDeliveries } from './segment-deliveries.js';
 import { SegmentMembers } from './segment-members.js';
 import { StatusSelect } from './status-select.js';
 
@@ -190,7 +190,7 @@ export function SegmentPage({ segmentId }: { segmentId: string }) {
           <h2>Members over time</h2>
           {counts.value && <MemberChart points={counts.value.points} />}
           <SegmentMembers segmentId={shown.segment_id} workspace={shown.workspace_id} />
-          <SegmentDeliveries segmentId={shown.segment_id} workspace={shown.workspace_id} />
+          <Deliveries segmentId={shown.segment_id} workspace={shown.workspace_id} />
         </>
       )}
     </section>

@@ -13,6 +13,7 @@ const STATUSES = ['failed', 'pending', 'delivered'] as const;
 
 interface Delivery {
   webhook_id: string;
+  segment_id: string;
   profile_id: string;
   type: 'segment.entered' | 'segment.exited';
   backfill: boolean;
@@ -25,30 +26,31 @@ interface Delivery {
 }
 
 /**
- * The segment's webhook deliveries, newest first, with the error of each one's last attempt and a
- * retry for those given up as failed (tenant tokens): a failing receiver shows here, not only in
- * the operator's outbox.
+ * Webhook deliveries of a workspace's segments, or of one segment (`segmentId`), newest first,
+ * with the error of each one's last attempt and a retry for those given up as failed (tenant
+ * tokens): a failing receiver shows here, not only in the operator's outbox.
  */
-export function SegmentDeliveries({
+export function Deliveries({
   segmentId,
   workspace,
 }: {
-  segmentId: string;
+  segmentId: string | null;
   workspace: string;
 }) {
   const status = useSignal<string>('');
   const path = () => {
     const tenant = session.tenant.value;
-    return tenant ? pathOf`/v1/tenants/${tenant}/segments/${segmentId}/webhooks` : null;
+    return tenant ? pathOf`/v1/tenants/${tenant}/webhooks` : null;
   };
   const list = usePagedList<Delivery>(
     'webhooks',
     () => {
       const base = path();
-      const wanted = status.value;
-      return base
-        ? `${base}?workspace_id=${encodeURIComponent(workspace)}${wanted ? `&status=${wanted}` : ''}`
-        : null;
+      if (!base) return null;
+      const query = new URLSearchParams({ workspace_id: workspace });
+      if (segmentId) query.set('segment_id', segmentId);
+      if (status.value) query.set('status', status.value);
+      return `${base}?${query}`;
     },
     PAGE_SIZE,
   );
@@ -56,6 +58,7 @@ export function SegmentDeliveries({
     (webhookId) =>
       api<{ requeued: number }>('POST', `${path() ?? ''}/retry`, {
         workspace_id: workspace,
+        ...(segmentId ? { segment_id: segmentId } : {}),
         ...(webhookId ? { webhook_id: webhookId } : {}),
       }),
     (answer) =>
@@ -100,6 +103,7 @@ export function SegmentDeliveries({
           caption="Newest first."
           columns={[
             'Queued',
+            segmentId === null && 'Segment',
             'Event',
             'Profile',
             'Status',
@@ -111,6 +115,13 @@ export function SegmentDeliveries({
           {deliveries.map((delivery) => (
             <tr key={delivery.webhook_id}>
               <td>{new Date(delivery.created_at).toLocaleString()}</td>
+              {segmentId === null && (
+                <td>
+                  <a href={`#/segments/${encodeURIComponent(delivery.segment_id)}`}>
+                    {delivery.segment_id}
+                  </a>
+                </td>
+              )}
               <td>
                 {delivery.type}
                 {delivery.backfill ? ' (backfill)' : ''}

@@ -1,8 +1,7 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Context } from '../../context.js';
-import { ValidationError } from '../../errors.js';
 import { summaryRowSchema } from '../../identity/profile-schemas.js';
 import { idSchema } from '../../ids.js';
 import {
@@ -21,12 +20,12 @@ import { segmentMembers } from '../../segments/members.js';
 import { previewResultSchema, previewSegment } from '../../segments/preview.js';
 import { ruleMetricSchema, ruleMetrics } from '../../segments/rule-metrics.js';
 import {
-  listSegmentWebhooks,
+  listTenantWebhooks,
   outboxEntrySchema,
-  retrySegmentWebhooks,
+  retryTenantWebhooks,
   WEBHOOK_STATUSES,
 } from '../../webhooks/outbox.js';
-import { requestedWorkspace } from '../auth.js';
+import { requestedWorkspace, requiredWorkspace } from '../auth.js';
 import { noContent, pagingQuery, segmentParams, tenantParams } from '../schemas.js';
 
 const predicateSchema = z.record(z.string(), z.unknown(), { error: 'must be an object' });
@@ -46,13 +45,6 @@ const createBody = z.object({
 });
 
 const workspaceQuery = z.object({ workspace_id: idSchema.optional() });
-
-/** Reads name their workspace in the query; a workspace token may leave it out. */
-function workspaceOf(request: FastifyRequest): string {
-  const workspaceId = requestedWorkspace(request);
-  if (workspaceId === undefined) throw ValidationError.field('workspace_id', 'is required');
-  return workspaceId;
-}
 
 export function segmentRoutes(app: FastifyInstance, context: Context): void {
   const api = app.withTypeProvider<ZodTypeProvider>();
@@ -125,7 +117,7 @@ export function segmentRoutes(app: FastifyInstance, context: Context): void {
       },
     },
     async (request) => ({
-      metrics: await ruleMetrics(context, request.params.tenant, workspaceOf(request)),
+      metrics: await ruleMetrics(context, request.params.tenant, requiredWorkspace(request)),
     }),
   );
   api.get(
@@ -141,7 +133,7 @@ export function segmentRoutes(app: FastifyInstance, context: Context): void {
     async (request) =>
       getSegment(context, {
         tenantId: request.params.tenant,
-        workspaceId: workspaceOf(request),
+        workspaceId: requiredWorkspace(request),
         segmentId: request.params.segment_id,
       }),
   );
@@ -165,7 +157,7 @@ export function segmentRoutes(app: FastifyInstance, context: Context): void {
         context,
         {
           tenantId: request.params.tenant,
-          workspaceId: workspaceOf(request),
+          workspaceId: requiredWorkspace(request),
           segmentId: request.params.segment_id,
         },
         { limit: request.query.limit, cursor: request.query.cursor ?? null },
@@ -186,7 +178,7 @@ export function segmentRoutes(app: FastifyInstance, context: Context): void {
     async (request) =>
       segmentMemberCounts(context, {
         tenantId: request.params.tenant,
-        workspaceId: workspaceOf(request),
+        workspaceId: requiredWorkspace(request),
         segmentId: request.params.segment_id,
       }),
   );
@@ -210,11 +202,11 @@ export function segmentRoutes(app: FastifyInstance, context: Context): void {
     async (request) => {
       const key = {
         tenantId: request.params.tenant,
-        workspaceId: workspaceOf(request),
+        workspaceId: requiredWorkspace(request),
         segmentId: request.params.segment_id,
       };
       await getSegment(context, key);
-      const page = await listSegmentWebhooks(context, key, {
+      const page = await listTenantWebhooks(context, key, {
         limit: request.query.limit,
         cursor: request.query.cursor ?? null,
         status: request.query.status ?? null,
@@ -243,7 +235,7 @@ export function segmentRoutes(app: FastifyInstance, context: Context): void {
       };
       await getSegment(context, key);
       return {
-        requeued: await retrySegmentWebhooks(context, key, request.body.webhook_id ?? null),
+        requeued: await retryTenantWebhooks(context, key, request.body.webhook_id ?? null),
       };
     },
   );
