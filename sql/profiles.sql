@@ -90,6 +90,19 @@ SELECT page.profile_id,
 FROM page
 ORDER BY page.profile_id;
 
+/* @name profile_contacts */
+-- The first email and phone of each profile of $profile_ids, as the customer table shows them.
+SELECT p.profile_id,
+  (SELECT arg_min(i.ciphertext, i.first_seen_at) FROM profile_identifiers i
+   WHERE i.tenant_id = $tenant_id AND i.workspace_id = $workspace_id AND i.profile_id = p.profile_id AND i.identifier_type = 'email') AS email_ciphertext,
+  (SELECT arg_min(i.masked_value, i.first_seen_at) FROM profile_identifiers i
+   WHERE i.tenant_id = $tenant_id AND i.workspace_id = $workspace_id AND i.profile_id = p.profile_id AND i.identifier_type = 'email') AS email_masked,
+  (SELECT arg_min(i.ciphertext, i.first_seen_at) FROM profile_identifiers i
+   WHERE i.tenant_id = $tenant_id AND i.workspace_id = $workspace_id AND i.profile_id = p.profile_id AND i.identifier_type = 'phone') AS phone_ciphertext,
+  (SELECT arg_min(i.masked_value, i.first_seen_at) FROM profile_identifiers i
+   WHERE i.tenant_id = $tenant_id AND i.workspace_id = $workspace_id AND i.profile_id = p.profile_id AND i.identifier_type = 'phone') AS phone_masked
+FROM (SELECT unnest(CAST($profile_ids AS JSON)::VARCHAR[]) AS profile_id) p;
+
 /* @name last_seen_pending */
 -- Cheap (table statistics).
 SELECT (SELECT count(*) FROM profile_last_seen) AS pending, (SELECT count(*) FROM profiles) AS profiles;

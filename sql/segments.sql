@@ -222,3 +222,14 @@ SELECT metric_name, event_name, workspace_scope AS workspace_id, value_kind, val
 FROM metric_definitions
 WHERE tenant_id = $tenant_id AND workspace_scope IN ('*', $workspace_id)
 ORDER BY metric_name, event_name, workspace_scope;
+
+/* @name preview_segment_sample */
+-- As preview_segment, the first $sample_size matching profiles among those scanned.
+WITH scanned AS (
+  SELECT profile_id,
+    {{columns}}
+  FROM profile_metric_vectors
+  WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id
+  LIMIT $scan_limit
+)
+SELECT profile_id FROM scanned WHERE {{condition}} LIMIT $sample_size;

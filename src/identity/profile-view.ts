@@ -64,6 +64,44 @@ function revealFor(context: Context, tenantId: string): Reveal {
   return new Reveal(context.keyRing.forTenant(tenantId), context.config.plaintext_identifier_types);
 }
 
+/** A profile's first email and phone, masked as the customer table masks them (design §11). */
+export interface ProfileContact {
+  profile_id: string;
+  email: string | null;
+  phone: string | null;
+}
+
+/** The contacts of `profileIds`, in their order, read in the caller's session. */
+export async function profileContacts(
+  context: Context,
+  session: Session,
+  scope: Scope,
+  profileIds: string[],
+): Promise<ProfileContact[]> {
+  if (profileIds.length === 0) return [];
+  const reveal = revealFor(context, scope.tenantId);
+  const rows = await session.all<{
+    profile_id: string;
+    email_ciphertext: Uint8Array | null;
+    email_masked: string | null;
+    phone_ciphertext: Uint8Array | null;
+    phone_masked: string | null;
+  }>('profile_contacts', { ...scopeParams(scope), profile_ids: JSON.stringify(profileIds) });
+  const byId = new Map(rows.map((row) => [row.profile_id, row]));
+  return profileIds.flatMap((profileId) => {
+    const row = byId.get(profileId);
+    return row
+      ? [
+          {
+            profile_id: profileId,
+            email: reveal.column('email', row.email_ciphertext, row.email_masked),
+            phone: reveal.column('phone', row.phone_ciphertext, row.phone_masked),
+          },
+        ]
+      : [];
+  });
+}
+
 async function liveProfile(session: Session, scope: Scope, profileId: string) {
   type Row = {
     profile_id: string;

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Context } from '../context.js';
+import { profileContacts } from '../identity/profile-view.js';
 import { sql } from '../store/sql-files.js';
 import { requireWorkspace } from '../tenancy/workspaces.js';
 import { compilePredicate, fillSlots } from './compile.js';
@@ -15,7 +16,20 @@ export const previewResultSchema = z.object({
   truncated: z.boolean(),
   workspace_profiles: z.number(),
   workspace_identified_profiles: z.number(),
+  /** Asked with `sample_size`: the first matching profiles scanned, masked as members are. */
+  sample: z
+    .array(
+      z.object({
+        profile_id: z.string(),
+        email: z.string().nullable(),
+        phone: z.string().nullable(),
+      }),
+    )
+    .optional(),
 });
+
+/** The most profiles a preview's sample shows. */
+export const PREVIEW_SAMPLE_LIMIT = 25;
 
 export type PreviewResult = z.infer<typeof previewResultSchema>;
 
@@ -24,6 +38,7 @@ export async function previewSegment(
   tenantId: string,
   workspaceId: string,
   rawPredicate: unknown,
+  sampleSize = 0,
 ): Promise<PreviewResult> {
   return context.store.read(async (session) => {
     await requireWorkspace(session, tenantId, workspaceId);
@@ -51,7 +66,7 @@ export async function previewSegment(
     };
     const matched = counts?.matched_profiles ?? 0;
     const scanned = counts?.scanned_profiles ?? 0;
-    return {
+    const result: PreviewResult = {
       workspace_id: workspaceId,
       matched_profiles: matched,
       scanned_profiles: scanned,
@@ -59,5 +74,20 @@ export async function previewSegment(
       workspace_profiles: totals.workspace_profiles,
       workspace_identified_profiles: totals.workspace_identified_profiles,
     };
+    if (sampleSize === 0) return result;
+    const sampled = await session.allText<{ profile_id: string }>(
+      fillSlots(sql('preview_segment_sample'), {
+        columns: compiled.columns,
+        condition: compiled.condition,
+      }),
+      { ...scope, ...compiled.params, scan_limit: PREVIEW_SCAN_LIMIT, sample_size: sampleSize },
+    );
+    const contacts = await profileContacts(
+      context,
+      session,
+      { tenantId, workspaceId },
+      sampled.map((row) => row.profile_id),
+    );
+    return { ...result, sample: contacts };
   });
 }

@@ -5,8 +5,8 @@ import { type PageFaults, signIn, useConsoleSuite, watchFaults } from '../helper
 const suite = useConsoleSuite();
 
 /**
- * A text metric, first by name: the builder starts its rule on it with `is ""`, a complete rule,
- * so it would ask for a preview as soon as it opens.
+ * A text metric, first by name: the builder's first condition goes on it with `is ""`, a complete
+ * rule, so it asks for a preview as soon as the condition is added.
  */
 beforeAll(async () => {
   const answer = await fetch(`${suite.served.url}/v1/tenants/acme/metric-definitions`, {
@@ -100,7 +100,7 @@ describe('the console makes no failing request (issue 36, item 8)', () => {
     expect(previews).toEqual([]);
     expect(faults.lines).toEqual([]);
 
-    // A tenant token on the same page does ask for one: the wait above was long enough to see it.
+    // A tenant token on the same page asks for one once its rule has a condition.
     const writer = await suite.newPage();
     const writerFaults = watchFaults(writer);
     const asked: number[] = [];
@@ -110,6 +110,9 @@ describe('the console makes no failing request (issue 36, item 8)', () => {
     await signIn(writer, suite.served.url, suite.served.tokens.tenant);
     await writer.goto(`${suite.served.url}/console/#/segments/new`);
     await writer.getByRole('heading', { name: 'New segment in eu' }).waitFor();
+    // A new rule starts empty; its first condition is complete, and is previewed.
+    await writer.getByRole('button', { name: 'Add condition', exact: true }).click();
+    await expect.poll(() => asked).toEqual([200]);
     await writerFaults.settled(QUIET_MS);
     expect(asked).toEqual([200]);
     expect(writerFaults.lines).toEqual([]);

@@ -113,6 +113,10 @@ describe('segments in the console (issue 31, item 5)', () => {
     const metric = (index: number) => page.getByLabel(/^Metric of condition/).nth(index);
     const operator = (index: number) => page.getByLabel(/^Operator of condition/).nth(index);
     const value = (index: number) => page.getByLabel(/^Value of condition/).nth(index);
+    // A new rule starts empty: nothing to count yet, and no preview asked.
+    await expect.poll(() => page.getByText('Add a condition to see who matches.').count()).toBe(1);
+    expect(await metric(0).count()).toBe(0);
+    await page.getByRole('button', { name: 'Add condition', exact: true }).click();
     // Each metric says what feeds it.
     expect(await metric(0).locator('option').allTextContents()).toEqual([
       'last_category: latest properties.category of product_viewed',
@@ -146,6 +150,21 @@ describe('segments in the console (issue 31, item 5)', () => {
     await expect
       .poll(() => page.getByTestId('preview-count').textContent())
       .toBe(String(api.body.matched_profiles));
+    // Beside the counts, the people who match, each a link to their profile (these visitors have
+    // no email or phone, so their profile id names them).
+    const sampled = (
+      await callApi('POST', `${SEGMENTS}/preview`, {
+        workspace_id: 'eu',
+        predicate: NESTED,
+        sample_size: 10,
+      })
+    ).body.sample as { profile_id: string }[];
+    expect(sampled).toHaveLength(2);
+    const sample = page.getByRole('list', { name: 'Some of the people who match' });
+    await expect
+      .poll(async () => (await sample.getByRole('link').allTextContents()).sort())
+      .toEqual(sampled.map((person) => person.profile_id).sort());
+    expect(await sample.getByRole('link').first().getAttribute('href')).toMatch(/^#\/profiles\/p_/);
     await expect
       .poll(() =>
         page

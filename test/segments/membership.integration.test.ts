@@ -388,6 +388,28 @@ describe('segment membership and webhooks', () => {
     expect(table.json().profiles).toEqual(rows);
     expect(rows.map((row: { email: string }) => row.email).sort()).toEqual(emails);
 
+    // A preview asked for a sample shows matching people as the member list shows them.
+    const previewOf = (sampleSize?: number) =>
+      call(env.app, tokens.tenant, 'POST', `${SEGMENTS}/preview`, {
+        workspace_id: 'eu',
+        predicate: { metric: 'orders', op: 'gte', value: 2 },
+        ...(sampleSize === undefined ? {} : { sample_size: sampleSize }),
+      });
+    const sampled = (await previewOf(2)).json();
+    expect(sampled.matched_profiles).toBe(3);
+    expect(sampled.sample).toHaveLength(2);
+    const asListed = new Map(
+      rows.map((row: { profile_id: string; email: string | null; phone: string | null }) => [
+        row.profile_id,
+        { profile_id: row.profile_id, email: row.email, phone: row.phone },
+      ]),
+    );
+    for (const person of sampled.sample) expect(person).toEqual(asListed.get(person.profile_id));
+    expect((await previewOf()).json().sample).toBeUndefined();
+    const tooMany = await previewOf(26);
+    expect(tooMany.statusCode).toBe(422);
+    expect(tooMany.json().error.message).toMatch(/^sample_size: /);
+
     const missing = await call(
       env.app,
       tokens.workspace,

@@ -13,7 +13,6 @@ import {
 import {
   type BuiltPredicate,
   buildPredicate,
-  newCondition,
   newGroup,
   type RuleNode,
   ruleFromPredicate,
@@ -23,13 +22,24 @@ import { RuleEditor } from './rule-editor.js';
 /** Waits this long after the last change before asking for a preview (the rule is still being typed). */
 const PREVIEW_DEBOUNCE_MS = 300;
 
+/** A matching person of the preview's sample, masked as the member list masks them. */
+interface SamplePerson {
+  profile_id: string;
+  email: string | null;
+  phone: string | null;
+}
+
 interface Preview {
   matched_profiles: number;
   scanned_profiles: number;
   truncated: boolean;
   workspace_profiles: number;
   workspace_identified_profiles: number;
+  sample: SamplePerson[];
 }
+
+/** How many matching people the preview shows beside its counts. */
+const PREVIEW_SAMPLE_SIZE = 10;
 
 type PreviewState =
   | { kind: 'incomplete' }
@@ -48,7 +58,7 @@ function nodeReasons(error: unknown, built: BuiltPredicate | null): Map<number, 
   return reasons;
 }
 
-function PreviewPanel({ state }: { state: PreviewState }) {
+function PreviewPanel({ state, emptyRule }: { state: PreviewState; emptyRule: boolean }) {
   const shown =
     state.kind === 'done' ? state.preview : state.kind === 'loading' ? state.last : null;
   return (
@@ -60,7 +70,11 @@ function PreviewPanel({ state }: { state: PreviewState }) {
     >
       <h2 id="preview-title">Preview</h2>
       {state.kind === 'incomplete' && (
-        <p class="help">Complete every condition to see who matches.</p>
+        <p class="help">
+          {emptyRule
+            ? 'Add a condition to see who matches.'
+            : 'Complete every condition to see who matches.'}
+        </p>
       )}
       {state.kind === 'failed' && <p class="error">{state.message}</p>}
       {shown && (
@@ -84,6 +98,21 @@ function PreviewPanel({ state }: { state: PreviewState }) {
           <dt>Identified profiles</dt>
           <dd>{shown.workspace_identified_profiles}</dd>
         </dl>
+      )}
+      {shown && shown.sample.length > 0 && (
+        <>
+          <h3 id="preview-sample-title">Some of the people who match</h3>
+          <ul class="sample" aria-labelledby="preview-sample-title">
+            {shown.sample.map((person) => (
+              <li key={person.profile_id}>
+                <a href={`#/profiles/${encodeURIComponent(person.profile_id)}`}>
+                  {person.email ?? person.phone ?? person.profile_id}
+                </a>
+                {person.email && person.phone ? ` (${person.phone})` : ''}
+              </li>
+            ))}
+          </ul>
+        </>
       )}
       {state.kind === 'loading' && <p class="help">Counting…</p>}
     </section>
@@ -145,11 +174,9 @@ function SegmentForm() {
     workspaceMetrics(t, w).then(
       (list) => {
         metrics.value = list;
-        const first = list[0];
         const started = ruleFromPredicate(startingPredicate.peek());
         startingPredicate.value = null;
         if (started) root.value = started.type === 'group' ? started : newGroup('all', [started]);
-        else if (first) root.value = newGroup('all', [newCondition(first.name, first.shape)]);
       },
       (error: Error) => {
         loadError.value = error.message;
@@ -183,6 +210,7 @@ function SegmentForm() {
       api<Preview>('POST', pathOf`/v1/tenants/${t}/segments/preview`, {
         workspace_id: w,
         predicate: current.predicate,
+        sample_size: PREVIEW_SAMPLE_SIZE,
       }).then(
         (answer) => {
           if (!cancelled) preview.value = { kind: 'done', preview: answer };
@@ -267,7 +295,10 @@ function SegmentForm() {
       ) : (
         <div class="builder">
           <RuleEditor root={root} metrics={metrics.value} reasons={reasons.value} />
-          <PreviewPanel state={preview.value} />
+          <PreviewPanel
+            state={preview.value}
+            emptyRule={root.value.type === 'group' && root.value.children.length === 0}
+          />
         </div>
       )}
       <form class="segment-form" onSubmit={save}>

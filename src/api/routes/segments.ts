@@ -17,7 +17,11 @@ import {
 } from '../../segments/definitions.js';
 import { memberCountsSchema, segmentMemberCounts } from '../../segments/member-counts.js';
 import { segmentMembers } from '../../segments/members.js';
-import { previewResultSchema, previewSegment } from '../../segments/preview.js';
+import {
+  PREVIEW_SAMPLE_LIMIT,
+  previewResultSchema,
+  previewSegment,
+} from '../../segments/preview.js';
 import { ruleMetricSchema, ruleMetrics } from '../../segments/rule-metrics.js';
 import {
   listTenantWebhooks,
@@ -54,7 +58,11 @@ export function segmentRoutes(app: FastifyInstance, context: Context): void {
       config: { access: 'tenant-token' },
       schema: {
         params: tenantParams,
-        body: z.object({ workspace_id: idSchema, predicate: predicateSchema }),
+        body: z.object({
+          workspace_id: idSchema,
+          predicate: predicateSchema,
+          sample_size: z.number().int().min(0).max(PREVIEW_SAMPLE_LIMIT).default(0),
+        }),
         response: { 200: previewResultSchema },
       },
     },
@@ -64,6 +72,7 @@ export function segmentRoutes(app: FastifyInstance, context: Context): void {
         request.params.tenant,
         request.body.workspace_id,
         request.body.predicate,
+        request.body.sample_size,
       ),
   );
   api.put(
