@@ -55,7 +55,9 @@ WITH scanned AS (
   WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id
   LIMIT $scan_limit
 )
-SELECT count(*) FILTER (WHERE {{condition}}) AS matched_profiles, count(*) AS scanned_profiles
+SELECT count(*) FILTER (WHERE {{condition}}) AS matched_profiles, count(*) AS scanned_profiles,
+  -- The first $sample_size matching profiles (none when 0), for the preview's sample.
+  coalesce((list(profile_id) FILTER (WHERE {{condition}}))[1:$sample_size], []) AS sample_ids
 FROM scanned;
 
 /* @name workspace_profile_totals */
@@ -223,13 +225,3 @@ FROM metric_definitions
 WHERE tenant_id = $tenant_id AND workspace_scope IN ('*', $workspace_id)
 ORDER BY metric_name, event_name, workspace_scope;
 
-/* @name preview_segment_sample */
--- As preview_segment, the first $sample_size matching profiles among those scanned.
-WITH scanned AS (
-  SELECT profile_id,
-    {{columns}}
-  FROM profile_metric_vectors
-  WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id
-  LIMIT $scan_limit
-)
-SELECT profile_id FROM scanned WHERE {{condition}} LIMIT $sample_size;

@@ -49,14 +49,16 @@ export async function previewSegment(
       condition: compiled.condition,
     });
     const scope = { tenant_id: tenantId, workspace_id: workspaceId };
-    const [counts] = await session.allText<{ matched_profiles: number; scanned_profiles: number }>(
-      statement,
-      {
-        ...scope,
-        ...compiled.params,
-        scan_limit: PREVIEW_SCAN_LIMIT,
-      },
-    );
+    const [counts] = await session.allText<{
+      matched_profiles: number;
+      scanned_profiles: number;
+      sample_ids: string[];
+    }>(statement, {
+      ...scope,
+      ...compiled.params,
+      scan_limit: PREVIEW_SCAN_LIMIT,
+      sample_size: sampleSize,
+    });
     const totals = (await session.one<{
       workspace_profiles: number;
       workspace_identified_profiles: number;
@@ -75,19 +77,12 @@ export async function previewSegment(
       workspace_identified_profiles: totals.workspace_identified_profiles,
     };
     if (sampleSize === 0) return result;
-    const sampled = await session.allText<{ profile_id: string }>(
-      fillSlots(sql('preview_segment_sample'), {
-        columns: compiled.columns,
-        condition: compiled.condition,
-      }),
-      { ...scope, ...compiled.params, scan_limit: PREVIEW_SCAN_LIMIT, sample_size: sampleSize },
-    );
-    const contacts = await profileContacts(
+    const sample = await profileContacts(
       context,
       session,
       { tenantId, workspaceId },
-      sampled.map((row) => row.profile_id),
+      counts?.sample_ids ?? [],
     );
-    return { ...result, sample: contacts };
+    return { ...result, sample };
   });
 }
