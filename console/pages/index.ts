@@ -14,6 +14,6 @@ export const PAGES: readonly ConsolePage[] = [
   { path: '/segments', title: 'Segments', component: Segments },
   { path: '/webhooks', title: 'Webhooks', component: Webhooks },
   { path: '/catalog', title: 'Catalog', component: Catalog },
-  { path: '/profiles', title: 'Profiles', component: Profiles },
+  { path: '/profiles', title: 'People', component: Profiles },
   { path: '/operations', title: 'Operations', component: Operations, operatorOnly: true },
 ];

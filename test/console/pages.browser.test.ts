@@ -288,6 +288,71 @@ describe('the catalog page (issue 31, item 4)', () => {
 });
 
 describe('the profiles page (issue 31, item 6)', () => {
+  it('lists the people of the workspace, masked as the customer table, by segment and with chosen metric columns (issue 38, item 3)', async () => {
+    const put = async (path: string, body: unknown) => {
+      const answer = await fetch(`${suite.served.url}${path}`, {
+        method: 'PUT',
+        headers: {
+          authorization: `Bearer ${suite.served.tokens.tenant}`,
+          'content-type': 'application/json',
+        },
+        body: JSON.stringify(body),
+      });
+      expect(answer.status, await answer.clone().text()).toBe(201);
+    };
+    await put('/v1/tenants/acme/metric-definitions', {
+      metric_name: 'signups',
+      event_name: 'signed_up',
+      value_kind: 'count',
+    });
+    await sendEvents([
+      event('signed_up', { identifiers: { email: 'grace.hopper@example.com' } }),
+      event('page_viewed', { identifiers: { email: 'alan.turing@example.com' } }),
+    ]);
+    await put('/v1/tenants/acme/segments/signed', {
+      workspace_id: 'eu',
+      display_name: 'Signed up',
+      predicate: { metric: 'signups', op: 'gte', value: 1 },
+    });
+    await suite.served.server.ingestNow();
+    const summary = async (query = '') =>
+      (
+        (await (
+          await apiGet(
+            `/v1/tenants/acme/workspaces/eu/profiles/summary${query}`,
+            suite.served.tokens.workspace,
+          )
+        ).json()) as { profiles: { profile_id: string; email: string | null }[] }
+      ).profiles;
+    const members = await summary('?segment_id=signed');
+    expect(members.length).toBeGreaterThan(0);
+
+    const page = await signedIn(suite.served.tokens.workspace);
+    await open(page, '#/profiles', 'People');
+    const people = page.getByRole('table', { name: /^Identifiers masked/ });
+    const firstColumn = () => people.locator('tbody th').allTextContents();
+    await expect
+      .poll(firstColumn)
+      .toEqual((await summary()).map((row) => row.profile_id).slice(0, 100));
+    // The emails as the API masks them, never plainer.
+    const emails = await people.locator('tbody tr td:nth-of-type(1)').allTextContents();
+    expect(emails).toEqual((await summary()).slice(0, 100).map((row) => row.email ?? '—'));
+
+    await page.getByLabel('Segment').selectOption('signed');
+    await expect.poll(firstColumn).toEqual(members.map((row) => row.profile_id));
+    // The metric is a column unless unchecked.
+    await expect.poll(() => people.getByRole('columnheader', { name: 'signups' }).count()).toBe(1);
+    await page.getByRole('checkbox', { name: 'signups' }).uncheck();
+    await expect.poll(() => people.getByRole('columnheader', { name: 'signups' }).count()).toBe(0);
+    await expectAccessible(page, 'the people list');
+
+    await people.getByRole('link', { name: members[0]?.profile_id }).click();
+    await page
+      .getByRole('heading', { level: 1, name: `Profile ${members[0]?.profile_id}` })
+      .waitFor();
+    await page.context().close();
+  });
+
   it('finds a profile by email without putting it in the URL, and erases it after a dry run', async () => {
     await sendEvents([
       event('signed_up', { identifiers: { email: EMAIL, phone: '+44 20 7946 0000' } }),
@@ -296,7 +361,7 @@ describe('the profiles page (issue 31, item 6)', () => {
     const page = await signedIn(suite.served.tokens.tenant);
     const visited: string[] = [];
     page.on('framenavigated', (frame) => visited.push(frame.url()));
-    await open(page, '#/profiles', 'Profiles');
+    await open(page, '#/profiles', 'People');
     await expectAccessible(page, 'the profile lookup');
 
     await page.getByLabel('Email').fill('nobody@example.com');

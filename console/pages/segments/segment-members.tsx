@@ -48,7 +48,9 @@ export function SegmentMembers({ segmentId, workspace }: { segmentId: string; wo
           {members.map((member) => (
             <tr key={member.profile_id}>
               <td>
-                <code>{member.profile_id}</code>
+                <a href={`#/profiles/${encodeURIComponent(member.profile_id)}`}>
+                  <code>{member.profile_id}</code>
+                </a>
               </td>
               <td>{member.email ?? '—'}</td>
               <td>{member.phone ?? '—'}</td>

@@ -127,7 +127,9 @@ export function Deliveries({
                 {delivery.backfill ? ' (backfill)' : ''}
               </td>
               <td>
-                <code>{delivery.profile_id}</code>
+                <a href={`#/profiles/${encodeURIComponent(delivery.profile_id)}`}>
+                  <code>{delivery.profile_id}</code>
+                </a>
               </td>
               <td class={delivery.status === 'failed' ? 'error' : undefined}>{delivery.status}</td>
               <td class="number">{delivery.attempts}</td>
