@@ -127,7 +127,7 @@ SELECT coalesce(max(seq), 0) AS last_seq FROM recent_events;
 
 /* @name live_events_page */
 -- Newest first below $before, or oldest first above $after (a stream catching up); the filters
--- are NULL when not given. A profile merged away since answers as its survivor, and the profile
+-- are NULL when not given, and the name is looked for as a part of event names (any case). A profile merged away since answers as its survivor, and the profile
 -- filter finds the rows of the profiles merged into the one named. A source no collector writes
 -- (an unparsable line's) answers NULL.
 SELECT r.seq, r.event_id, r.event_name,
@@ -139,7 +139,7 @@ FROM (
   SELECT * FROM recent_events
   WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id
     AND ($before IS NULL OR seq < $before) AND ($after IS NULL OR seq > $after)
-    AND ($event_name IS NULL OR event_name = $event_name)
+    AND ($event_name IS NULL OR contains(lower(event_name), lower($event_name)))
     AND ($outcome IS NULL OR outcome = $outcome)
     AND ($source IS NULL OR source = $source)
     AND ($profile_id IS NULL OR profile_id = $profile_id OR profile_id IN (

@@ -1,5 +1,6 @@
 import { useSignal, useSignalEffect } from '@preact/signals';
-import { api, pathOf } from '../api.js';
+import { useEffect, useRef } from 'preact/hooks';
+import { ApiError, api, pathOf } from '../api.js';
 import { readEventStream } from '../event-stream.js';
 import { session } from '../session.js';
 
@@ -45,6 +46,16 @@ function query(filters: Filters, extra: Record<string, string> = {}): string {
   if (filters.source) params.set('source', filters.source);
   const text = params.toString();
   return text ? `?${text}` : '';
+}
+
+/** A time in the reader's zone, with the UTC instant on hover (and for a screen reader's `datetime`). */
+function Time({ iso }: { iso: string | null }) {
+  if (iso === null) return <>—</>;
+  return (
+    <time dateTime={iso} title={`${iso} (UTC)`}>
+      {new Date(iso).toLocaleString()}
+    </time>
+  );
 }
 
 /** A stable key for a line: lines without an id (unparsable) get their position. */
@@ -119,6 +130,42 @@ export function LiveEvents() {
     return () => abort.abort();
   });
 
+  // Opening a line's details takes the reader to them, once, not at each line the feed adds.
+  const detailsHeading = useRef<HTMLHeadingElement>(null);
+  const shownDetails = chosen.value;
+  useEffect(() => {
+    if (shownDetails) detailsHeading.current?.focus();
+  }, [shownDetails]);
+
+  // A customer's email or phone is looked up (the value goes in the lookup request only, never in
+  // the address), and the list then shows their profile's events.
+  const customer = useSignal<string | null>(null);
+  const findCustomer = async (event: Event) => {
+    const value = (event.target as HTMLInputElement).value.trim();
+    const tenant = session.tenant.value;
+    const workspace = session.workspace.value;
+    if (!tenant || !workspace) return;
+    if (!value) {
+      customer.value = null;
+      filters.value = { ...filters.value, profileId: '' };
+      return;
+    }
+    const type = value.includes('@') ? 'email' : 'phone';
+    try {
+      const found = await api<{ profile_id: string }>(
+        'GET',
+        `${pathOf`/v1/tenants/${tenant}/workspaces/${workspace}/profiles/lookup`}?${new URLSearchParams({ [type]: value })}`,
+      );
+      customer.value = `Showing the events of that ${type}'s profile, ${found.profile_id}.`;
+      filters.value = { ...filters.value, profileId: found.profile_id };
+    } catch (error) {
+      customer.value =
+        error instanceof ApiError && error.status === 404
+          ? `No profile in ${workspace} has that ${type}.`
+          : `The ${type} could not be looked up: ${(error as Error).message}`;
+    }
+  };
+
   const setFilter = (key: keyof Filters) => (event: Event) => {
     filters.value = { ...filters.value, [key]: (event.target as HTMLInputElement).value.trim() };
   };
@@ -134,6 +181,10 @@ export function LiveEvents() {
         <label>
           Profile id
           <input type="search" onChange={setFilter('profileId')} />
+        </label>
+        <label>
+          Customer's email or phone
+          <input type="search" autocomplete="off" onChange={findCustomer} />
         </label>
         <label>
           Outcome
@@ -159,6 +210,7 @@ export function LiveEvents() {
         </label>
         <p class="help" role="status">
           Feed: {status.value}
+          {customer.value ? ` ${customer.value}` : ''}
         </p>
       </form>
       <div class="split">
@@ -177,7 +229,9 @@ export function LiveEvents() {
             <tbody>
               {lines.value.map((line, index) => (
                 <tr key={keyOf(line, index)} class={chosen.value === line ? 'selected' : undefined}>
-                  <td>{line.received_at ?? '—'}</td>
+                  <td>
+                    <Time iso={line.received_at} />
+                  </td>
                   <td>
                     <button type="button" class="link" onClick={() => (chosen.value = line)}>
                       {line.name ?? '(unreadable line)'}
@@ -203,16 +257,22 @@ export function LiveEvents() {
         </div>
         {chosen.value && (
           <aside class="details" aria-labelledby="details-title">
-            <h2 id="details-title">{chosen.value.name ?? 'Unreadable line'}</h2>
+            <h2 id="details-title" tabIndex={-1} ref={detailsHeading}>
+              {chosen.value.name ?? 'Unreadable line'}
+            </h2>
             <dl class="facts">
               <dt>Event id</dt>
               <dd>
                 <code>{chosen.value.event_id ?? '—'}</code>
               </dd>
               <dt>Occured at</dt>
-              <dd>{chosen.value.occured_at ?? '—'}</dd>
+              <dd>
+                <Time iso={chosen.value.occured_at} />
+              </dd>
               <dt>Received at</dt>
-              <dd>{chosen.value.received_at ?? '—'}</dd>
+              <dd>
+                <Time iso={chosen.value.received_at} />
+              </dd>
               <dt>Source</dt>
               <dd>{sourceLabel(chosen.value.source)}</dd>
               <dt>Outcome</dt>

@@ -183,6 +183,8 @@ describe('GET /v1/tenants/{t}/workspaces/{w}/events', () => {
     const ids = await oneOfEach();
     const names = (page: { items: LiveEvent[] }) => page.items.map((item) => item.event_id);
     expect(names(await listed(tokens.tenant, '?name=product_viewed'))).toEqual([ids.ana, ids.ana]);
+    // A part of the name, in any case, finds it too.
+    expect(names(await listed(tokens.tenant, '?name=UCT_VIE'))).toEqual([ids.ana, ids.ana]);
     expect(names(await listed(tokens.tenant, '?outcome=rejected'))).toEqual([
       ids.untyped,
       ids.unidentified,

@@ -5,6 +5,7 @@ import {
   type ConsoleServer,
   expectAccessible,
   launchChromium,
+  pageWidth,
   signIn,
   startConsoleServer,
 } from '../helpers/console.js';
@@ -139,6 +140,81 @@ describe('the live events page (issue 31, item 3)', () => {
     await page.getByLabel('Source').selectOption({ label: 'browser' });
     await expect.poll(() => rowOf('page_viewed').count()).toBeGreaterThan(0);
     await expect.poll(() => rowOf('identify').count()).toBe(0);
+  });
+
+  it("filters by a customer's email, looked up and never put in the address (issue 38, item 4)", async () => {
+    await page.getByLabel('Source').selectOption('');
+    // A backend's event: its email is an identifier (a browser's is not), so it finds the profile.
+    const sent = await fetch(`${served.url}/v1/server/events/batch`, {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${served.tokens.collector}`,
+        'content-type': 'application/json',
+      },
+      body: JSON.stringify({
+        events: [
+          envelope({ id: 'ada-1', name: 'page_viewed', identifiers: { email: 'ada@shop.test' } }),
+        ],
+      }),
+    });
+    expect(sent.status).toBe(202);
+    await served.server.ingestNow();
+    const customer = page.getByLabel("Customer's email or phone");
+    const status = page.getByRole('status');
+    await customer.fill('ada@shop.test');
+    await customer.press('Tab');
+    await expect
+      .poll(() => status.textContent())
+      .toMatch(/Showing the events of that email's profile, p_[0-9a-f]+\.$/);
+    await expect.poll(() => rowOf('product_viewed').count()).toBe(0);
+    await expect.poll(() => rowOf('page_viewed').count()).toBe(1);
+    expect(await rowOf('page_viewed').textContent()).toContain('server');
+    expect(page.url()).not.toContain('ada');
+    await customer.fill('nobody@shop.test');
+    await customer.press('Tab');
+    await expect.poll(() => status.textContent()).toMatch(/No profile in eu has that email\.$/);
+    await customer.fill('');
+    await customer.press('Tab');
+    await expect.poll(() => rowOf('product_viewed').count()).toBeGreaterThan(0);
+  });
+
+  it("keeps a line's details in view when it is opened 200 rows down, at every width, with times in the reader's zone (issue 38, item 4)", async () => {
+    await sendAndIngest(
+      Array.from({ length: 220 }, (_, index) =>
+        envelope({ id: `bulk-${index}`, name: 'page_viewed', workspace: 'eu', anon: `b${index}` }),
+      ),
+    );
+    const rows = page.getByRole('row');
+    await expect.poll(() => rows.count()).toBeGreaterThan(201);
+    // Each time is the reader's local one, the UTC instant on hover.
+    expect(await rows.nth(1).locator('time').getAttribute('title')).toMatch(/Z \(UTC\)$/);
+    const details = page.getByRole('complementary');
+    const inView = async () => {
+      const box = await details.boundingBox();
+      const viewport = page.viewportSize();
+      if (!box || !viewport) return false;
+      return box.y >= 0 && box.y < viewport.height && box.x >= 0 && box.x < viewport.width;
+    };
+    for (const [width, height, nth] of [
+      [1280, 800, 200],
+      [360, 740, 210],
+    ] as const) {
+      await page.setViewportSize({ width, height });
+      const row = rows.nth(nth);
+      await row.scrollIntoViewIfNeeded();
+      await row.getByRole('button').click();
+      await expect.poll(() => details.textContent()).toContain(`bulk-${220 - nth}`);
+      expect(await inView(), `${width} px`).toBe(true);
+      // The details take the reader's focus: a keyboard or screen reader is there too.
+      expect(
+        await details
+          .getByRole('heading', { level: 2 })
+          .evaluate((heading) => heading === heading.ownerDocument.activeElement),
+      ).toBe(true);
+    }
+    expect(await pageWidth(page)).toBeLessThanOrEqual(360);
+    await expectAccessible(page, 'the live events page with details opened far down, 360 px wide');
+    await page.setViewportSize({ width: 1280, height: 800 });
   });
 
   it('ends the feed within a second of its token being revoked, saying why, and does not reconnect', async () => {

@@ -3,7 +3,13 @@ import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { type QuarantinedFile, quarantineDir } from '../../src/quarantine/quarantine.js';
-import { expectAccessible, screenshot, signIn, useConsoleSuite } from '../helpers/console.js';
+import {
+  expectAccessible,
+  pageWidth,
+  screenshot,
+  signIn,
+  useConsoleSuite,
+} from '../helpers/console.js';
 
 const HOSTILE = '<img src=x onerror=globalThis.injected=true>';
 const EMAIL = 'ada.lovelace@example.com';
@@ -219,13 +225,7 @@ describe('the catalog page (issue 31, item 4)', () => {
 
     // At 360 px the page scrolls down, never sideways: wide tables scroll in their own box.
     await page.setViewportSize({ width: 360, height: 740 });
-    expect(
-      await page.evaluate(
-        () =>
-          (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } })
-            .document.documentElement.scrollWidth,
-      ),
-    ).toBeLessThanOrEqual(360);
+    expect(await pageWidth(page)).toBeLessThanOrEqual(360);
     await page.context().close();
   });
 

@@ -2,7 +2,13 @@ import { randomUUID } from 'node:crypto';
 import { type AddressInfo, createServer } from 'node:net';
 import type { Page } from 'playwright-core';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { expectAccessible, screenshot, signIn, useConsoleSuite } from '../helpers/console.js';
+import {
+  expectAccessible,
+  pageWidth,
+  screenshot,
+  signIn,
+  useConsoleSuite,
+} from '../helpers/console.js';
 
 const SEGMENTS = '/v1/tenants/acme/segments';
 
@@ -381,13 +387,7 @@ describe('segments in the console (issue 31, item 5)', () => {
     expect(statuses.filter((status) => status === 'pending')).toHaveLength(1);
     expect(statuses.filter((status) => status === 'failed')).toHaveLength(queued - 1);
     await page.setViewportSize({ width: 360, height: 740 });
-    expect(
-      await page.evaluate(
-        () =>
-          (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } })
-            .document.documentElement.scrollWidth,
-      ),
-    ).toBeLessThanOrEqual(360);
+    expect(await pageWidth(page)).toBeLessThanOrEqual(360);
     await screenshot(page, 'webhooks');
     await page.context().close();
   });

@@ -144,6 +144,15 @@ export async function screenshot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
 }
 
+/** How wide the page lays out, scrolled sideways included: at most the window's width when it fits. */
+export function pageWidth(page: Page): Promise<number> {
+  return page.evaluate(
+    () =>
+      (globalThis as unknown as { document: { documentElement: { scrollWidth: number } } }).document
+        .documentElement.scrollWidth,
+  );
+}
+
 /** No serious or critical axe-core violation on the page as it is now (issue 31, item 9). */
 export async function expectAccessible(page: Page, what: string): Promise<void> {
   const results = await new AxeBuilder({ page }).analyze();
