@@ -37,8 +37,8 @@ ORDER BY profile_id;
 
 /* @name profile_history_page */
 -- Newest first; keyset on (happened_at, kind, ref), ref being unique within a kind.
-SELECT happened_at, kind, ref, event_name FROM (
-  SELECT occured_at AS happened_at, 'event' AS kind, event_id AS ref, event_name
+SELECT happened_at, kind, ref, event_name, properties FROM (
+  SELECT occured_at AS happened_at, 'event' AS kind, event_id AS ref, event_name, properties::VARCHAR AS properties
   FROM events WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id
     AND (profile_id = $profile_id OR profile_id IN (
       SELECT profile_id FROM profiles
@@ -46,13 +46,13 @@ SELECT happened_at, kind, ref, event_name FROM (
   UNION ALL
   -- A record names the survivor of its time, which may since have merged into this profile
   -- (profile_merges reads the same, for a whole table).
-  SELECT merged_at, 'merge', merged_profile_id, NULL
+  SELECT merged_at, 'merge', merged_profile_id, NULL, NULL
   FROM profile_merge_records WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id
     AND (survivor_profile_id = $profile_id OR survivor_profile_id IN (
       SELECT profile_id FROM profiles
       WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND merged_into = $profile_id))
   UNION ALL
-  SELECT changed_at, 'segment_' || change, segment_id, NULL
+  SELECT changed_at, 'segment_' || change, segment_id, NULL, NULL
   FROM segment_history WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id = $profile_id
 )
 WHERE $before_at IS NULL OR (happened_at, kind, ref) < ($before_at::TIMESTAMP, $before_kind, $before_ref)

@@ -22,3 +22,22 @@ export function maskIdentifier(type: string, normalized: string): string {
   if (type === 'phone') return starPhone(normalized);
   return `${normalized.slice(0, 2)}***`;
 }
+
+const EMAIL_LIKE = /^[^\s@]+@[^\s@]+$/;
+
+/**
+ * Event properties as people who see masked identifiers read them (the live view, a profile's
+ * history): identifier values left `properties` at ingest, and any other value that holds an
+ * email address is masked as an email is.
+ */
+export function maskEmailsIn(value: unknown): unknown {
+  if (typeof value === 'string')
+    return EMAIL_LIKE.test(value) ? maskIdentifier('email', value) : value;
+  if (Array.isArray(value)) return value.map(maskEmailsIn);
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, unknown> = Object.create(null);
+    for (const [key, inner] of Object.entries(value)) out[key] = maskEmailsIn(inner);
+    return out;
+  }
+  return value;
+}

@@ -40,6 +40,8 @@ export const historyEntrySchema = z.object({
   kind: z.enum(['event', 'merge', 'segment_enter', 'segment_exit']),
   event_id: z.string().optional(),
   event_name: z.string().optional(),
+  /** An event's properties, emails masked (its identifiers left them at ingest). */
+  properties: z.record(z.string(), z.unknown()).optional(),
   merged_profile_id: z.string().optional(),
   segment_id: z.string().optional(),
 });

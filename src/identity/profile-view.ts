@@ -5,6 +5,7 @@ import { decodeCursor, type Page, toPage } from '../store/cursor.js';
 import type { Session } from '../store/session.js';
 import { requireWorkspace } from '../tenancy/workspaces.js';
 import type { TenantKeys } from '../tenant-keys.js';
+import { maskEmailsIn } from './mask.js';
 import { normalizeIdentifier } from './normalize.js';
 import type {
   HistoryEntry,
@@ -211,6 +212,7 @@ export async function profileHistory(
       kind: HistoryKind;
       ref: string;
       event_name: string | null;
+      properties: string | null;
     };
     const rows = await session.all<Row>('profile_history_page', {
       ...scopeParams(scope),
@@ -232,6 +234,10 @@ export async function profileHistory(
               kind: 'event',
               event_id: entry.ref,
               event_name: entry.event_name ?? '',
+              properties: maskEmailsIn(JSON.parse(entry.properties ?? '{}')) as Record<
+                string,
+                unknown
+              >,
             };
           case 'merge':
             return { at: entry.happened_at, kind: 'merge', merged_profile_id: entry.ref };

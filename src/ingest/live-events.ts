@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Context } from '../context.js';
-import { maskIdentifier } from '../identity/mask.js';
+import { maskEmailsIn } from '../identity/mask.js';
 import { decodeCursor, encodeCursor, type Page } from '../store/cursor.js';
 import { requireWorkspace } from '../tenancy/workspaces.js';
 
@@ -66,25 +66,6 @@ export function seqOfCursor(cursor: string): number {
   return Number(decodeCursor(cursor, liveCursorSchema).q);
 }
 
-const EMAIL_LIKE = /^[^\s@]+@[^\s@]+$/;
-
-/**
- * Identifier values were masked when the line was recorded; a property outside `identifiers`
- * that holds an email address is masked here too, as the answer is read by people who see masked
- * identifiers only.
- */
-function maskEmails(value: unknown): unknown {
-  if (typeof value === 'string')
-    return EMAIL_LIKE.test(value) ? maskIdentifier('email', value) : value;
-  if (Array.isArray(value)) return value.map(maskEmails);
-  if (value !== null && typeof value === 'object') {
-    const out: Record<string, unknown> = Object.create(null);
-    for (const [key, inner] of Object.entries(value)) out[key] = maskEmails(inner);
-    return out;
-  }
-  return value;
-}
-
 function liveEvent(row: LiveRow): LiveEvent {
   return {
     event_id: row.event_id,
@@ -98,7 +79,7 @@ function liveEvent(row: LiveRow): LiveEvent {
     properties:
       row.properties === null
         ? null
-        : (maskEmails(JSON.parse(row.properties)) as Record<string, unknown>),
+        : (maskEmailsIn(JSON.parse(row.properties)) as Record<string, unknown>),
   };
 }
 

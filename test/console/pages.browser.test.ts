@@ -399,7 +399,12 @@ describe('the profiles page (issue 31, item 6)', () => {
             ),
       )
       .toEqual(shown);
-    await expect.poll(() => page.getByRole('cell', { name: /signed_up/ }).count()).toBe(1);
+    await expect.poll(() => page.getByText('event signed_up', { exact: true }).count()).toBe(1);
+    // Each event of the history opens its properties (its identifiers left them at ingest).
+    await page.getByText('event page_viewed', { exact: true }).click();
+    await expect
+      .poll(() => page.locator('details[open] pre').textContent())
+      .toBe(JSON.stringify({}, null, 2));
     await screenshot(page, 'profile');
     await expectAccessible(page, 'a profile');
 

@@ -112,6 +112,28 @@ describe('events to profiles', () => {
     ]);
   });
 
+  it("lists each event of a profile's history with its properties, emails masked and identifiers gone (issue 38, item 3)", async () => {
+    await server({
+      name: 'signed_up',
+      identifiers: { email: 'ann@shop.test' },
+      properties: { plan: 'gold', referrer: { contact: 'bob@shop.test' }, seats: 3 },
+    });
+    await env.ingest();
+    const profileId = (await lookup('email=ann@shop.test')) as string;
+    const history = (
+      await call(env.app, tokens.workspace, 'GET', `${PROFILES}/${profileId}/history`)
+    ).json();
+    expect(history.entries).toEqual([
+      {
+        at: expect.any(String),
+        kind: 'event',
+        event_id: expect.any(String),
+        event_name: 'signed_up',
+        properties: { plan: 'gold', referrer: { contact: 'b***@s***.test' }, seats: 3 },
+      },
+    ]);
+  });
+
   it('sends a returning visitor’s events to the survivor when a later event of the same batch merges their profile', async () => {
     await server({ identifiers: { email: 'ann@shop.test' }, at: '2026-01-01T00:00:00Z' });
     await browser({ anon: 'visitor-9', at: '2026-02-01T00:00:00Z' });

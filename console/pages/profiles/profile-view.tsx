@@ -30,6 +30,8 @@ interface HistoryEntry {
   at: string;
   kind: 'event' | 'merge' | 'segment_enter' | 'segment_exit';
   event_name?: string;
+  /** An event's properties, emails masked by the API. */
+  properties?: Record<string, unknown>;
   merged_profile_id?: string;
   segment_id?: string;
 }
@@ -62,8 +64,21 @@ function ProfileHistory({ path }: { path: string }) {
         {(list.rows.value ?? []).map((entry, index) => (
           // History entries have no id of their own; pages are only added under the rows shown.
           <tr key={index}>
-            <td>{entry.at}</td>
-            <td>{historyText(entry)}</td>
+            <td>
+              <time dateTime={entry.at} title={`${entry.at} (UTC)`}>
+                {new Date(entry.at).toLocaleString()}
+              </time>
+            </td>
+            <td>
+              {entry.properties ? (
+                <details>
+                  <summary>{historyText(entry)}</summary>
+                  <pre class="json">{JSON.stringify(entry.properties, null, 2)}</pre>
+                </details>
+              ) : (
+                historyText(entry)
+              )}
+            </td>
           </tr>
         ))}
       </Table>
