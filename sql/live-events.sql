@@ -127,14 +127,18 @@ SELECT coalesce(max(seq), 0) AS last_seq FROM recent_events;
 
 /* @name live_events_page */
 -- Newest first below $before, or oldest first above $after (a stream catching up); the filters
--- are NULL when not given, and the name is looked for as a part of event names (any case). A profile merged away since answers as its survivor, and the profile
--- filter finds the rows of the profiles merged into the one named. A source no collector writes
+-- are NULL when not given, and the name is looked for as a part of event names (any case). A
+-- profile merged away since answers as its survivor, and the profile filter finds the rows of the profiles merged into the one named. A source no collector writes
 -- (an unparsable line's) answers NULL.
 SELECT r.seq, r.event_id, r.event_name,
   strftime(r.occured_at, '%Y-%m-%dT%H:%M:%S.%gZ') AS occured_at,
   strftime(r.received_at, '%Y-%m-%dT%H:%M:%S.%gZ') AS received_at,
   CASE WHEN r.source IN ('browser', 'server', 'segment_api') THEN r.source END AS source,
-  r.outcome, r.reason, coalesce(p.merged_into, r.profile_id) AS profile_id, r.properties::VARCHAR AS properties
+  r.outcome, r.reason, coalesce(p.merged_into, r.profile_id) AS profile_id, r.properties::VARCHAR AS properties,
+  -- The profile's first email, masked whatever the deployment shows plain: who the line is about.
+  (SELECT arg_min(i.masked_value, i.first_seen_at) FROM profile_identifiers i
+   WHERE i.tenant_id = r.tenant_id AND i.workspace_id = r.workspace_id
+     AND i.profile_id = coalesce(p.merged_into, r.profile_id) AND i.identifier_type = 'email') AS email
 FROM (
   SELECT * FROM recent_events
   WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id

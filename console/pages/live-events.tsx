@@ -14,6 +14,8 @@ interface LiveEvent {
   outcome: 'stored' | 'duplicate' | 'rejected' | 'quarantined';
   reason: string | null;
   profile_id: string | null;
+  /** The profile's first email, masked by the API. */
+  email: string | null;
   properties: Record<string, unknown> | null;
 }
 
@@ -223,7 +225,7 @@ export function LiveEvents() {
                 <th scope="col">Event</th>
                 <th scope="col">Source</th>
                 <th scope="col">Outcome</th>
-                <th scope="col">Profile</th>
+                <th scope="col">Customer</th>
               </tr>
             </thead>
             <tbody>
@@ -243,6 +245,7 @@ export function LiveEvents() {
                     {line.reason && <span class="help"> {line.reason}</span>}
                   </td>
                   <td>
+                    {line.email && <span class="customer">{line.email} </span>}
                     {line.profile_id ? (
                       <a href={`#/profiles/${line.profile_id}`}>{line.profile_id}</a>
                     ) : (

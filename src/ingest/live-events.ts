@@ -24,6 +24,8 @@ export const liveEventSchema = z.object({
   reason: z.string().nullable(),
   /** Stored: its profile; duplicate: the profile its first copy went to, if known. */
   profile_id: z.string().nullable(),
+  /** The profile's first email, always masked: who the line is about. */
+  email: z.string().nullable(),
   /** Identifier values masked; null for lines not stored (they may hold values of any kind). */
   properties: z.record(z.string(), z.unknown()).nullable(),
 });
@@ -53,6 +55,7 @@ interface LiveRow {
   reason: string | null;
   profile_id: string | null;
   properties: string | null;
+  email: string | null;
 }
 
 const liveCursorSchema = z.object({ q: z.string().regex(/^\d{1,15}$/) });
@@ -76,6 +79,7 @@ function liveEvent(row: LiveRow): LiveEvent {
     outcome: row.outcome,
     reason: row.reason,
     profile_id: row.profile_id,
+    email: row.email,
     properties:
       row.properties === null
         ? null

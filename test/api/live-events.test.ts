@@ -129,6 +129,7 @@ describe('GET /v1/tenants/{t}/workspaces/{w}/events', () => {
       outcome: 'stored',
       reason: null,
       profile_id: ids.anaProfile,
+      email: maskIdentifier('email', 'ana.secret@example.com'),
       properties: {
         plan: 'pro',
         contact: maskIdentifier('email', 'ana.secret@example.com'),

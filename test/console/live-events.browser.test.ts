@@ -169,6 +169,9 @@ describe('the live events page (issue 31, item 3)', () => {
     await expect.poll(() => rowOf('product_viewed').count()).toBe(0);
     await expect.poll(() => rowOf('page_viewed').count()).toBe(1);
     expect(await rowOf('page_viewed').textContent()).toContain('server');
+    // Each line says who it is about: the profile's email, masked.
+    expect(await rowOf('page_viewed').textContent()).toContain('a***@s***.test');
+    expect(await page.content()).not.toContain('ada@shop.test');
     expect(page.url()).not.toContain('ada');
     await customer.fill('nobody@shop.test');
     await customer.press('Tab');
