@@ -89,12 +89,26 @@ function scopeParams(scope: OutboxScope) {
   };
 }
 
-export async function listTenantWebhooks(
+/** A page of deliveries as the routes answer it (operator's outbox, a tenant's own). */
+export const webhookPageSchema = z.object({
+  webhooks: z.array(outboxEntrySchema),
+  next_cursor: z.string().nullable(),
+});
+
+/** A tenant's own id of a delivery to retry: any text, compared as data. */
+export const retriedWebhookSchema = z.string().min(1).max(100).nullish();
+
+export async function tenantWebhookPage(
   context: Context,
   scope: OutboxScope,
-  query: PageQuery & { status: WebhookStatus | null },
-): Promise<Page<OutboxEntry>> {
-  return outboxPage(context, 'webhooks_list_for_workspace', scopeParams(scope), query);
+  query: { limit: number; cursor?: string | undefined; status?: WebhookStatus | undefined },
+): Promise<z.infer<typeof webhookPageSchema>> {
+  const page = await outboxPage(context, 'webhooks_list_for_workspace', scopeParams(scope), {
+    limit: query.limit,
+    cursor: query.cursor ?? null,
+    status: query.status ?? null,
+  });
+  return { webhooks: page.items, next_cursor: page.next_cursor };
 }
 
 /** Puts a workspace's or a segment's failed deliveries (one, or all) back in the queue; answers how many. */

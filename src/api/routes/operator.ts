@@ -14,7 +14,7 @@ import { EXPORT_FORMATS, writeParquetExport } from '../../store/parquet-export.j
 import { writeSnapshot } from '../../store/snapshot.js';
 import { createTenant, issueTenantToken, listTenants } from '../../tenancy/tenants.js';
 import { issuedTokenSchema } from '../../tenancy/tokens.js';
-import { listWebhooks, outboxEntrySchema, retryFailedWebhooks } from '../../webhooks/outbox.js';
+import { listWebhooks, retryFailedWebhooks, webhookPageSchema } from '../../webhooks/outbox.js';
 import { optionalBody, pagingQuery, tenantParams } from '../schemas.js';
 
 /**
@@ -95,12 +95,7 @@ export function operatorRoutes(app: FastifyInstance, context: Context): void {
         querystring: pagingQuery.extend({
           status: z.enum(['pending', 'delivered', 'failed']).optional(),
         }),
-        response: {
-          200: z.object({
-            webhooks: z.array(outboxEntrySchema),
-            next_cursor: z.string().nullable(),
-          }),
-        },
+        response: { 200: webhookPageSchema },
       },
     },
     async (request) => {

@@ -24,10 +24,11 @@ import {
 } from '../../segments/preview.js';
 import { ruleMetricSchema, ruleMetrics } from '../../segments/rule-metrics.js';
 import {
-  listTenantWebhooks,
-  outboxEntrySchema,
+  retriedWebhookSchema,
   retryTenantWebhooks,
+  tenantWebhookPage,
   WEBHOOK_STATUSES,
+  webhookPageSchema,
 } from '../../webhooks/outbox.js';
 import { requestedWorkspace, requiredWorkspace } from '../auth.js';
 import { noContent, pagingQuery, segmentParams, tenantParams } from '../schemas.js';
@@ -200,12 +201,7 @@ export function segmentRoutes(app: FastifyInstance, context: Context): void {
         querystring: pagingQuery.extend(workspaceQuery.shape).extend({
           status: z.enum(WEBHOOK_STATUSES).optional(),
         }),
-        response: {
-          200: z.object({
-            webhooks: z.array(outboxEntrySchema),
-            next_cursor: z.string().nullable(),
-          }),
-        },
+        response: { 200: webhookPageSchema },
       },
     },
     async (request) => {
@@ -215,12 +211,7 @@ export function segmentRoutes(app: FastifyInstance, context: Context): void {
         segmentId: request.params.segment_id,
       };
       await getSegment(context, key);
-      const page = await listTenantWebhooks(context, key, {
-        limit: request.query.limit,
-        cursor: request.query.cursor ?? null,
-        status: request.query.status ?? null,
-      });
-      return { webhooks: page.items, next_cursor: page.next_cursor };
+      return tenantWebhookPage(context, key, request.query);
     },
   );
   api.post(
@@ -231,7 +222,7 @@ export function segmentRoutes(app: FastifyInstance, context: Context): void {
         params: segmentParams,
         body: z.object({
           workspace_id: idSchema,
-          webhook_id: z.string().min(1).max(100).nullish(),
+          webhook_id: retriedWebhookSchema,
         }),
         response: { 200: z.object({ requeued: z.number() }) },
       },

@@ -5,10 +5,11 @@ import type { Context } from '../../context.js';
 import { idSchema } from '../../ids.js';
 import { requireWorkspace } from '../../tenancy/workspaces.js';
 import {
-  listTenantWebhooks,
-  outboxEntrySchema,
+  retriedWebhookSchema,
   retryTenantWebhooks,
+  tenantWebhookPage,
   WEBHOOK_STATUSES,
+  webhookPageSchema,
   webhookTotals,
   webhookTotalsSchema,
 } from '../../webhooks/outbox.js';
@@ -42,12 +43,7 @@ export function tenantWebhookRoutes(app: FastifyInstance, context: Context): voi
           segment_id: idSchema.optional(),
           status: z.enum(WEBHOOK_STATUSES).optional(),
         }),
-        response: {
-          200: z.object({
-            webhooks: z.array(outboxEntrySchema),
-            next_cursor: z.string().nullable(),
-          }),
-        },
+        response: { 200: webhookPageSchema },
       },
     },
     async (request) => {
@@ -57,12 +53,7 @@ export function tenantWebhookRoutes(app: FastifyInstance, context: Context): voi
         segmentId: request.query.segment_id ?? null,
       };
       await requireWorkspaceOf(context, scope);
-      const page = await listTenantWebhooks(context, scope, {
-        limit: request.query.limit,
-        cursor: request.query.cursor ?? null,
-        status: request.query.status ?? null,
-      });
-      return { webhooks: page.items, next_cursor: page.next_cursor };
+      return tenantWebhookPage(context, scope, request.query);
     },
   );
   api.get(
@@ -94,7 +85,7 @@ export function tenantWebhookRoutes(app: FastifyInstance, context: Context): voi
         body: z.object({
           workspace_id: idSchema,
           segment_id: idSchema.nullish(),
-          webhook_id: z.string().min(1).max(100).nullish(),
+          webhook_id: retriedWebhookSchema,
         }),
         response: { 200: z.object({ requeued: z.number() }) },
       },
