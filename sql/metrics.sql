@@ -1,5 +1,5 @@
 /* @name get_metric_definition */
-SELECT metric_name FROM metric_definitions
+SELECT metric_name, for_segments FROM metric_definitions
 WHERE tenant_id = $tenant_id AND workspace_scope = $workspace_scope
   AND metric_name = $metric_name AND event_name = $event_name;
 
@@ -9,15 +9,20 @@ WHERE tenant_id = $tenant_id AND metric_name = $metric_name;
 
 /* @name insert_metric_definition */
 INSERT INTO metric_definitions (tenant_id, workspace_scope, metric_name, event_name, value_kind, value_path,
-  aggregation, keep, window_days, display_name, description, created_at)
+  aggregation, keep, window_days, display_name, description, created_at, event_filter, for_segments)
 VALUES ($tenant_id, $workspace_scope, $metric_name, $event_name, $value_kind, $value_path,
-  $aggregation, $keep, $window_days, $display_name, $description, $now::TIMESTAMP);
+  $aggregation, $keep, $window_days, $display_name, $description, $now::TIMESTAMP, NULL, false);
 
 /* @name list_metric_definitions_page */
 -- Keyset paging on (metric_name, event_name, workspace_scope); $after_* are NULL on the first page.
+-- A definition computed for segments names them (segment_behaviours).
 SELECT workspace_scope AS workspace_id, metric_name, event_name, value_kind, value_path, display_name,
-  description, window_days, aggregation, keep, created_at
-FROM metric_definitions
+  description, window_days, aggregation, keep, created_at, event_filter,
+  CASE WHEN for_segments THEN (
+    SELECT coalesce(list(b.segment_id ORDER BY b.segment_id), []) FROM segment_behaviours b
+    WHERE b.tenant_id = d.tenant_id AND b.workspace_id = d.workspace_scope AND b.metric_name = d.metric_name
+  ) END AS computed_for_segments
+FROM metric_definitions d
 WHERE tenant_id = $tenant_id AND ($workspace_id IS NULL OR workspace_scope IN ('*', $workspace_id))
   AND ($after_metric IS NULL
     OR (metric_name, event_name, workspace_scope) > ($after_metric, $after_event, $after_scope))
@@ -36,9 +41,11 @@ WHERE tenant_id = $tenant_id AND workspace_scope = $workspace_scope
   AND metric_name = $metric_name AND event_name = $event_name;
 
 /* @name metric_kinds_for_workspace */
+-- The metrics a rule may compare by name: those computed for segments are named by their
+-- behaviour, never by their metric name.
 SELECT metric_name, any_value(value_kind) AS value_kind, any_value(aggregation) AS aggregation
 FROM metric_definitions
-WHERE tenant_id = $tenant_id AND workspace_scope IN ('*', $workspace_id)
+WHERE tenant_id = $tenant_id AND workspace_scope IN ('*', $workspace_id) AND NOT for_segments
 GROUP BY metric_name;
 
 /* @name metrics_discard_frozen */
@@ -84,18 +91,20 @@ CREATE TEMP TABLE metric_touched (tenant_id VARCHAR, workspace_id VARCHAR, profi
 CREATE TEMP TABLE metric_merged_away (tenant_id VARCHAR, workspace_id VARCHAR, profile_id VARCHAR, survivor_profile_id VARCHAR);
 CREATE TEMP TABLE metric_applying (
   tenant_id VARCHAR, workspace_scope VARCHAR, metric_name VARCHAR, event_name VARCHAR, value_kind VARCHAR,
-  json_path VARCHAR, recent_keep INTEGER, window_days INTEGER, contributor VARCHAR
+  json_path VARCHAR, recent_keep INTEGER, window_days INTEGER, contributor VARCHAR, event_filter event_condition[]
 );
 /* @name metrics_apply_backfilled */
 INSERT INTO metric_applying
 SELECT tenant_id, workspace_scope, metric_name, event_name, value_kind, '$.' || value_path[12:],
-  CASE WHEN aggregation = 'recent' THEN coalesce(keep, 5) END, window_days, event_name || '|' || workspace_scope
+  CASE WHEN aggregation = 'recent' THEN coalesce(keep, 5) END, window_days, event_name || '|' || workspace_scope,
+  CAST(event_filter::JSON AS event_condition[])
 FROM metric_definitions WHERE backfilled_at IS NOT NULL;
 
 /* @name metrics_apply_pending */
 INSERT INTO metric_applying
 SELECT tenant_id, workspace_scope, metric_name, event_name, value_kind, '$.' || value_path[12:],
-  CASE WHEN aggregation = 'recent' THEN coalesce(keep, 5) END, window_days, event_name || '|' || workspace_scope
+  CASE WHEN aggregation = 'recent' THEN coalesce(keep, 5) END, window_days, event_name || '|' || workspace_scope,
+  CAST(event_filter::JSON AS event_condition[])
 FROM metric_definitions WHERE backfilled_at IS NULL;
 
 /* @name metrics_sources_from_batch */
@@ -142,7 +151,8 @@ WHERE s.tenant_id = d.tenant_id AND s.metric_name = d.metric_name AND s.contribu
 /* @name metrics_add_sources */
 -- Each event's value for each definition that reads it, its properties parsed once: a count's 1,
 -- a number, or a string. Non-numbers are ignored by property_number and non-strings by
--- property_string (design §12). Appended to the inputs, one row a day and contributor (or distinct
+-- property_string (design §12); a definition computed for a segment reads only the events its
+-- filter lets through (event_properties_match, migration 022). Appended to the inputs, one row a day and contributor (or distinct
 -- string) of the batch; a batch's step advances the values from the same rows.
 INSERT INTO metric_touched SELECT DISTINCT tenant_id, workspace_id, profile_id FROM metric_sources;
 CREATE TEMP TABLE metric_source_values AS
@@ -154,6 +164,7 @@ FROM (
     d.recent_keep, e.occured_at, json_extract(e.properties, d.json_path) AS value
   FROM metric_sources e
   JOIN metric_applying d ON d.tenant_id = e.tenant_id AND d.event_name = e.event_name AND d.workspace_scope IN ('*', e.workspace_id)
+  WHERE event_properties_match(e.properties, d.event_filter)
 )
 WHERE value_kind = 'count'
    OR (value_kind = 'property_number' AND json_type(value) IN ('BIGINT', 'UBIGINT', 'DOUBLE'))

@@ -21,8 +21,10 @@ WHERE i.tenant_id = $tenant_id AND i.workspace_id = $workspace_id AND i.profile_
 ORDER BY i.first_seen_at, i.identifier_type, i.identifier_key;
 
 /* @name metrics_of_profile */
+-- The catalog's metrics: the values computed for segments' behaviours ('~' names) are theirs.
 SELECT metric_name, number_value, string_value, list_value FROM profile_metrics
 WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id = $profile_id
+  AND NOT starts_with(metric_name, '~')
 ORDER BY metric_name;
 
 /* @name segments_of_profile */
@@ -84,7 +86,8 @@ SELECT page.profile_id,
    WHERE i.tenant_id = $tenant_id AND i.workspace_id = $workspace_id AND i.profile_id = page.profile_id AND i.identifier_type = 'phone') AS phone_masked,
   (SELECT list({'metric_name': m.metric_name, 'number_value': m.number_value, 'string_value': m.string_value, 'list_value': m.list_value} ORDER BY m.metric_name)
    FROM profile_metrics m
-   WHERE m.tenant_id = $tenant_id AND m.workspace_id = $workspace_id AND m.profile_id = page.profile_id) AS metrics,
+   WHERE m.tenant_id = $tenant_id AND m.workspace_id = $workspace_id AND m.profile_id = page.profile_id
+     AND NOT starts_with(m.metric_name, '~')) AS metrics,
   (SELECT list(s.segment_id ORDER BY s.segment_id) FROM segment_members s
    WHERE s.tenant_id = $tenant_id AND s.workspace_id = $workspace_id AND s.profile_id = page.profile_id) AS segment_ids
 FROM page

@@ -5,7 +5,8 @@ SELECT count(*) AS held FROM workspaces WHERE tenant_id = $tenant_id;
 SELECT count(*) AS held FROM segments WHERE tenant_id = $tenant_id;
 
 /* @name quota_count_metric_definitions */
-SELECT count(*) AS held FROM metric_definitions WHERE tenant_id = $tenant_id;
+-- Definitions computed for segments are bounded by the segments quota (10 behaviours a rule).
+SELECT count(*) AS held FROM metric_definitions WHERE tenant_id = $tenant_id AND NOT for_segments;
 
 /* @name quota_count_event_types */
 SELECT count(*) AS held FROM event_types WHERE tenant_id = $tenant_id;

@@ -47,18 +47,40 @@ LIMIT $limit;
 
 /* @name preview_segment */
 -- The double-braced slots are filled by src/segments/compile.ts. Every live profile has a row of
--- values, so the first $scan_limit rows are the profiles scanned.
-WITH scanned AS (
-  SELECT profile_id,
+-- values, so the first $scan_limit rows are the profiles scanned. A behaviour not computed yet is
+-- read from the stored events (preview_behaviour_values).
+WITH {{behaviours}}scanned AS (
+  SELECT v.profile_id,
     {{columns}}
-  FROM profile_metric_vectors
-  WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id
+  FROM profile_metric_vectors v{{behaviour_joins}}
+  WHERE v.tenant_id = $tenant_id AND v.workspace_id = $workspace_id
   LIMIT $scan_limit
 )
 SELECT count(*) FILTER (WHERE {{condition}}) AS matched_profiles, count(*) AS scanned_profiles,
   -- The first $sample_size matching profiles (none when 0), for the preview's sample.
   coalesce((list(profile_id) FILTER (WHERE {{condition}}))[1:$sample_size], []) AS sample_ids
 FROM scanned;
+
+/* @name preview_behaviour_values */
+-- One behaviour's values per profile from the workspace's stored events, as its metric would hold
+-- them once backfilled (metrics_sources_from_events, metrics_add_sources): each event under its
+-- profile's survivor, in the window by day, through the behaviour's filter; a count, the sum of
+-- the numbers at its path, and the newest string there (ties to the greater value). Its name and
+-- parameters are named by src/segments/compile.ts.
+{{b}} AS (
+  SELECT coalesce(p.merged_into, e.profile_id) AS profile_id,
+    count(*)::DOUBLE AS count_value,
+    sum(event_property_number(json_extract(e.properties, ${{b}}_json_path::VARCHAR))) AS sum_value,
+    (max({'seen_at': e.occured_at, 'value': event_property_text(json_extract(e.properties, ${{b}}_json_path::VARCHAR))})
+      FILTER (WHERE event_property_text(json_extract(e.properties, ${{b}}_json_path::VARCHAR)) IS NOT NULL)).value AS latest_value
+  FROM events e
+  LEFT JOIN (FROM profiles WHERE merged_into IS NOT NULL) p
+    ON p.tenant_id = e.tenant_id AND p.workspace_id = e.workspace_id AND p.profile_id = e.profile_id
+  WHERE e.tenant_id = $tenant_id AND e.workspace_id = $workspace_id AND e.event_name = ${{b}}_event
+    AND (${{b}}_window::INTEGER IS NULL OR e.occured_at::DATE > $today::DATE - ${{b}}_window::INTEGER)
+    AND event_properties_match(e.properties, CAST(CAST(${{b}}_filter::VARCHAR AS JSON) AS event_condition[]))
+  GROUP BY 1
+)
 
 /* @name workspace_profile_totals */
 SELECT
@@ -76,22 +98,38 @@ WHERE s.status = 'active' AND s.evaluated_at IS NOT NULL AND s.evaluation_error 
 ORDER BY s.tenant_id, s.workspace_id, s.segment_id;
 
 /* @name segments_awaiting_count */
-SELECT count(*) AS awaiting FROM segments
-WHERE status = 'active' AND evaluated_at IS NULL AND evaluation_error IS NULL;
+-- A segment whose behaviours are still being backfilled waits for them (segments_awaiting_evaluation).
+SELECT count(*) AS awaiting FROM segments s
+WHERE status = 'active' AND evaluated_at IS NULL AND evaluation_error IS NULL
+  AND NOT EXISTS (
+    SELECT 1 FROM segment_behaviours b JOIN metric_definitions d
+      ON d.tenant_id = b.tenant_id AND d.workspace_scope = b.workspace_id AND d.metric_name = b.metric_name
+    WHERE b.tenant_id = s.tenant_id AND b.workspace_id = s.workspace_id AND b.segment_id = s.segment_id
+      AND d.backfilled_at IS NULL
+  );
 
 /* @name segments_awaiting_evaluation */
-SELECT tenant_id, workspace_id, segment_id, predicate FROM segments
+-- Its first evaluation gives a segment its members at once, so it waits until the metrics of its
+-- behaviours hold every stored event.
+SELECT tenant_id, workspace_id, segment_id, predicate FROM segments s
 WHERE status = 'active' AND evaluated_at IS NULL AND evaluation_error IS NULL
+  AND NOT EXISTS (
+    SELECT 1 FROM segment_behaviours b JOIN metric_definitions d
+      ON d.tenant_id = b.tenant_id AND d.workspace_scope = b.workspace_id AND d.metric_name = b.metric_name
+    WHERE b.tenant_id = s.tenant_id AND b.workspace_id = s.workspace_id AND b.segment_id = s.segment_id
+      AND d.backfilled_at IS NULL
+  )
 ORDER BY tenant_id, workspace_id, segment_id;
 
 /* @name segments_stored_metric_shapes */
 -- Shapes of the metrics a workspace's values were computed for, whose definitions may have been
 -- deleted since (segments on them keep working); a metric of another workspace is not among them.
+-- Those computed for segments ('~' names) are not compared by name.
 SELECT metric_name, 'number' AS shape FROM metric_contributions
-WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id GROUP BY metric_name
+WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND NOT starts_with(metric_name, '~') GROUP BY metric_name
 UNION ALL
 SELECT metric_name, CASE WHEN max(recent_keep) IS NULL THEN 'string' ELSE 'list' END FROM metric_strings
-WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id GROUP BY metric_name;
+WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND NOT starts_with(metric_name, '~') GROUP BY metric_name;
 
 /* @name segments_create_evaluation_tables */
 CREATE TEMP TABLE segment_scope (profile_id VARCHAR);
@@ -222,6 +260,67 @@ ORDER BY workspace_id, segment_id;
 SELECT metric_name, event_name, workspace_scope AS workspace_id, value_kind, value_path, aggregation, window_days,
   display_name
 FROM metric_definitions
-WHERE tenant_id = $tenant_id AND workspace_scope IN ('*', $workspace_id)
+WHERE tenant_id = $tenant_id AND workspace_scope IN ('*', $workspace_id) AND NOT for_segments
 ORDER BY metric_name, event_name, workspace_scope;
 
+
+/* @name event_type_names */
+SELECT event_name FROM event_types WHERE tenant_id = $tenant_id;
+
+/* @name insert_behaviour_definition */
+-- A behaviour already computed in the workspace (for another segment) is shared.
+INSERT OR IGNORE INTO metric_definitions (tenant_id, workspace_scope, metric_name, event_name, value_kind, value_path,
+  aggregation, keep, window_days, display_name, description, created_at, event_filter, for_segments)
+VALUES ($tenant_id, $workspace_id, $metric_name, $event_name, $value_kind, $value_path,
+  $aggregation, NULL, $window_days, $display_name, NULL, $now::TIMESTAMP, $event_filter, true);
+
+/* @name insert_segment_behaviour */
+INSERT OR IGNORE INTO segment_behaviours VALUES ($tenant_id, $workspace_id, $segment_id, $metric_name);
+
+/* @name delete_segment_behaviours */
+DELETE FROM segment_behaviours WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND segment_id = $segment_id;
+
+/* @name unused_behaviour_metrics */
+SELECT metric_name FROM metric_definitions d
+WHERE d.tenant_id = $tenant_id AND d.workspace_scope = $workspace_id AND d.for_segments
+  AND NOT EXISTS (
+    SELECT 1 FROM segment_behaviours b
+    WHERE b.tenant_id = d.tenant_id AND b.workspace_id = d.workspace_scope AND b.metric_name = d.metric_name
+  );
+
+/* @name release_behaviour_definitions */
+-- What a behaviour no segment uses any longer computed goes with its definition (these four).
+DELETE FROM metric_definitions
+WHERE tenant_id = $tenant_id AND workspace_scope = $workspace_id AND for_segments
+  AND list_contains(CAST($names AS JSON)::VARCHAR[], metric_name);
+
+/* @name release_behaviour_contributions */
+DELETE FROM metric_contributions
+WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND list_contains(CAST($names AS JSON)::VARCHAR[], metric_name);
+
+/* @name release_behaviour_strings */
+DELETE FROM metric_strings
+WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND list_contains(CAST($names AS JSON)::VARCHAR[], metric_name);
+
+/* @name release_behaviour_values */
+-- Only the rows of values holding one of the names are rewritten.
+UPDATE profile_metric_vectors SET
+  number_values = map_from_entries(list_filter(map_entries(number_values), entry -> NOT list_contains(CAST($names AS JSON)::VARCHAR[], entry.key))),
+  string_values = map_from_entries(list_filter(map_entries(string_values), entry -> NOT list_contains(CAST($names AS JSON)::VARCHAR[], entry.key))),
+  list_values = map_from_entries(list_filter(map_entries(list_values), entry -> NOT list_contains(CAST($names AS JSON)::VARCHAR[], entry.key))),
+  string_entries = map_from_entries(list_filter(map_entries(string_entries), entry -> NOT list_contains(CAST($names AS JSON)::VARCHAR[], entry.key)))
+WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id
+  AND (list_has_any(map_keys(number_values), CAST($names AS JSON)::VARCHAR[])
+    OR list_has_any(map_keys(string_entries), CAST($names AS JSON)::VARCHAR[]));
+
+/* @name backfilled_behaviour_metrics */
+-- The behaviours of a rule whose values are computed and complete, which a preview reads as metrics.
+SELECT metric_name FROM metric_definitions
+WHERE tenant_id = $tenant_id AND workspace_scope = $workspace_id AND for_segments AND backfilled_at IS NOT NULL
+  AND list_contains(CAST($names AS JSON)::VARCHAR[], metric_name);
+
+/* @name segments_computing_behaviour */
+SELECT s.workspace_id, s.segment_id, s.display_name, s.status FROM segment_behaviours b
+JOIN segments s ON s.tenant_id = b.tenant_id AND s.workspace_id = b.workspace_id AND s.segment_id = b.segment_id
+WHERE b.tenant_id = $tenant_id AND b.workspace_id = $workspace_id AND b.metric_name = $metric_name
+ORDER BY s.segment_id;

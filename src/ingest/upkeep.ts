@@ -62,7 +62,6 @@ export async function runUpkeep(
   const due = await context.store.read(async (session) => ({
     backfill: await hasPendingBackfill(session),
     decay: await needsDecay(session, time),
-    segments: await hasAwaitingSegments(session),
     compaction: maintenance && (await inputsNeedCompaction(session)),
   }));
   // One part a pass, so that batches come between the parts.
@@ -79,7 +78,8 @@ export async function runUpkeep(
       await evaluateAfterMetricStep(context, touched, time);
     });
   }
-  if (due.segments) {
+  // Read after the backfill: a segment waits for the metrics of its behaviours to be complete.
+  if (await context.store.read(hasAwaitingSegments)) {
     await context.store.write((session) =>
       evaluateAwaitingSegments(session, evaluationOptions(context, time)),
     );

@@ -9,6 +9,15 @@ export const metricNameSchema = z
   .string()
   .regex(/^[a-z][a-z0-9_]{0,63}$/, 'must be lowercase and match ^[a-z][a-z0-9_]{0,63}$');
 
+/**
+ * A name as a delete addresses a definition: a catalog metric's, or that of a metric computed for
+ * segments (`~` and 16 hex digits), whose delete is refused while they exist.
+ */
+export const definedMetricNameSchema = z.union([
+  metricNameSchema,
+  z.string().regex(/^~[0-9a-f]{16}$/),
+]);
+
 export const workspaceScopeSchema = z.union([z.literal('*'), idSchema]);
 
 /** The body of `PUT /metric-definitions`, with every combination rule of the interface. */

@@ -6,6 +6,7 @@ import { decodeCursor, type Page, type PageQuery, toPage } from '../store/cursor
 import { requireRoom } from '../tenancy/quotas.js';
 import { findWorkspace } from '../tenancy/workspaces.js';
 import { AGGREGATIONS, type MetricDefinitionInput, VALUE_KINDS } from './definition-schema.js';
+import { conditionsOf } from './event-filter.js';
 import { freezeDefinition, metricTime } from './materialize.js';
 
 /** A stored definition as the API lists it; unset optional fields are null (interface.md). */
@@ -21,9 +22,15 @@ export const metricDefinitionSchema = z.object({
   aggregation: z.enum(AGGREGATIONS).nullable(),
   keep: z.number().nullable(),
   created_at: z.string(),
+  /** The conditions each event must meet: only on definitions computed for segments. */
+  where: z.array(z.object({ path: z.string(), op: z.string(), value: z.unknown() })).nullable(),
+  /** The segments a definition was created for (their behaviours); null for the catalog's own. */
+  computed_for_segments: z.array(z.string()).nullable(),
 });
 
 export type MetricDefinition = z.infer<typeof metricDefinitionSchema>;
+
+type MetricDefinitionRow = Omit<MetricDefinition, 'where'> & { event_filter: string | null };
 
 /**
  * Creates a definition. Rules that need the store are checked here: the event type exists, the
@@ -110,7 +117,7 @@ export async function listMetricDefinitions(
 ): Promise<Page<MetricDefinition>> {
   const after = query.cursor === null ? null : decodeCursor(query.cursor, definitionCursor);
   const rows = await context.store.read((session) =>
-    session.all<MetricDefinition>('list_metric_definitions_page', {
+    session.all<MetricDefinitionRow>('list_metric_definitions_page', {
       tenant_id: tenantId,
       workspace_id: workspaceId,
       after_metric: after?.m ?? null,
@@ -123,7 +130,7 @@ export async function listMetricDefinitions(
     rows,
     query.limit,
     (row) => ({ m: row.metric_name, e: row.event_name, w: row.workspace_id }),
-    (row) => row,
+    ({ event_filter, ...row }) => ({ ...row, where: conditionsOf(event_filter) }),
   );
 }
 
@@ -133,12 +140,25 @@ export async function deleteMetricDefinition(
   key: { metricName: string; eventName: string; workspaceScope: string },
 ): Promise<void> {
   await context.store.write(async (session) => {
-    const deleted = await session.run('delete_metric_definition', {
+    const params = {
       tenant_id: tenantId,
       workspace_scope: key.workspaceScope,
       metric_name: key.metricName,
       event_name: key.eventName,
-    });
+    };
+    const found = await session.one<{ for_segments: boolean }>('get_metric_definition', params);
+    if (found?.for_segments) {
+      const segments = await session.all<{ segment_id: string }>('segments_computing_behaviour', {
+        tenant_id: tenantId,
+        workspace_id: key.workspaceScope,
+        metric_name: key.metricName,
+      });
+      throw new ConflictError(
+        `metric ${key.metricName} is computed for the behaviours of segments ${segments.map((row) => row.segment_id).join(', ')}; it goes when they are deleted`,
+        { segments },
+      );
+    }
+    const deleted = await session.run('delete_metric_definition', params);
     if (deleted === 0) {
       throw new NotFoundError(
         `no metric ${key.metricName} on event ${key.eventName} for workspace ${key.workspaceScope}`,

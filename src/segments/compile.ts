@@ -1,5 +1,8 @@
+import { eventFilterOf, jsonPathOf } from '../metrics/event-filter.js';
 import type { MetricShape } from '../metrics/shapes.js';
 import type { Params } from '../store/session.js';
+import { sql } from '../store/sql-files.js';
+import type { Behaviour } from './behaviour.js';
 import type { Comparison, Predicate } from './predicate.js';
 
 /**
@@ -11,8 +14,16 @@ export interface CompiledPredicate {
   columns: string;
   /** A boolean expression over the pivoted columns that is never NULL. */
   condition: string;
+  /**
+   * For a preview, the behaviours whose values are not computed yet, read from stored events:
+   * common table expressions (`b0 AS (…),`) and their joins to the rows of values.
+   */
+  behaviours: string;
+  behaviourJoins: string;
   params: Params;
 }
+
+const MEASURE_COLUMNS = { count: 'count_value', sum: 'sum_value', latest: 'latest_value' } as const;
 
 const VALUE_MAP: Record<MetricShape, string> = {
   number: 'number_values',
@@ -25,18 +36,55 @@ const NUMBER_OPERATORS = { eq: '=', ne: '<>', gt: '>', gte: '>=', lt: '<', lte: 
 class Compiler {
   readonly params: Params = {};
   private readonly columnOf = new Map<string, string>();
-  private readonly columnShapes: [string, MetricShape][] = [];
+  private readonly columnSources: [string, string][] = [];
+  private readonly fromEvents: string[] = [];
   private nextValue = 0;
 
-  column(metric: string, shape: MetricShape): string {
+  /** `fromEvents`: the behaviours (by metric name) to read from stored events, not from values. */
+  constructor(
+    private readonly readFromEvents: ReadonlySet<string> = new Set(),
+    private readonly today: string | null = null,
+  ) {}
+
+  column(metric: string, shape: MetricShape, behaviour?: Behaviour): string {
     let column = this.columnOf.get(metric);
     if (!column) {
       column = `m${this.columnOf.size}`;
       this.columnOf.set(metric, column);
-      this.columnShapes.push([column, shape]);
-      this.params[`${column}_name`] = metric;
+      if (behaviour && this.readFromEvents.has(metric)) {
+        const source = this.eventsSource(behaviour);
+        this.columnSources.push([column, `${source}.${MEASURE_COLUMNS[behaviour.measure]}`]);
+      } else {
+        this.columnSources.push([column, `${VALUE_MAP[shape]}[$${column}_name]`]);
+        this.params[`${column}_name`] = metric;
+      }
     }
     return column;
+  }
+
+  /** A behaviour's values per profile, computed from the stored events (sql preview_behaviour_values). */
+  private eventsSource(behaviour: Behaviour): string {
+    const source = `b${this.fromEvents.length}`;
+    this.fromEvents.push(source);
+    this.params[`${source}_event`] = behaviour.event;
+    this.params[`${source}_window`] = behaviour.withinDays;
+    this.params[`${source}_json_path`] =
+      behaviour.path === null ? null : jsonPathOf(behaviour.path);
+    this.params[`${source}_filter`] = eventFilterOf(behaviour.where);
+    this.params.today = this.today;
+    return source;
+  }
+
+  behaviours(): string {
+    return this.fromEvents
+      .map((source) => `${fillSlots(sql('preview_behaviour_values'), { b: source })},\n`)
+      .join('');
+  }
+
+  behaviourJoins(): string {
+    return this.fromEvents
+      .map((source) => `\n  LEFT JOIN ${source} ON ${source}.profile_id = v.profile_id`)
+      .join('');
   }
 
   bind(value: string | number): string {
@@ -64,7 +112,7 @@ class Compiler {
 
   /** A count or sum that a profile lacks is 0 (design §13); a missing string or list is NULL. */
   private comparison(node: Comparison): string {
-    const column = this.column(node.metric, node.shape);
+    const column = this.column(node.metric, node.shape, node.behaviour);
     if (node.op === 'exists') return node.value ? `${column} IS NOT NULL` : `${column} IS NULL`;
     if (node.shape === 'number') {
       return `coalesce(${column}, 0) ${NUMBER_OPERATORS[node.op as keyof typeof NUMBER_OPERATORS]} ${this.bind(node.value as number)}`;
@@ -91,18 +139,25 @@ class Compiler {
   }
 
   valueColumns(): string {
-    return this.columnShapes
-      .map(([column, shape]) => `${VALUE_MAP[shape]}[$${column}_name] AS ${column}`)
-      .join(',\n    ');
+    return this.columnSources.map(([column, source]) => `${source} AS ${column}`).join(',\n    ');
   }
 }
 
-export function compilePredicate(predicate: Predicate): CompiledPredicate {
-  const compiler = new Compiler();
+/**
+ * A predicate over the rows of values; for a preview, the behaviours named in `readFromEvents`
+ * are computed from the stored events as of `today`, as their metrics would be once backfilled.
+ */
+export function compilePredicate(
+  predicate: Predicate,
+  fromEvents: { behaviours: ReadonlySet<string>; today: string } | null = null,
+): CompiledPredicate {
+  const compiler = new Compiler(fromEvents?.behaviours, fromEvents?.today ?? null);
   const condition = compiler.condition(predicate);
   return {
     columns: compiler.valueColumns(),
     condition,
+    behaviours: compiler.behaviours(),
+    behaviourJoins: compiler.behaviourJoins(),
     params: compiler.params,
   };
 }

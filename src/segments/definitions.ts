@@ -5,7 +5,9 @@ import { decodeCursor, type Page, segmentCursorSchema, toPage } from '../store/c
 import type { Session } from '../store/session.js';
 import { requireRoom } from '../tenancy/quotas.js';
 import { findWorkspace, requireWorkspace } from '../tenancy/workspaces.js';
+import { computeBehavioursFor, releaseBehavioursOf } from './behaviour-metrics.js';
 import { parseRule } from './parse-rule.js';
+import { behavioursIn } from './predicate.js';
 
 export const SEGMENT_STATUSES = ['draft', 'active', 'paused', 'archived'] as const;
 export type SegmentStatus = (typeof SEGMENT_STATUSES)[number];
@@ -113,7 +115,7 @@ export async function createSegment(
     if (!(await findWorkspace(session, key.tenantId, key.workspaceId))) {
       throw ValidationError.field('workspace_id', `workspace ${key.workspaceId} does not exist`);
     }
-    await parseRule(session, input.predicate, key.tenantId, key.workspaceId);
+    const predicate = await parseRule(session, input.predicate, key.tenantId, key.workspaceId);
     if (await findSegment(session, key)) {
       throw new ConflictError(
         `segment ${key.segmentId} already exists in workspace ${key.workspaceId}`,
@@ -128,6 +130,7 @@ export async function createSegment(
       ...input.automations,
       now: nowIso(context),
     });
+    await computeBehavioursFor(session, key, behavioursIn(predicate), nowIso(context));
     return (await findSegment(session, key)) as Segment;
   });
 }
@@ -173,8 +176,9 @@ export async function setSegmentStatus(
 }
 
 /**
- * Deletes the definition with its memberships, history and undelivered webhooks: delete is for
- * mistakes, `archived` is the way to retire a segment.
+ * Deletes the definition with its memberships, history and undelivered webhooks, and what was
+ * computed for its behaviours alone: delete is for mistakes, `archived` is the way to retire a
+ * segment.
  */
 export async function deleteSegment(context: Context, key: SegmentKey): Promise<void> {
   await context.store.write(async (session) => {
@@ -183,5 +187,6 @@ export async function deleteSegment(context: Context, key: SegmentKey): Promise<
     await session.run('delete_segment_history', keyParams(key));
     await session.run('cancel_segment_webhooks', keyParams(key));
     await session.run('delete_segment', keyParams(key));
+    await releaseBehavioursOf(session, key);
   });
 }

@@ -1,11 +1,12 @@
 import { ValidationError } from '../errors.js';
-import { addRetiredMetricShapes, type MetricShape, metricShapes } from '../metrics/shapes.js';
+import { addRetiredMetricShapes } from '../metrics/shapes.js';
 import type { Session } from '../store/session.js';
 import { sql } from '../store/sql-files.js';
 import { componentLog } from '../telemetry/log.js';
 import { prometheusSeries } from '../telemetry/prometheus.js';
 import { compileSegmentSet, fillSlots, MAX_SEGMENTS_PER_MASK } from './compile.js';
-import { type Predicate, parsePredicate } from './predicate.js';
+import { ruleScope } from './parse-rule.js';
+import { type Predicate, parsePredicate, type RuleScope } from './predicate.js';
 
 interface StoredSegment {
   tenant_id: string;
@@ -35,7 +36,7 @@ function byWorkspace(segments: StoredSegment[]): StoredSegment[][] {
 }
 
 /** A predicate, or why the stored one cannot be evaluated (the message names the faulty path). */
-function parsed(segment: StoredSegment, shapes: Map<string, MetricShape>): Predicate | string {
+function parsed(segment: StoredSegment, scope: RuleScope): Predicate | string {
   let raw: unknown;
   try {
     raw = JSON.parse(segment.predicate);
@@ -43,7 +44,7 @@ function parsed(segment: StoredSegment, shapes: Map<string, MetricShape>): Predi
     return 'predicate: the stored predicate is not JSON';
   }
   try {
-    return parsePredicate(raw, shapes);
+    return parsePredicate(raw, scope);
   } catch (error) {
     if (error instanceof ValidationError) return error.message;
     throw error;
@@ -65,15 +66,15 @@ interface Checked {
  */
 async function checked(session: Session, segments: StoredSegment[]): Promise<Checked> {
   const { tenant_id: tenantId, workspace_id: workspaceId } = segments[0] as StoredSegment;
-  const shapes = await metricShapes(session, tenantId, workspaceId);
+  const scope = await ruleScope(session, tenantId, workspaceId);
   let storedShapesAdded = false;
   const result: Checked = { evaluable: [], broken: [] };
   for (const segment of segments) {
-    let predicate = parsed(segment, shapes);
+    let predicate = parsed(segment, scope);
     if (typeof predicate === 'string' && !storedShapesAdded) {
-      await addRetiredMetricShapes(session, tenantId, workspaceId, shapes);
+      await addRetiredMetricShapes(session, tenantId, workspaceId, scope.shapes);
       storedShapesAdded = true;
-      predicate = parsed(segment, shapes);
+      predicate = parsed(segment, scope);
     }
     if (typeof predicate === 'string') result.broken.push({ segment, error: predicate });
     else result.evaluable.push({ segment, predicate });

@@ -39,10 +39,22 @@ export async function metricDefinitionDependents(
       metric_name: key.metricName,
       event_name: key.eventName,
     };
-    if (!(await session.one('get_metric_definition', params))) {
+    const definition = await session.one<{ for_segments: boolean }>(
+      'get_metric_definition',
+      params,
+    );
+    if (!definition) {
       throw new NotFoundError(
         `no metric ${key.metricName} on event ${key.eventName} for workspace ${key.workspaceScope}`,
       );
+    }
+    if (definition.for_segments) {
+      // Computed for these segments' behaviours: a delete is refused while any of them exists.
+      const segments = await session.all<Omit<MetricDependent, 'still_collected'>>(
+        'segments_computing_behaviour',
+        { tenant_id: tenantId, workspace_id: key.workspaceScope, metric_name: key.metricName },
+      );
+      return segments.map((segment) => ({ ...segment, still_collected: false }));
     }
     const others = new Set(
       (await session.all<{ workspace_scope: string }>('metric_scopes_besides', params)).map(

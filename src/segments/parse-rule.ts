@@ -1,7 +1,20 @@
 import { ValidationError } from '../errors.js';
-import { addRetiredMetricShapes, metricShapes } from '../metrics/shapes.js';
+import { addRetiredMetricShapes, type MetricShape, metricShapes } from '../metrics/shapes.js';
 import type { Session } from '../store/session.js';
-import { type Predicate, parsePredicate } from './predicate.js';
+import { type Predicate, parsePredicate, type RuleScope } from './predicate.js';
+
+/** The metrics a workspace's rules compare by name and the event types their behaviours name. */
+export async function ruleScope(
+  session: Session,
+  tenantId: string,
+  workspaceId: string,
+): Promise<RuleScope & { shapes: Map<string, MetricShape> }> {
+  const shapes = await metricShapes(session, tenantId, workspaceId);
+  const eventTypes = await session.all<{ event_name: string }>('event_type_names', {
+    tenant_id: tenantId,
+  });
+  return { shapes, eventTypes: new Set(eventTypes.map((row) => row.event_name)) };
+}
 
 /**
  * Checks a rule against the metrics a workspace can use: those its definitions collect and, when
@@ -15,12 +28,12 @@ export async function parseRule(
   tenantId: string,
   workspaceId: string,
 ): Promise<Predicate> {
-  const shapes = await metricShapes(session, tenantId, workspaceId);
+  const scope = await ruleScope(session, tenantId, workspaceId);
   try {
-    return parsePredicate(raw, shapes);
+    return parsePredicate(raw, scope);
   } catch (error) {
     if (!(error instanceof ValidationError)) throw error;
-    await addRetiredMetricShapes(session, tenantId, workspaceId, shapes);
-    return parsePredicate(raw, shapes);
+    await addRetiredMetricShapes(session, tenantId, workspaceId, scope.shapes);
+    return parsePredicate(raw, scope);
   }
 }

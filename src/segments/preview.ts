@@ -1,10 +1,12 @@
 import { z } from 'zod';
-import type { Context } from '../context.js';
+import { type Context, nowIso } from '../context.js';
 import { profileContacts } from '../identity/profile-view.js';
 import { sql } from '../store/sql-files.js';
 import { requireWorkspace } from '../tenancy/workspaces.js';
+import { backfilledBehaviours } from './behaviour-metrics.js';
 import { compilePredicate, fillSlots } from './compile.js';
 import { parseRule } from './parse-rule.js';
+import { behavioursIn } from './predicate.js';
 
 /** Preview counts look at this many profiles at most (interface "Limits"). */
 export const PREVIEW_SCAN_LIMIT = 20_000;
@@ -43,8 +45,17 @@ export async function previewSegment(
   return context.store.read(async (session) => {
     await requireWorkspace(session, tenantId, workspaceId);
     const predicate = await parseRule(session, rawPredicate, tenantId, workspaceId);
-    const compiled = compilePredicate(predicate);
+    const behaviours = behavioursIn(predicate);
+    const computed = await backfilledBehaviours(session, tenantId, workspaceId, behaviours);
+    const compiled = compilePredicate(predicate, {
+      behaviours: new Set(
+        behaviours.map((b) => b.metricName).filter((name) => !computed.has(name)),
+      ),
+      today: nowIso(context).slice(0, 10),
+    });
     const statement = fillSlots(sql('preview_segment'), {
+      behaviours: compiled.behaviours,
+      behaviour_joins: compiled.behaviourJoins,
       columns: compiled.columns,
       condition: compiled.condition,
     });

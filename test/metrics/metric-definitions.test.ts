@@ -60,6 +60,8 @@ describe('metric definitions', () => {
         aggregation: null,
         keep: null,
         created_at: '2026-03-01T12:00:00.000Z',
+        where: null,
+        computed_for_segments: null,
       },
     ]);
   });

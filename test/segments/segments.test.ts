@@ -157,7 +157,7 @@ describe('segments', () => {
       [
         'an extra key',
         { metric: 'orders', op: 'gte', value: 1, window: 3 },
-        'predicate: unexpected key window; a predicate is {metric, op, value} or one of all, any, not',
+        'predicate: unexpected key window; a predicate is {metric, op, value}, {event, op, value} or one of all, any, not',
       ],
       [
         'a missing op',

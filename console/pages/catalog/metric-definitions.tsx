@@ -27,6 +27,10 @@ interface MetricDefinition {
   window_days: number | null;
   aggregation: string | null;
   keep: number | null;
+  /** Conditions on the events read: behaviour metrics only. */
+  where: { path: string; op: string; value: unknown }[] | null;
+  /** The segments a behaviour metric is computed for; null for the catalog's own. */
+  computed_for_segments: string[] | null;
 }
 
 /** A segment whose rule compares the metric (the API's dry run of a delete). */
@@ -84,6 +88,8 @@ function optionsOf(definition: MetricDefinition): string {
   if (definition.aggregation) parts.push(definition.aggregation);
   if (definition.keep !== null) parts.push(`keep ${definition.keep}`);
   if (definition.window_days !== null) parts.push(`${definition.window_days} days`);
+  for (const { path, op, value } of definition.where ?? [])
+    parts.push(`where ${path} ${op} ${JSON.stringify(value)}`);
   return parts.join(', ');
 }
 
@@ -167,12 +173,17 @@ export function MetricDefinitions(props: {
             <td>{definition.display_name ?? ''}</td>
             {canWrite.value && (
               <td>
-                <RowAction
-                  label={`Delete metric ${definition.metric_name} of ${definition.event_name}`}
-                  onClick={() => plan(definition)}
-                >
-                  Delete
-                </RowAction>
+                {definition.computed_for_segments ? (
+                  // A behaviour metric goes with the last segment comparing its behaviour.
+                  `Computed for segments ${definition.computed_for_segments.join(', ')}`
+                ) : (
+                  <RowAction
+                    label={`Delete metric ${definition.metric_name} of ${definition.event_name}`}
+                    onClick={() => plan(definition)}
+                  >
+                    Delete
+                  </RowAction>
+                )}
               </td>
             )}
           </tr>

@@ -4,8 +4,8 @@ import { z } from 'zod';
 import type { Context } from '../../context.js';
 import { eventNameSchema, idSchema } from '../../ids.js';
 import {
+  definedMetricNameSchema,
   metricDefinitionInputSchema,
-  metricNameSchema,
   workspaceScopeSchema,
 } from '../../metrics/definition-schema.js';
 import {
@@ -76,7 +76,7 @@ export function metricDefinitionRoutes(app: FastifyInstance, context: Context): 
       schema: {
         params: tenantParams,
         querystring: dryRunQuery.extend({
-          metric_name: metricNameSchema,
+          metric_name: definedMetricNameSchema,
           event_name: eventNameSchema,
           workspace_id: workspaceScopeSchema.default('*'),
         }),
