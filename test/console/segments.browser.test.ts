@@ -122,7 +122,7 @@ describe('segments in the console (issue 31, item 5)', () => {
     // A new rule starts empty: nothing to count yet, and no preview asked.
     await expect.poll(() => page.getByText('Add a condition to see who matches.').count()).toBe(1);
     expect(await metric(0).count()).toBe(0);
-    await page.getByRole('button', { name: 'Add condition', exact: true }).click();
+    await page.getByRole('button', { name: 'Add metric condition', exact: true }).click();
     // Each metric says what feeds it.
     expect(await metric(0).locator('option').allTextContents()).toEqual([
       'last_category: latest properties.category of product_viewed',
@@ -137,11 +137,14 @@ describe('segments in the console (issue 31, item 5)', () => {
       .toMatch(/^must be between/);
     await value(0).fill('1');
     await expect.poll(() => page.locator('.field-reason').count()).toBe(0);
+    // A new group starts with a behaviour; this rule compares metrics only.
     await page.getByRole('button', { name: 'Add group', exact: true }).click();
+    await page.getByRole('button', { name: 'Remove condition 2.1' }).click();
+    await page.getByRole('button', { name: 'Add metric condition to group 2' }).click();
     await metric(1).selectOption('last_category');
     await operator(1).selectOption('eq');
     await value(1).fill('shoes');
-    await page.getByRole('button', { name: /^Add condition to group/ }).click();
+    await page.getByRole('button', { name: 'Add metric condition to group 2' }).click();
     await metric(2).selectOption('views');
     await operator(2).selectOption('lt');
     await value(2).fill('2');
@@ -254,7 +257,7 @@ describe('segments in the console (issue 31, item 5)', () => {
     await screenshot(page, 'segment-page');
 
     // Segments are create-only: a new one starts from this rule, with the same preview.
-    await page.getByRole('button', { name: 'New segment from this rule' }).click();
+    await page.getByRole('button', { name: 'Copy as a new segment' }).click();
     await page.waitForURL(/#\/segments\/new$/);
     const again = await callApi('POST', `${SEGMENTS}/preview`, {
       workspace_id: 'eu',
@@ -452,4 +455,117 @@ describe('segments in the console (issue 31, item 5)', () => {
     expect(await page.getByRole('button', { name: 'Save segment' }).count()).toBe(0);
     await page.context().close();
   });
+
+  // Last: its orders and product views would change what the tests above count.
+  it('builds "at least 2 orders in 30 days and viewed a product" with no metric for it, saves it, copies it and filters People by it (issue 38)', async () => {
+    const ordersBefore = await callApi('GET', '/v1/tenants/acme/metric-definitions');
+    expect(
+      ordersBefore.body.metric_definitions.filter(
+        (definition: { event_name: string }) => definition.event_name === 'order_completed',
+      ),
+    ).toEqual([]);
+    // o1: two orders and a product seen; o2: two orders; o3: one order and a product seen.
+    let order = 0;
+    const buy = (anon: string) =>
+      visit(anon, 'order_completed', { order_id: `c${++order}`, total: 40 + order * 10 });
+    for (const anon of ['o1', 'o1', 'o2', 'o2', 'o3']) await buy(anon);
+    for (const anon of ['o1', 'o3']) await visit(anon, 'product_viewed', { category: 'bags' });
+    await suite.served.server.ingestNow();
+    const predicate = {
+      all: [
+        { event: 'order_completed', op: 'gte', value: 2, within_days: 30 },
+        { event: 'product_viewed', op: 'gte', value: 1 },
+      ],
+    };
+
+    const page = await signedIn(suite.served.tokens.tenant);
+    await page.goto(`${suite.served.url}/console/#/segments/new`);
+    await page.getByRole('button', { name: 'Add behaviour', exact: true }).click();
+    await page.getByLabel('Event of condition 1').selectOption('order_completed');
+    await page.getByLabel('How many times, condition 1').selectOption('gte');
+    await page.getByLabel('Times of condition 1').fill('2');
+    await page.getByLabel('Days of condition 1 (empty: ever)').fill('30');
+    await page.getByRole('button', { name: 'Add behaviour', exact: true }).click();
+    await page.getByLabel('Event of condition 2').selectOption('product_viewed');
+
+    const api = await callApi('POST', `${SEGMENTS}/preview`, { workspace_id: 'eu', predicate });
+    expect(api.status, JSON.stringify(api.body)).toBe(200);
+    expect(api.body.matched_profiles).toBe(1);
+    await expect
+      .poll(() => page.getByTestId('preview-count').textContent())
+      .toBe(String(api.body.matched_profiles));
+    await expectAccessible(page, 'the segment builder with behaviours');
+    await page.setViewportSize({ width: 360, height: 740 });
+    expect(await pageWidth(page), 'the builder with behaviours at 360 px').toBeLessThanOrEqual(360);
+    await page.setViewportSize({ width: 1280, height: 800 });
+
+    await page.getByLabel('Id', { exact: true }).fill('repeat-buyers');
+    await page.getByLabel('Display name').fill('Repeat buyers who browse');
+    // No webhooks: the deliveries the other tests count are theirs.
+    await page.getByLabel('when a profile enters').uncheck();
+    await page.getByLabel('when a profile leaves').uncheck();
+    await page.getByRole('button', { name: 'Save segment' }).click();
+    await page.waitForURL(/#\/segments\/repeat-buyers$/);
+    const saved = await callApi('GET', `${SEGMENTS}/repeat-buyers/definition?workspace_id=eu`);
+    expect(saved.body.predicate).toEqual(predicate);
+    await expect
+      .poll(() => page.getByTestId('member-count').textContent(), { timeout: 20_000 })
+      .toBe('1');
+    expect(await page.locator('pre.rule-text').textContent()).toBe(
+      [
+        'All of:',
+        '  did order_completed at least 2 times in the last 30 days',
+        '  did product_viewed at least 1 time',
+      ].join('\n'),
+    );
+    // o2 looks at a product: the count rises without a reload.
+    await visit('o2', 'product_viewed', { category: 'shoes' });
+    await suite.served.server.ingestNow();
+    await expect
+      .poll(() => page.getByTestId('member-count').textContent(), { timeout: 20_000 })
+      .toBe('2');
+
+    // A copy starts from the same behaviours; a property filter narrows the first.
+    await page.getByRole('button', { name: 'Copy as a new segment' }).click();
+    await page.waitForURL(/#\/segments\/new$/);
+    await expect.poll(() => page.getByLabel('Times of condition 1').inputValue()).toBe('2');
+    expect(await page.getByLabel('Days of condition 1 (empty: ever)').inputValue()).toBe('30');
+    await expect.poll(() => page.getByTestId('preview-count').textContent()).toBe('2');
+    await page.getByRole('button', { name: 'Add property filter to condition 1' }).click();
+    await page.getByLabel('Field of property filter 1.1').fill('total');
+    await page.getByLabel('Operator of property filter 1.1').selectOption('gt');
+    await page.getByLabel('Value of property filter 1.1').fill('55');
+    const filtered = await callApi('POST', `${SEGMENTS}/preview`, {
+      workspace_id: 'eu',
+      predicate: {
+        all: [
+          {
+            event: 'order_completed',
+            op: 'gte',
+            value: 2,
+            within_days: 30,
+            where: { path: 'properties.total', op: 'gt', value: 55 },
+          },
+          { event: 'product_viewed', op: 'gte', value: 1 },
+        ],
+      },
+    });
+    // o1's orders totalled 50 and 60, o2's 70 and 80: only o2 has two over 55.
+    expect(filtered.body.matched_profiles).toBe(1);
+    await expect.poll(() => page.getByTestId('preview-count').textContent()).toBe('1');
+    await expectAccessible(page, 'the copy with a property filter');
+
+    // People, narrowed to the segment: its two members.
+    const members = (
+      await callApi('GET', `${SEGMENTS}/repeat-buyers/members?workspace_id=eu`)
+    ).body.members.map((member: { profile_id: string }) => member.profile_id);
+    expect(members).toHaveLength(2);
+    await page.goto(`${suite.served.url}/console/#/profiles`);
+    await page.getByLabel('Segment').selectOption('repeat-buyers');
+    const people = page.getByRole('table', { name: /^Identifiers masked/ });
+    await expect
+      .poll(async () => (await people.locator('tbody th').allTextContents()).sort())
+      .toEqual([...members].sort());
+    await page.context().close();
+  }, 120_000);
 });

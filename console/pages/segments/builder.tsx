@@ -4,6 +4,7 @@ import { Options } from '../../components/field.js';
 import { navigate } from '../../router.js';
 import { canWrite, session } from '../../session.js';
 import {
+  eventTypeNames,
   SEGMENT_STATUSES,
   type SegmentStatus,
   startingPredicate,
@@ -151,6 +152,7 @@ function SegmentForm() {
   const tenant = session.tenant.value;
   const workspace = session.workspace.value;
   const metrics = useSignal<WorkspaceMetric[] | null>(null);
+  const events = useSignal<string[]>([]);
   const loadError = useSignal<string | null>(null);
   const root = useSignal<RuleNode>(newGroup('all'));
   const preview = useSignal<PreviewState>({ kind: 'incomplete' });
@@ -171,8 +173,9 @@ function SegmentForm() {
     const w = session.workspace.value;
     if (!t || !w) return;
     metrics.value = null;
-    workspaceMetrics(t, w).then(
-      (list) => {
+    Promise.all([workspaceMetrics(t, w), eventTypeNames(t)]).then(
+      ([list, names]) => {
+        events.value = names;
         metrics.value = list;
         const started = ruleFromPredicate(startingPredicate.peek());
         startingPredicate.value = null;
@@ -236,8 +239,8 @@ function SegmentForm() {
 
   if (!tenant || !workspace) return <p class="loading">Choose a workspace.</p>;
   if (loadError.value)
-    return <p class="error">The metrics could not be loaded: {loadError.value}</p>;
-  if (!metrics.value) return <p class="loading">Loading the workspace's metrics…</p>;
+    return <p class="error">The metrics and events could not be loaded: {loadError.value}</p>;
+  if (!metrics.value) return <p class="loading">Loading the workspace's metrics and events…</p>;
 
   const fields = form.value;
   const fieldReasons = saveError.value?.fieldReasons() ?? new Map<string, string>();
@@ -288,13 +291,19 @@ function SegmentForm() {
   return (
     <section aria-labelledby="builder-title">
       <h1 id="builder-title">New segment in {workspace}</h1>
-      {metrics.value.length === 0 ? (
+      {metrics.value.length === 0 && events.value.length === 0 ? (
         <p>
-          This workspace has no metrics yet: define one in the catalog, then build a rule on it.
+          No event types yet: register the events your sites send in the catalog, then build a rule
+          on what people did.
         </p>
       ) : (
         <div class="builder">
-          <RuleEditor root={root} metrics={metrics.value} reasons={reasons.value} />
+          <RuleEditor
+            root={root}
+            metrics={metrics.value}
+            events={events.value}
+            reasons={reasons.value}
+          />
           <PreviewPanel
             state={preview.value}
             emptyRule={root.value.type === 'group' && root.value.children.length === 0}

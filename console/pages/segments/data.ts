@@ -87,6 +87,15 @@ export async function workspaceMetrics(
   }));
 }
 
+/** The tenant's event types by name, which a rule's behaviours name. */
+export async function eventTypeNames(tenant: string): Promise<string[]> {
+  const types = await everyPage<{ event_name: string }>(
+    pathOf`/v1/tenants/${tenant}/event-types`,
+    'event_types',
+  );
+  return types.map((type) => type.event_name).sort();
+}
+
 export function listSegments(tenant: string, workspace: string): Promise<SegmentItem[]> {
   return everyPage<SegmentItem>(
     `${pathOf`/v1/tenants/${tenant}/segments`}?workspace_id=${encodeURIComponent(workspace)}`,
@@ -107,7 +116,7 @@ export function setStatus(
 }
 
 /**
- * The predicate a new segment starts from, set by "New segment from this rule" on a segment page
+ * The predicate a new segment starts from, set by "Copy as a new segment" on a segment page
  * (segments are create-only, so this is how a rule is changed): kept in memory, not in the URL.
  */
 export const startingPredicate = signal<unknown>(null);

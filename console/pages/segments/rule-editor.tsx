@@ -2,11 +2,18 @@ import type { Signal } from '@preact/signals';
 import type { WorkspaceMetric } from './data.js';
 import {
   type Condition,
+  type EventCondition,
   type Group,
   newCondition,
+  newEventCondition,
   newGroup,
+  newPropertyFilter,
   OP_LABELS,
   OPS_BY_SHAPE,
+  PROPERTY_OP_LABELS,
+  PROPERTY_OPS,
+  type PropertyFilter,
+  QUANTIFIERS,
   type RuleNode,
   updateNode,
 } from './rule.js';
@@ -14,6 +21,8 @@ import {
 interface EditorProps {
   root: Signal<RuleNode>;
   metrics: WorkspaceMetric[];
+  /** The tenant's event types, which behaviours name. */
+  events: string[];
   /** The API's reason for a node, by node id (a 422 of the preview or the save). */
   reasons: Map<number, string>;
 }
@@ -34,7 +43,7 @@ function metricOf(metrics: WorkspaceMetric[], name: string) {
 }
 
 /** The "not" in front of a condition or a group, which negates it. */
-function NotToggle({ root, node }: { root: Signal<RuleNode>; node: Condition | Group }) {
+function NotToggle({ root, node }: { root: Signal<RuleNode>; node: RuleNode }) {
   return (
     <label class="inline">
       <input
@@ -154,6 +163,204 @@ function ConditionRow({ condition, place, props }: ConditionProps) {
   );
 }
 
+/** One `where` of a behaviour: `properties.<field> <op> <value>`. */
+function PropertyFilterRow({
+  condition,
+  filter,
+  place,
+  root,
+}: {
+  condition: EventCondition;
+  filter: PropertyFilter;
+  place: string;
+  root: Signal<RuleNode>;
+}) {
+  const set = (patch: Partial<PropertyFilter>) =>
+    change(root, condition.id, (node) => ({
+      ...(node as EventCondition),
+      where: (node as EventCondition).where.map((item) =>
+        item.id === filter.id ? { ...item, ...patch } : item,
+      ),
+    }));
+  const label = `of property filter ${place}`;
+  return (
+    <li class="property-filter">
+      <span>where properties.</span>
+      <input
+        aria-label={`Field ${label}`}
+        value={filter.field}
+        placeholder="field"
+        onInput={(event) => set({ field: (event.target as HTMLInputElement).value })}
+      />
+      <select
+        aria-label={`Operator ${label}`}
+        value={filter.op}
+        onChange={(event) => set({ op: (event.target as HTMLSelectElement).value, text: '' })}
+      >
+        {PROPERTY_OPS.map((op) => (
+          <option key={op} value={op}>
+            {PROPERTY_OP_LABELS[op] ?? op}
+          </option>
+        ))}
+      </select>
+      {filter.op === 'exists' ? (
+        <select
+          aria-label={`Value ${label}`}
+          value={filter.text === 'no' ? 'no' : 'yes'}
+          onChange={(event) => set({ text: (event.target as HTMLSelectElement).value })}
+        >
+          <option value="yes">yes</option>
+          <option value="no">no</option>
+        </select>
+      ) : filter.op === 'in' || filter.op === 'not_in' ? (
+        <textarea
+          aria-label={`Value ${label}, one per line`}
+          rows={2}
+          value={filter.text}
+          onInput={(event) => set({ text: (event.target as HTMLTextAreaElement).value })}
+        />
+      ) : (
+        <input
+          aria-label={`Value ${label}`}
+          value={filter.text}
+          onInput={(event) => set({ text: (event.target as HTMLInputElement).value })}
+        />
+      )}
+      <button
+        type="button"
+        class="quiet"
+        aria-label={`Remove property filter ${place}`}
+        onClick={() =>
+          change(root, condition.id, (node) => ({
+            ...(node as EventCondition),
+            where: (node as EventCondition).where.filter((item) => item.id !== filter.id),
+          }))
+        }
+      >
+        Remove
+      </button>
+    </li>
+  );
+}
+
+/** "did / did not do [event] [at least | at most | exactly] N times [in the last D days] [where …]". */
+function EventConditionRow({
+  condition,
+  place,
+  props,
+}: {
+  condition: EventCondition;
+  place: string;
+  props: EditorProps;
+}) {
+  const reason = props.reasons.get(condition.id);
+  const reasonId = `reason-${condition.id}`;
+  const set = (patch: Partial<EventCondition>) =>
+    change(props.root, condition.id, (node) => ({ ...(node as EventCondition), ...patch }));
+  return (
+    <li class="condition behaviour" aria-describedby={reason ? reasonId : undefined}>
+      <NotToggle root={props.root} node={condition} />
+      <select
+        aria-label={`Did or did not, condition ${place}`}
+        value={condition.did ? 'did' : 'did_not'}
+        onChange={(event) => set({ did: (event.target as HTMLSelectElement).value === 'did' })}
+      >
+        <option value="did">did</option>
+        <option value="did_not">did not do</option>
+      </select>
+      <select
+        aria-label={`Event of condition ${place}`}
+        value={condition.event}
+        onChange={(event) => set({ event: (event.target as HTMLSelectElement).value })}
+      >
+        {props.events.map((name) => (
+          <option key={name} value={name}>
+            {name}
+          </option>
+        ))}
+      </select>
+      {condition.did && (
+        <>
+          <select
+            aria-label={`How many times, condition ${place}`}
+            value={condition.quantifier}
+            onChange={(event) =>
+              set({
+                quantifier: (event.target as HTMLSelectElement)
+                  .value as EventCondition['quantifier'],
+              })
+            }
+          >
+            {QUANTIFIERS.map(([op, label]) => (
+              <option key={op} value={op}>
+                {label}
+              </option>
+            ))}
+          </select>
+          <input
+            aria-label={`Times of condition ${place}`}
+            type="number"
+            min="0"
+            step="1"
+            class="short"
+            value={condition.times}
+            onInput={(event) => set({ times: (event.target as HTMLInputElement).value })}
+          />
+          <span>times</span>
+        </>
+      )}
+      <label class="inline">
+        in the last
+        <input
+          aria-label={`Days of condition ${place} (empty: ever)`}
+          type="number"
+          min="1"
+          max="730"
+          step="1"
+          class="short"
+          placeholder="ever"
+          value={condition.days}
+          onInput={(event) => set({ days: (event.target as HTMLInputElement).value })}
+        />
+        days
+      </label>
+      <button
+        type="button"
+        class="quiet"
+        aria-label={`Remove condition ${place}`}
+        onClick={() => change(props.root, condition.id, () => null)}
+      >
+        Remove
+      </button>
+      {condition.where.length > 0 && (
+        <ul class="property-filters" aria-label={`Property filters of condition ${place}`}>
+          {condition.where.map((filter, index) => (
+            <PropertyFilterRow
+              key={filter.id}
+              condition={condition}
+              filter={filter}
+              place={`${place}.${index + 1}`}
+              root={props.root}
+            />
+          ))}
+        </ul>
+      )}
+      <button
+        type="button"
+        class="quiet"
+        onClick={() => set({ where: [...condition.where, newPropertyFilter()] })}
+      >
+        Add property filter to condition {place}
+      </button>
+      {reason && (
+        <p id={reasonId} class="error field-reason">
+          {reason}
+        </p>
+      )}
+    </li>
+  );
+}
+
 function GroupBox({
   group,
   place,
@@ -167,6 +374,14 @@ function GroupBox({
 }) {
   const reason = props.reasons.get(group.id);
   const first = props.metrics[0];
+  const firstEvent = props.events[0];
+  /** A new group's first condition: a behaviour where the tenant has event types. */
+  const starter = (): RuleNode[] =>
+    firstEvent
+      ? [newEventCondition(firstEvent)]
+      : first
+        ? [newCondition(first.name, first.shape)]
+        : [];
   const placeOf = (index: number) => (place ? `${place}.${index + 1}` : `${index + 1}`);
   const add = (node: RuleNode) =>
     change(props.root, group.id, (current) => ({
@@ -209,6 +424,13 @@ function GroupBox({
         {group.children.map((child, index) =>
           child.type === 'condition' ? (
             <ConditionRow key={child.id} condition={child} place={placeOf(index)} props={props} />
+          ) : child.type === 'event' ? (
+            <EventConditionRow
+              key={child.id}
+              condition={child}
+              place={placeOf(index)}
+              props={props}
+            />
           ) : (
             <li key={child.id}>
               <GroupBox group={child} place={placeOf(index)} props={props} depth={depth + 1} />
@@ -220,19 +442,21 @@ function GroupBox({
         <button
           type="button"
           class="quiet"
+          disabled={!firstEvent}
+          onClick={() => add(newEventCondition(firstEvent))}
+        >
+          Add behaviour{depth > 0 ? ` to group ${place}` : ''}
+        </button>
+        <button
+          type="button"
+          class="quiet"
           disabled={!first}
           onClick={() => add(newCondition(first?.name, first?.shape))}
         >
-          Add condition{depth > 0 ? ` to group ${place}` : ''}
+          Add metric condition{depth > 0 ? ` to group ${place}` : ''}
         </button>
         {depth < 6 && (
-          <button
-            type="button"
-            class="quiet"
-            onClick={() =>
-              add(newGroup('any', first ? [newCondition(first.name, first.shape)] : []))
-            }
-          >
+          <button type="button" class="quiet" onClick={() => add(newGroup('any', starter()))}>
             Add group{depth > 0 ? ` to group ${place}` : ''}
           </button>
         )}

@@ -36,6 +36,58 @@ export interface Condition {
   text: string;
 }
 
+/** How many times a behaviour is done: at least, at most or exactly N. */
+export const QUANTIFIERS = [
+  ['gte', 'at least'],
+  ['lte', 'at most'],
+  ['eq', 'exactly'],
+] as const;
+
+/** The operators of a `where` on an event's property (design §13, COND), in the order offered. */
+export const PROPERTY_OPS = [
+  'eq',
+  'ne',
+  'gt',
+  'gte',
+  'lt',
+  'lte',
+  'contains',
+  'in',
+  'not_in',
+  'exists',
+];
+
+export const PROPERTY_OP_LABELS: Record<string, string> = {
+  ...OP_LABELS,
+  exists: 'is set',
+};
+
+/** One condition on the events' properties: `properties.<field> <op> <value>`. */
+export interface PropertyFilter {
+  id: number;
+  /** The field under `properties.`, as typed (`total`, `address.city`). */
+  field: string;
+  op: string;
+  text: string;
+}
+
+/**
+ * "did / did not do [event] [at least | at most | exactly] N times [in the last D days | ever]
+ * [where …]": a count of one event type's events, the builder's first kind of condition.
+ */
+export interface EventCondition {
+  type: 'event';
+  id: number;
+  negated: boolean;
+  did: boolean;
+  event: string;
+  quantifier: 'gte' | 'lte' | 'eq';
+  times: string;
+  /** Days back, as typed; empty for ever. */
+  days: string;
+  where: PropertyFilter[];
+}
+
 export interface Group {
   type: 'group';
   id: number;
@@ -44,7 +96,7 @@ export interface Group {
   children: RuleNode[];
 }
 
-export type RuleNode = Condition | Group;
+export type RuleNode = Condition | EventCondition | Group;
 
 let lastId = 0;
 const nextId = () => {
@@ -55,6 +107,24 @@ const nextId = () => {
 export function newCondition(metric = '', shape: MetricShape = 'number'): Condition {
   const op = OPS_BY_SHAPE[shape][0] as string;
   return { type: 'condition', id: nextId(), negated: false, metric, op, text: '' };
+}
+
+export function newEventCondition(event = ''): EventCondition {
+  return {
+    type: 'event',
+    id: nextId(),
+    negated: false,
+    did: true,
+    event,
+    quantifier: 'gte',
+    times: '1',
+    days: '',
+    where: [],
+  };
+}
+
+export function newPropertyFilter(): PropertyFilter {
+  return { id: nextId(), field: '', op: 'eq', text: '' };
 }
 
 export function newGroup(combinator: 'all' | 'any', children: RuleNode[] = []): Group {
@@ -68,7 +138,7 @@ export function updateNode(
   change: (node: RuleNode) => RuleNode | null,
 ): RuleNode | null {
   if (node.id === id) return change(node);
-  if (node.type === 'condition') return node;
+  if (node.type !== 'group') return node;
   const children: RuleNode[] = [];
   for (const child of node.children) {
     const updated = updateNode(child, id, change);
@@ -103,6 +173,53 @@ export function conditionValue(
   return { value: condition.text };
 }
 
+/**
+ * A property filter's value: a number for the comparisons of numbers; for `is` and `is not` a
+ * number or true/false when the text reads as one, else the text (docs/console.md).
+ */
+export function propertyValue(filter: PropertyFilter): { value: unknown } | { missing: string } {
+  const text = filter.text.trim();
+  if (filter.op === 'exists') return { value: filter.text !== 'no' };
+  if (filter.op === 'in' || filter.op === 'not_in') {
+    const values = listValues(filter.text);
+    return values.length > 0 ? { value: values } : { missing: 'enter at least one value' };
+  }
+  const number = Number(text);
+  const numeric = text !== '' && Number.isFinite(number);
+  if (['gt', 'gte', 'lt', 'lte'].includes(filter.op))
+    return numeric ? { value: number } : { missing: 'enter a number' };
+  if (filter.op === 'contains') return { value: filter.text };
+  if (numeric) return { value: number };
+  if (text === 'true' || text === 'false') return { value: text === 'true' };
+  return { value: filter.text };
+}
+
+/** The event condition as the API takes it, its paths beside it, or null while incomplete. */
+function eventPredicate(node: EventCondition, path: string, paths: Map<string, number>) {
+  if (node.event === '') return null;
+  const times = Number(node.times);
+  if (node.did && (node.times.trim() === '' || !Number.isFinite(times))) return null;
+  const days = Number(node.days);
+  if (node.days.trim() !== '' && !Number.isFinite(days)) return null;
+  const where: unknown[] = [];
+  for (const [index, filter] of node.where.entries()) {
+    const value = propertyValue(filter);
+    if (filter.field.trim() === '' || 'missing' in value) return null;
+    const at = node.where.length === 1 ? `${path}.where` : `${path}.where.all[${index}]`;
+    for (const field of ['', '.path', '.op', '.value']) paths.set(`${at}${field}`, node.id);
+    where.push({ path: `properties.${filter.field.trim()}`, op: filter.op, value: value.value });
+  }
+  for (const field of ['event', 'op', 'value', 'within_days', 'where'])
+    paths.set(`${path}.${field}`, node.id);
+  return {
+    event: node.event,
+    op: node.did ? node.quantifier : 'eq',
+    value: node.did ? times : 0,
+    ...(node.days.trim() === '' ? {} : { within_days: days }),
+    ...(where.length === 0 ? {} : { where: where.length === 1 ? where[0] : { all: where } }),
+  };
+}
+
 export interface BuiltPredicate {
   predicate: unknown;
   /** The API's paths (`predicate.all[1].not`) to the node they name, to show a 422 beside it. */
@@ -129,6 +246,9 @@ export function buildPredicate(
         parts.push(part);
       }
       built = { [node.combinator]: parts };
+    } else if (node.type === 'event') {
+      built = eventPredicate(node, inner, paths);
+      if (built === null) return null;
     } else {
       const shape = shapes.get(node.metric);
       if (!shape) return null;
@@ -146,6 +266,41 @@ export function buildPredicate(
 function describeValue(value: unknown): string {
   if (Array.isArray(value)) return value.map((item) => JSON.stringify(item)).join(', ');
   return typeof value === 'string' ? JSON.stringify(value) : String(value);
+}
+
+const QUANTIFIER_LABELS: Record<string, string> = {
+  gte: 'at least',
+  lte: 'at most',
+  eq: 'exactly',
+  gt: 'more than',
+  lt: 'fewer than',
+  ne: 'other than',
+};
+
+function describeWhere(where: unknown): string {
+  if (typeof where !== 'object' || where === null) return JSON.stringify(where);
+  const record = where as Record<string, unknown>;
+  if (Array.isArray(record.all)) return record.all.map(describeWhere).join(' and ');
+  const { path, op, value } = record;
+  if (op === 'exists') return `${String(path)} ${value === false ? 'is not set' : 'is set'}`;
+  return `${String(path)} ${OP_LABELS[String(op)] ?? String(op)} ${describeValue(value)}`;
+}
+
+/** "did order_placed at least 2 times in the last 30 days where properties.total is more than 50". */
+function describeEvent(record: Record<string, unknown>): string {
+  const { event, op, value } = record;
+  const days =
+    typeof record.within_days === 'number' ? ` in the last ${record.within_days} days` : '';
+  const where = 'where' in record ? ` where ${describeWhere(record.where)}` : '';
+  let what: string;
+  if (typeof record.sum === 'string')
+    what = `sum of ${record.sum} over ${String(event)}${days} ${OP_LABELS[String(op)] ?? op} ${describeValue(value)}`;
+  else if (typeof record.latest === 'string')
+    what = `latest ${record.latest} of ${String(event)} ${OP_LABELS[String(op)] ?? op} ${describeValue(value)}`;
+  else if (op === 'eq' && value === 0) what = `did not do ${String(event)}${days}`;
+  else
+    what = `did ${String(event)} ${QUANTIFIER_LABELS[String(op)] ?? op} ${describeValue(value)} ${value === 1 ? 'time' : 'times'}${days}`;
+  return `${what}${where}`;
 }
 
 /**
@@ -166,6 +321,7 @@ export function describePredicate(predicate: unknown, depth = 0): string[] {
       ];
   }
   if ('not' in record) return [`${indent}None of:`, ...describePredicate(record.not, depth + 1)];
+  if (typeof record.event === 'string') return [`${indent}${describeEvent(record)}`];
   const { metric, op, value } = record;
   if (typeof metric === 'string' && typeof op === 'string') {
     if (op === 'exists')
@@ -194,6 +350,7 @@ export function ruleFromPredicate(predicate: unknown): RuleNode | null {
         ? newGroup(combinator, children as RuleNode[])
         : null;
     }
+  if (typeof record.event === 'string') return eventFromPredicate(record);
   const { metric, op, value } = record;
   if (typeof metric !== 'string' || typeof op !== 'string') return null;
   const text =
@@ -205,4 +362,47 @@ export function ruleFromPredicate(predicate: unknown): RuleNode | null {
         ? value.join('\n')
         : String(value);
   return { type: 'condition', id: nextId(), negated: false, metric, op, text };
+}
+
+function filterFromPredicate(condition: unknown): PropertyFilter | null {
+  if (typeof condition !== 'object' || condition === null) return null;
+  const { path, op, value } = condition as Record<string, unknown>;
+  if (typeof path !== 'string' || !path.startsWith('properties.') || typeof op !== 'string')
+    return null;
+  const text =
+    op === 'exists'
+      ? value === false
+        ? 'no'
+        : 'yes'
+      : Array.isArray(value)
+        ? value.join('\n')
+        : String(value);
+  return { id: nextId(), field: path.slice('properties.'.length), op, text };
+}
+
+/** A stored count condition as the builder shows it; the sum and latest forms it does not. */
+function eventFromPredicate(record: Record<string, unknown>): EventCondition | null {
+  const { event, op, value, within_days: days, where } = record;
+  if ('sum' in record || 'latest' in record || typeof event !== 'string') return null;
+  if (typeof value !== 'number' || !['gte', 'lte', 'eq'].includes(String(op))) return null;
+  const conditions =
+    where === undefined
+      ? []
+      : Array.isArray((where as { all?: unknown }).all)
+        ? ((where as { all: unknown[] }).all as unknown[])
+        : [where];
+  const filters = conditions.map(filterFromPredicate);
+  if (filters.some((filter) => filter === null)) return null;
+  const did = !(op === 'eq' && value === 0);
+  return {
+    type: 'event',
+    id: nextId(),
+    negated: false,
+    did,
+    event,
+    quantifier: did ? (op as EventCondition['quantifier']) : 'gte',
+    times: did ? String(value) : '1',
+    days: typeof days === 'number' ? String(days) : '',
+    where: filters as PropertyFilter[],
+  };
 }

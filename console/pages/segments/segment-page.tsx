@@ -119,7 +119,7 @@ function Definition({
                 navigate('/segments/new');
               }}
             >
-              New segment from this rule
+              Copy as a new segment
             </button>
             <p class="help">
               A saved rule does not change (its members and webhooks follow it): build the new one,
