@@ -61,18 +61,41 @@ WHERE $before_at IS NULL OR (happened_at, kind, ref) < ($before_at::TIMESTAMP, $
 ORDER BY happened_at DESC, kind DESC, ref DESC
 LIMIT $limit;
 
-/* @name profile_summary_page */
-WITH page AS (
-  SELECT p.profile_id, p.last_seen_at FROM profiles p
-  WHERE p.tenant_id = $tenant_id AND p.workspace_id = $workspace_id AND p.merged_into IS NULL
-    AND ($after IS NULL OR p.profile_id > $after)
-    AND ($segment_id IS NULL OR EXISTS (
-      SELECT 1 FROM segment_members s
-      WHERE s.tenant_id = p.tenant_id AND s.workspace_id = p.workspace_id AND s.profile_id = p.profile_id
-        AND s.segment_id = $segment_id))
-  ORDER BY p.profile_id
-  LIMIT $limit
-)
+/* @name profile_summary_by_id */
+-- The customer table's page in profile id order (the page slot of profile_summary_rows).
+SELECT p.profile_id, p.last_seen_at, NULL::DOUBLE AS sort_value FROM profiles p
+WHERE p.tenant_id = $tenant_id AND p.workspace_id = $workspace_id AND p.merged_into IS NULL
+  AND ($after IS NULL OR p.profile_id > $after)
+  AND ($segment_id IS NULL OR EXISTS (
+    SELECT 1 FROM segment_members s
+    WHERE s.tenant_id = p.tenant_id AND s.workspace_id = p.workspace_id AND s.profile_id = p.profile_id
+      AND s.segment_id = $segment_id))
+ORDER BY p.profile_id
+LIMIT $limit
+
+/* @name profile_summary_by_metric */
+-- The customer table's page by a number metric, profiles without it last, ties by profile id:
+-- the keyset is (missing, value, profile id), the value negated when descending. Every live
+-- profile has a row of values.
+SELECT v.profile_id, p.last_seen_at, v.number_values[$sort_metric] AS sort_value
+FROM profile_metric_vectors v
+JOIN profiles p ON p.tenant_id = v.tenant_id AND p.workspace_id = v.workspace_id AND p.profile_id = v.profile_id
+WHERE v.tenant_id = $tenant_id AND v.workspace_id = $workspace_id
+  AND ($segment_id IS NULL OR EXISTS (
+    SELECT 1 FROM segment_members s
+    WHERE s.tenant_id = v.tenant_id AND s.workspace_id = v.workspace_id AND s.profile_id = v.profile_id
+      AND s.segment_id = $segment_id))
+  AND ($after IS NULL
+    OR ($after_missing AND v.number_values[$sort_metric] IS NULL AND v.profile_id > $after)
+    OR (NOT $after_missing AND (v.number_values[$sort_metric] IS NULL
+      OR (CASE WHEN $descending THEN -1 ELSE 1 END) * v.number_values[$sort_metric] > (CASE WHEN $descending THEN -1 ELSE 1 END) * $after_value::DOUBLE
+      OR (v.number_values[$sort_metric] = $after_value::DOUBLE AND v.profile_id > $after))))
+ORDER BY sort_value IS NULL, (CASE WHEN $descending THEN -1 ELSE 1 END) * sort_value, v.profile_id
+LIMIT $limit
+
+/* @name profile_summary_rows */
+-- One row per profile of the page (the slot: profile_summary_by_id or _by_metric), in its order.
+WITH page AS ({{page}})
 SELECT page.profile_id,
   greatest(page.last_seen_at, (SELECT max(l.last_seen_at) FROM profile_last_seen l
    WHERE l.tenant_id = $tenant_id AND l.workspace_id = $workspace_id AND l.profile_id = page.profile_id)) AS last_seen_at,
@@ -89,9 +112,10 @@ SELECT page.profile_id,
    WHERE m.tenant_id = $tenant_id AND m.workspace_id = $workspace_id AND m.profile_id = page.profile_id
      AND NOT starts_with(m.metric_name, '~')) AS metrics,
   (SELECT list(s.segment_id ORDER BY s.segment_id) FROM segment_members s
-   WHERE s.tenant_id = $tenant_id AND s.workspace_id = $workspace_id AND s.profile_id = page.profile_id) AS segment_ids
+   WHERE s.tenant_id = $tenant_id AND s.workspace_id = $workspace_id AND s.profile_id = page.profile_id) AS segment_ids,
+  page.sort_value
 FROM page
-ORDER BY page.profile_id;
+ORDER BY page.sort_value IS NULL, (CASE WHEN $descending THEN -1 ELSE 1 END) * page.sort_value, page.profile_id;
 
 /* @name profile_contacts */
 -- The first email and phone of each profile of $profile_ids, as the customer table shows them.

@@ -3,6 +3,7 @@ import type { Context } from '../context.js';
 import { NotFoundError } from '../errors.js';
 import { decodeCursor, type Page, toPage } from '../store/cursor.js';
 import type { Session } from '../store/session.js';
+import { fillSlots, sql } from '../store/sql-files.js';
 import { requireWorkspace } from '../tenancy/workspaces.js';
 import type { TenantKeys } from '../tenant-keys.js';
 import { maskEmailsIn } from './mask.js';
@@ -249,19 +250,45 @@ export async function profileHistory(
   });
 }
 
-const summaryCursor = z.object({ p: z.string() });
+/** `v`: the metric value of the page's last row when sorted, `m`: that row had none. */
+const summaryCursor = z.object({
+  p: z.string(),
+  v: z
+    .string()
+    .regex(/^-?\d+(\.\d+)?(e[+-]?\d+)?$/i)
+    .optional(),
+  m: z.literal('1').optional(),
+});
+
+/**
+ * How the customer table is ordered: by profile id, or by a number metric (missing ones last),
+ * which the caller checked is one (`requireNumberMetric`).
+ */
+export interface SummaryOrder {
+  metric: string;
+  descending: boolean;
+}
 
 /** The customer table: one row per live profile, email and phone masked per design §11. */
 export async function profileSummary(
   context: Context,
   scope: Scope,
-  query: { limit: number; cursor: string | null; segmentId: string | null },
+  query: {
+    limit: number;
+    cursor: string | null;
+    segmentId: string | null;
+    order: SummaryOrder | null;
+  },
 ): Promise<Page<SummaryRow>> {
   const after = query.cursor === null ? null : decodeCursor(query.cursor, summaryCursor);
   const reveal = revealFor(context, scope.tenantId);
+  const { order } = query;
   return context.store.read(async (session) => {
     await requireWorkspace(session, scope.tenantId, scope.workspaceId);
-    const rows = await session.all<{
+    const statement = fillSlots(sql('profile_summary_rows'), {
+      page: sql(order ? 'profile_summary_by_metric' : 'profile_summary_by_id'),
+    });
+    const rows = await session.allText<{
       profile_id: string;
       last_seen_at: string;
       email_ciphertext: Uint8Array | null;
@@ -270,16 +297,30 @@ export async function profileSummary(
       phone_masked: string | null;
       metrics: MetricRow[] | null;
       segment_ids: string[] | null;
-    }>('profile_summary_page', {
+      sort_value: number | null;
+    }>(statement, {
       ...scopeParams(scope),
       after: after?.p ?? null,
       segment_id: query.segmentId,
       limit: query.limit + 1,
+      descending: order?.descending ?? false,
+      ...(order
+        ? {
+            sort_metric: order.metric,
+            after_value: after?.v === undefined ? null : Number(after.v),
+            after_missing: after?.m === '1',
+          }
+        : {}),
     });
     return toPage(
       rows,
       query.limit,
-      (row) => ({ p: row.profile_id }),
+      (row): Record<string, string> =>
+        !order
+          ? { p: row.profile_id }
+          : row.sort_value === null
+            ? { p: row.profile_id, m: '1' }
+            : { p: row.profile_id, v: String(row.sort_value) },
       (row): SummaryRow => ({
         profile_id: row.profile_id,
         email: reveal.column('email', row.email_ciphertext, row.email_masked),

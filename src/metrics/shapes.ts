@@ -1,3 +1,5 @@
+import type { Context } from '../context.js';
+import { ValidationError } from '../errors.js';
 import type { Session } from '../store/session.js';
 
 /** How a metric's value is compared: count and sum are numbers, `latest` a string, `recent` a list. */
@@ -41,4 +43,22 @@ export async function addRetiredMetricShapes(
   );
   for (const row of stored)
     if (!shapes.has(row.metric_name)) shapes.set(row.metric_name, row.shape);
+}
+
+/** Refuses a `field` naming anything but a count or sum a workspace's rules can compare (422). */
+export async function requireNumberMetric(
+  context: Context,
+  scope: { tenantId: string; workspaceId: string },
+  name: string,
+  field: string,
+): Promise<void> {
+  const shapes = await context.store.read((session) =>
+    metricShapes(session, scope.tenantId, scope.workspaceId),
+  );
+  const shape = shapes.get(name);
+  if (shape === 'number') return;
+  throw ValidationError.field(
+    field,
+    shape ? `metric ${name} is not a number; only counts and sums sort` : `unknown metric ${name}`,
+  );
 }

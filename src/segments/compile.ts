@@ -1,7 +1,7 @@
 import { eventFilterOf, jsonPathOf } from '../metrics/event-filter.js';
 import type { MetricShape } from '../metrics/shapes.js';
 import type { Params } from '../store/session.js';
-import { sql } from '../store/sql-files.js';
+import { fillSlots, sql } from '../store/sql-files.js';
 import type { Behaviour } from './behaviour.js';
 import type { Comparison, Predicate } from './predicate.js';
 
@@ -192,13 +192,4 @@ export function compileSegmentSet(segments: { predicate: Predicate }[]): Compile
     mask: bits.join('\n    | '),
     params: compiler.params,
   };
-}
-
-/** Puts compiled fragments into the `{{name}}` slots of a statement from `sql/`. */
-export function fillSlots(template: string, fragments: Record<string, string>): string {
-  return template.replace(/\{\{(\w+)\}\}/g, (_, name: string) => {
-    const fragment = fragments[name];
-    if (fragment === undefined) throw new Error(`no fragment for SQL slot {{${name}}}`);
-    return fragment;
-  });
 }

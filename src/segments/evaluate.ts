@@ -1,10 +1,10 @@
 import { ValidationError } from '../errors.js';
 import { addRetiredMetricShapes } from '../metrics/shapes.js';
 import type { Session } from '../store/session.js';
-import { sql } from '../store/sql-files.js';
+import { fillSlots, sql } from '../store/sql-files.js';
 import { componentLog } from '../telemetry/log.js';
 import { prometheusSeries } from '../telemetry/prometheus.js';
-import { compileSegmentSet, fillSlots, MAX_SEGMENTS_PER_MASK } from './compile.js';
+import { compileSegmentSet, MAX_SEGMENTS_PER_MASK } from './compile.js';
 import { ruleScope } from './parse-rule.js';
 import { type Predicate, parsePredicate, type RuleScope } from './predicate.js';
 

@@ -14,6 +14,6 @@ export async function segmentMembers(
   return profileSummary(
     context,
     { tenantId: key.tenantId, workspaceId: key.workspaceId },
-    { ...paging, segmentId: key.segmentId },
+    { ...paging, segmentId: key.segmentId, order: null },
   );
 }

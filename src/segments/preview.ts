@@ -1,10 +1,10 @@
 import { z } from 'zod';
 import { type Context, nowIso } from '../context.js';
 import { profileContacts } from '../identity/profile-view.js';
-import { sql } from '../store/sql-files.js';
+import { fillSlots, sql } from '../store/sql-files.js';
 import { requireWorkspace } from '../tenancy/workspaces.js';
 import { backfilledBehaviours } from './behaviour-metrics.js';
-import { compilePredicate, fillSlots } from './compile.js';
+import { compilePredicate } from './compile.js';
 import { parseRule } from './parse-rule.js';
 import { behavioursIn } from './predicate.js';
 

@@ -39,6 +39,15 @@ export function sql(name: string): string {
   return text;
 }
 
+/** Puts fragments (compiled predicates, chosen statements) into the `{{name}}` slots of a statement from `sql/`. */
+export function fillSlots(template: string, fragments: Record<string, string>): string {
+  return template.replace(/\{\{(\w+)\}\}/g, (_, name: string) => {
+    const fragment = fragments[name];
+    if (fragment === undefined) throw new Error(`no fragment for SQL slot {{${name}}}`);
+    return fragment;
+  });
+}
+
 export interface Migration {
   version: number;
   name: string;

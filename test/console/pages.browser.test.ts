@@ -338,6 +338,12 @@ describe('the profiles page (issue 31, item 6)', () => {
     const emails = await people.locator('tbody tr td:nth-of-type(1)').allTextContents();
     expect(emails).toEqual((await summary()).slice(0, 100).map((row) => row.email ?? '—'));
 
+    // Sorted by a count, highest first: the API's order (those without it last).
+    await page.getByLabel('Sort by').selectOption('signups:desc');
+    const bySignups = await summary('?sort_by=signups&order=desc');
+    expect(bySignups.length).toBeGreaterThan(1);
+    await expect.poll(firstColumn).toEqual(bySignups.map((row) => row.profile_id).slice(0, 100));
+    await page.getByLabel('Sort by').selectOption('');
     await page.getByLabel('Segment').selectOption('signed');
     await expect.poll(firstColumn).toEqual(members.map((row) => row.profile_id));
     // The metric is a column unless unchecked.

@@ -599,7 +599,12 @@ export const ROUTE_INPUTS: Record<string, RouteInput> = {
   },
   'GET /v1/tenants/:tenant/workspaces/:workspace/profiles/summary': {
     callers: MEMBER_CALLERS,
-    query: (fixture) => ({ ...pagingQuery(fixture), segment_id: fixture.segments }),
+    query: (fixture) => ({
+      ...pagingQuery(fixture),
+      segment_id: fixture.segments,
+      sort_by: [...fixture.metrics.number, ...fixture.metrics.string],
+      order: ['asc', 'desc'],
+    }),
   },
   'GET /v1/tenants/:tenant/workspaces/:workspace/events': {
     callers: MEMBER_CALLERS,

@@ -26,13 +26,18 @@ function shown(value: number | string | string[] | null | undefined): string {
 }
 
 /**
- * The workspace's people, a page at a time in the order of their profile ids, optionally the
- * members of one segment, with the metric columns the reader chooses; each opens its profile.
+ * The workspace's people, a page at a time in the order of their profile ids or by a count or
+ * sum (those without it last), optionally the members of one segment, with the metric columns
+ * the reader chooses; each opens its profile.
  */
 export function People(props: { tenant: string; workspace: string }) {
   const segmentId = useSignal('');
   const segments = useSignal<SegmentItem[]>([]);
   const metricNames = useSignal<string[]>([]);
+  /** The counts and sums, which the table can sort by. */
+  const numberMetrics = useSignal<string[]>([]);
+  /** `metric:desc`, `metric:asc`, or empty for the order of profile ids. */
+  const order = useSignal('');
   const columns = useSignal<string[]>([]);
   const loadFailure = useSignal<string | null>(null);
 
@@ -44,6 +49,9 @@ export function People(props: { tenant: string; workspace: string }) {
       ([segmentList, metrics]) => {
         segments.value = segmentList;
         metricNames.value = metrics.map((metric) => metric.name);
+        numberMetrics.value = metrics
+          .filter((metric) => metric.shape === 'number')
+          .map((metric) => metric.name);
         columns.value = metricNames.value.slice(0, FIRST_COLUMNS);
       },
       (error) => {
@@ -54,9 +62,15 @@ export function People(props: { tenant: string; workspace: string }) {
 
   const list = usePagedList<Person>('profiles', () => {
     const base = pathOf`/v1/tenants/${props.tenant}/workspaces/${props.workspace}/profiles/summary`;
-    return segmentId.value
-      ? `${base}?${new URLSearchParams({ segment_id: segmentId.value })}`
-      : base;
+    const query = new URLSearchParams();
+    if (segmentId.value) query.set('segment_id', segmentId.value);
+    const [metric, direction] = order.value.split(':');
+    if (metric && direction) {
+      query.set('sort_by', metric);
+      query.set('order', direction);
+    }
+    const text = query.toString();
+    return text ? `${base}?${text}` : base;
   });
 
   const toggle = (name: string, on: boolean) => {
@@ -85,6 +99,25 @@ export function People(props: { tenant: string; workspace: string }) {
                 {segment.display_name} ({segment.segment_id})
               </option>
             ))}
+          </select>
+        </label>
+        <label class="inline">
+          Sort by
+          <select
+            value={order.value}
+            onChange={(event) => {
+              order.value = (event.target as HTMLSelectElement).value;
+            }}
+          >
+            <option value="">profile id</option>
+            {numberMetrics.value.flatMap((name) => [
+              <option key={`${name}:desc`} value={`${name}:desc`}>
+                {name}, highest first
+              </option>,
+              <option key={`${name}:asc`} value={`${name}:asc`}>
+                {name}, lowest first
+              </option>,
+            ])}
           </select>
         </label>
       </div>

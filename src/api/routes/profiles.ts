@@ -15,6 +15,8 @@ import {
   viewProfile,
 } from '../../identity/profile-view.js';
 import { idSchema } from '../../ids.js';
+import { metricNameSchema } from '../../metrics/definition-schema.js';
+import { requireNumberMetric } from '../../metrics/shapes.js';
 import {
   ERASURE_LIMIT_WINDOW_MS,
   ERASURES_PER_MINUTE,
@@ -72,7 +74,11 @@ export function profileRoutes(app: FastifyInstance, context: Context): void {
       config: { access: 'workspace-member' },
       schema: {
         params: workspaceParams,
-        querystring: pagingQuery.extend({ segment_id: idSchema.optional() }),
+        querystring: pagingQuery.extend({
+          segment_id: idSchema.optional(),
+          sort_by: metricNameSchema.optional(),
+          order: z.enum(['asc', 'desc']).default('desc'),
+        }),
         response: {
           200: z.object({
             profiles: z.array(summaryRowSchema),
@@ -82,10 +88,21 @@ export function profileRoutes(app: FastifyInstance, context: Context): void {
       },
     },
     async (request) => {
+      if (request.query.sort_by !== undefined)
+        await requireNumberMetric(
+          context,
+          scopeOf(request.params),
+          request.query.sort_by,
+          'sort_by',
+        );
       const page = await profileSummary(context, scopeOf(request.params), {
         limit: request.query.limit,
         cursor: request.query.cursor ?? null,
         segmentId: request.query.segment_id ?? null,
+        order:
+          request.query.sort_by === undefined
+            ? null
+            : { metric: request.query.sort_by, descending: request.query.order === 'desc' },
       });
       return { profiles: page.items, next_cursor: page.next_cursor };
     },
