@@ -97,17 +97,6 @@ WHERE s.status = 'active' AND s.evaluated_at IS NOT NULL AND s.evaluation_error 
   AND EXISTS (SELECT 1 FROM metric_touched_profiles t WHERE t.tenant_id = s.tenant_id AND t.workspace_id = s.workspace_id)
 ORDER BY s.tenant_id, s.workspace_id, s.segment_id;
 
-/* @name segments_awaiting_count */
--- A segment whose behaviours are still being backfilled waits for them (segments_awaiting_evaluation).
-SELECT count(*) AS awaiting FROM segments s
-WHERE status = 'active' AND evaluated_at IS NULL AND evaluation_error IS NULL
-  AND NOT EXISTS (
-    SELECT 1 FROM segment_behaviours b JOIN metric_definitions d
-      ON d.tenant_id = b.tenant_id AND d.workspace_scope = b.workspace_id AND d.metric_name = b.metric_name
-    WHERE b.tenant_id = s.tenant_id AND b.workspace_id = s.workspace_id AND b.segment_id = s.segment_id
-      AND d.backfilled_at IS NULL
-  );
-
 /* @name segments_awaiting_evaluation */
 -- Its first evaluation gives a segment its members at once, so it waits until the metrics of its
 -- behaviours hold every stored event.

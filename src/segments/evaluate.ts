@@ -177,8 +177,7 @@ export async function evaluateTouchedProfiles(
 }
 
 export async function hasAwaitingSegments(session: Session): Promise<boolean> {
-  const row = await session.one<{ awaiting: number }>('segments_awaiting_count');
-  return (row?.awaiting ?? 0) > 0;
+  return (await session.all('segments_awaiting_evaluation')).length > 0;
 }
 
 /** Segments created active or moved to active since their last evaluation: over every profile. */

@@ -61,40 +61,85 @@ function NotToggle({ root, node }: { root: Signal<RuleNode>; node: RuleNode }) {
   );
 }
 
-function ValueInput({ condition, place, props }: ConditionProps) {
-  const metric = metricOf(props.metrics, condition.metric);
-  const label = `Value of condition ${place}`;
-  const set = (text: string) =>
-    change(props.root, condition.id, (node) => ({ ...node, text }) as Condition);
-  if (condition.op === 'exists')
+/** A value as typed: yes/no for `exists`, one per line for `in`/`not_in`, else one field. */
+function ValueField(props: {
+  op: string;
+  text: string;
+  label: string;
+  numeric: boolean;
+  set: (text: string) => void;
+}) {
+  if (props.op === 'exists')
     return (
       <select
-        aria-label={label}
-        value={condition.text === 'no' ? 'no' : 'yes'}
-        onChange={(event) => set((event.target as HTMLSelectElement).value)}
+        aria-label={props.label}
+        value={props.text === 'no' ? 'no' : 'yes'}
+        onChange={(event) => props.set((event.target as HTMLSelectElement).value)}
       >
         <option value="yes">yes</option>
         <option value="no">no</option>
       </select>
     );
-  if (condition.op === 'in' || condition.op === 'not_in')
+  if (props.op === 'in' || props.op === 'not_in')
     return (
       <textarea
-        aria-label={`${label}, one per line`}
+        aria-label={`${props.label}, one per line`}
         rows={2}
-        value={condition.text}
-        onInput={(event) => set((event.target as HTMLTextAreaElement).value)}
+        value={props.text}
+        onInput={(event) => props.set((event.target as HTMLTextAreaElement).value)}
       />
     );
   return (
     <input
-      aria-label={label}
-      type={metric?.shape === 'number' ? 'number' : 'text'}
+      aria-label={props.label}
+      type={props.numeric ? 'number' : 'text'}
       step="any"
-      value={condition.text}
-      onInput={(event) => set((event.target as HTMLInputElement).value)}
+      value={props.text}
+      onInput={(event) => props.set((event.target as HTMLInputElement).value)}
     />
   );
+}
+
+function ValueInput({ condition, place, props }: ConditionProps) {
+  return (
+    <ValueField
+      op={condition.op}
+      text={condition.text}
+      label={`Value of condition ${place}`}
+      numeric={metricOf(props.metrics, condition.metric)?.shape === 'number'}
+      set={(text) => change(props.root, condition.id, (node) => ({ ...node, text }) as Condition)}
+    />
+  );
+}
+
+/** A condition's Remove, and the API's reason for it beside it. */
+function RemoveCondition({
+  root,
+  node,
+  place,
+}: {
+  root: Signal<RuleNode>;
+  node: RuleNode;
+  place: string;
+}) {
+  return (
+    <button
+      type="button"
+      class="quiet"
+      aria-label={`Remove condition ${place}`}
+      onClick={() => change(root, node.id, () => null)}
+    >
+      Remove
+    </button>
+  );
+}
+
+function Reason({ id, reason }: { id: string; reason: string | undefined }) {
+  return reason ? (
+    <p id={id} class="error field-reason">
+      {reason}
+    </p>
+  ) : null;
 }
 
 /** `place` names a node by its position (`2.1`: the first in the second of the rule), as users count. */
@@ -146,19 +191,8 @@ function ConditionRow({ condition, place, props }: ConditionProps) {
         ))}
       </select>
       <ValueInput condition={condition} place={place} props={props} />
-      <button
-        type="button"
-        class="quiet"
-        aria-label={`Remove condition ${place}`}
-        onClick={() => change(props.root, condition.id, () => null)}
-      >
-        Remove
-      </button>
-      {reason && (
-        <p id={reasonId} class="error field-reason">
-          {reason}
-        </p>
-      )}
+      <RemoveCondition root={props.root} node={condition} place={place} />
+      <Reason id={reasonId} reason={reason} />
     </li>
   );
 }
@@ -203,29 +237,13 @@ function PropertyFilterRow({
           </option>
         ))}
       </select>
-      {filter.op === 'exists' ? (
-        <select
-          aria-label={`Value ${label}`}
-          value={filter.text === 'no' ? 'no' : 'yes'}
-          onChange={(event) => set({ text: (event.target as HTMLSelectElement).value })}
-        >
-          <option value="yes">yes</option>
-          <option value="no">no</option>
-        </select>
-      ) : filter.op === 'in' || filter.op === 'not_in' ? (
-        <textarea
-          aria-label={`Value ${label}, one per line`}
-          rows={2}
-          value={filter.text}
-          onInput={(event) => set({ text: (event.target as HTMLTextAreaElement).value })}
-        />
-      ) : (
-        <input
-          aria-label={`Value ${label}`}
-          value={filter.text}
-          onInput={(event) => set({ text: (event.target as HTMLInputElement).value })}
-        />
-      )}
+      <ValueField
+        op={filter.op}
+        text={filter.text}
+        label={`Value ${label}`}
+        numeric={false}
+        set={(text) => set({ text })}
+      />
       <button
         type="button"
         class="quiet"
@@ -324,14 +342,7 @@ function EventConditionRow({
         />
         days
       </label>
-      <button
-        type="button"
-        class="quiet"
-        aria-label={`Remove condition ${place}`}
-        onClick={() => change(props.root, condition.id, () => null)}
-      >
-        Remove
-      </button>
+      <RemoveCondition root={props.root} node={condition} place={place} />
       {condition.where.length > 0 && (
         <ul class="property-filters" aria-label={`Property filters of condition ${place}`}>
           {condition.where.map((filter, index) => (
@@ -352,11 +363,7 @@ function EventConditionRow({
       >
         Add property filter to condition {place}
       </button>
-      {reason && (
-        <p id={reasonId} class="error field-reason">
-          {reason}
-        </p>
-      )}
+      <Reason id={reasonId} reason={reason} />
     </li>
   );
 }

@@ -331,6 +331,12 @@ export function describePredicate(predicate: unknown, depth = 0): string[] {
   return [`${indent}${JSON.stringify(predicate)}`];
 }
 
+/** A stored value as the builder's field holds it: yes/no, one per line, or the text. */
+function textOf(op: string, value: unknown): string {
+  if (op === 'exists') return value === false ? 'no' : 'yes';
+  return Array.isArray(value) ? value.join('\n') : String(value);
+}
+
 /**
  * The rule a stored predicate stands for, to start a new segment from a saved one (segments are
  * create-only); null for anything the builder cannot show.
@@ -353,14 +359,7 @@ export function ruleFromPredicate(predicate: unknown): RuleNode | null {
   if (typeof record.event === 'string') return eventFromPredicate(record);
   const { metric, op, value } = record;
   if (typeof metric !== 'string' || typeof op !== 'string') return null;
-  const text =
-    op === 'exists'
-      ? value === false
-        ? 'no'
-        : 'yes'
-      : Array.isArray(value)
-        ? value.join('\n')
-        : String(value);
+  const text = textOf(op, value);
   return { type: 'condition', id: nextId(), negated: false, metric, op, text };
 }
 
@@ -369,14 +368,7 @@ function filterFromPredicate(condition: unknown): PropertyFilter | null {
   const { path, op, value } = condition as Record<string, unknown>;
   if (typeof path !== 'string' || !path.startsWith('properties.') || typeof op !== 'string')
     return null;
-  const text =
-    op === 'exists'
-      ? value === false
-        ? 'no'
-        : 'yes'
-      : Array.isArray(value)
-        ? value.join('\n')
-        : String(value);
+  const text = textOf(op, value);
   return { id: nextId(), field: path.slice('properties.'.length), op, text };
 }
 
