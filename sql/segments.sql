@@ -64,23 +64,34 @@ FROM scanned;
 /* @name preview_behaviour_values */
 -- One behaviour's values per profile from the workspace's stored events, as its metric would hold
 -- them once backfilled (metrics_sources_from_events, metrics_add_sources): each event under its
--- profile's survivor, in the window by day, through the behaviour's filter; a count, the sum of
--- the numbers at its path, and the newest string there (ties to the greater value). Its name and
--- parameters are named by src/segments/compile.ts.
+-- profile's survivor, in the window by day, through the behaviour's conditions. The slots are
+-- filled by src/segments/compile.ts: the statement's name and parameters, the paths each event
+-- is read at in one pass over its properties (`v`, the measured path first), the conditions on
+-- them (event_property_matches, as the engine's filter) and the measure (preview_measure_*).
 {{b}} AS (
-  SELECT coalesce(p.merged_into, e.profile_id) AS profile_id,
-    count(*)::DOUBLE AS count_value,
-    sum(event_property_number(json_extract(e.properties, ${{b}}_json_path::VARCHAR))) AS sum_value,
-    (max({'seen_at': e.occured_at, 'value': event_property_text(json_extract(e.properties, ${{b}}_json_path::VARCHAR))})
-      FILTER (WHERE event_property_text(json_extract(e.properties, ${{b}}_json_path::VARCHAR)) IS NOT NULL)).value AS latest_value
-  FROM events e
+  SELECT coalesce(p.merged_into, e.profile_id) AS profile_id, {{measure}} AS value
+  FROM (
+    SELECT e.profile_id, e.occured_at, {{values}} AS v
+    FROM events e
+    WHERE e.tenant_id = $tenant_id AND e.workspace_id = $workspace_id AND e.event_name = ${{b}}_event
+      AND (${{b}}_window::INTEGER IS NULL OR e.occured_at::DATE > $today::DATE - ${{b}}_window::INTEGER)
+  ) e
   LEFT JOIN (FROM profiles WHERE merged_into IS NOT NULL) p
-    ON p.tenant_id = e.tenant_id AND p.workspace_id = e.workspace_id AND p.profile_id = e.profile_id
-  WHERE e.tenant_id = $tenant_id AND e.workspace_id = $workspace_id AND e.event_name = ${{b}}_event
-    AND (${{b}}_window::INTEGER IS NULL OR e.occured_at::DATE > $today::DATE - ${{b}}_window::INTEGER)
-    AND event_properties_match(e.properties, CAST(CAST(${{b}}_filter::VARCHAR AS JSON) AS event_condition[]))
+    ON p.tenant_id = $tenant_id AND p.workspace_id = $workspace_id AND p.profile_id = e.profile_id
+  WHERE {{conditions}}
   GROUP BY 1
 )
+
+/* @name preview_measure_count */
+count(*)::DOUBLE
+
+/* @name preview_measure_sum */
+-- Numbers only, as property_number sums them; a profile whose events have none has no value (0).
+sum(event_property_number(v[1]))
+
+/* @name preview_measure_latest */
+-- The newest string, ties to the greater value, as latest keeps it.
+(max({'seen_at': occured_at, 'value': event_property_text(v[1])}) FILTER (WHERE event_property_text(v[1]) IS NOT NULL)).value
 
 /* @name workspace_profile_totals */
 SELECT

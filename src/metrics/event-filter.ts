@@ -27,8 +27,12 @@ export function jsonPathOf(path: string): string {
  * `event_filter` holds (JSON); null for none, when the definition reads every event of its type.
  */
 export function eventFilterOf(where: PropertyCondition[]): string | null {
-  if (where.length === 0) return null;
-  const rows: EventConditionRow[] = where.map(({ path, op, value }) => ({
+  return where.length === 0 ? null : JSON.stringify(eventConditionsOf(where));
+}
+
+/** Each condition as an `event_condition`, for SQL that takes them one at a time. */
+export function eventConditionsOf(where: PropertyCondition[]): EventConditionRow[] {
+  return where.map(({ path, op, value }) => ({
     json_path: jsonPathOf(path),
     op,
     number: typeof value === 'number' ? value : null,
@@ -36,7 +40,6 @@ export function eventFilterOf(where: PropertyCondition[]): string | null {
     texts: Array.isArray(value) ? value : null,
     flag: typeof value === 'boolean' ? value : null,
   }));
-  return JSON.stringify(rows);
 }
 
 /** A stored `event_filter` as the rule wrote it: `properties.<field>`, op and value. */

@@ -1,4 +1,4 @@
-import { eventFilterOf, jsonPathOf } from '../metrics/event-filter.js';
+import { eventConditionsOf, jsonPathOf } from '../metrics/event-filter.js';
 import type { MetricShape } from '../metrics/shapes.js';
 import type { Params } from '../store/session.js';
 import { fillSlots, sql } from '../store/sql-files.js';
@@ -22,8 +22,6 @@ export interface CompiledPredicate {
   behaviourJoins: string;
   params: Params;
 }
-
-const MEASURE_COLUMNS = { count: 'count_value', sum: 'sum_value', latest: 'latest_value' } as const;
 
 const VALUE_MAP: Record<MetricShape, string> = {
   number: 'number_values',
@@ -52,8 +50,7 @@ class Compiler {
       column = `m${this.columnOf.size}`;
       this.columnOf.set(metric, column);
       if (behaviour && this.readFromEvents.has(metric)) {
-        const source = this.eventsSource(behaviour);
-        this.columnSources.push([column, `${source}.${MEASURE_COLUMNS[behaviour.measure]}`]);
+        this.columnSources.push([column, `${this.eventsSource(behaviour)}.value`]);
       } else {
         this.columnSources.push([column, `${VALUE_MAP[shape]}[$${column}_name]`]);
         this.params[`${column}_name`] = metric;
@@ -65,25 +62,40 @@ class Compiler {
   /** A behaviour's values per profile, computed from the stored events (sql preview_behaviour_values). */
   private eventsSource(behaviour: Behaviour): string {
     const source = `b${this.fromEvents.length}`;
-    this.fromEvents.push(source);
+    const paths = [
+      ...(behaviour.path === null ? [] : [jsonPathOf(behaviour.path)]),
+      ...behaviour.where.map((condition) => jsonPathOf(condition.path)),
+    ];
+    const firstWhere = behaviour.path === null ? 1 : 2;
+    const conditions = eventConditionsOf(behaviour.where).map((condition, index) => {
+      this.params[`${source}_c${index}`] = JSON.stringify(condition);
+      return `event_property_matches(v[${firstWhere + index}], CAST(CAST($${source}_c${index} AS JSON) AS event_condition))`;
+    });
     this.params[`${source}_event`] = behaviour.event;
     this.params[`${source}_window`] = behaviour.withinDays;
-    this.params[`${source}_json_path`] =
-      behaviour.path === null ? null : jsonPathOf(behaviour.path);
-    this.params[`${source}_filter`] = eventFilterOf(behaviour.where);
+    if (paths.length > 0) this.params[`${source}_paths`] = JSON.stringify(paths);
     this.params.today = this.today;
+    this.fromEvents.push(
+      fillSlots(sql('preview_behaviour_values'), {
+        b: source,
+        measure: sql(`preview_measure_${behaviour.measure}`),
+        values:
+          paths.length === 0
+            ? 'NULL::JSON[]'
+            : `json_extract(e.properties, CAST($${source}_paths AS JSON)::VARCHAR[])`,
+        conditions: conditions.length === 0 ? 'true' : conditions.join(' AND '),
+      }),
+    );
     return source;
   }
 
   behaviours(): string {
-    return this.fromEvents
-      .map((source) => `${fillSlots(sql('preview_behaviour_values'), { b: source })},\n`)
-      .join('');
+    return this.fromEvents.map((statement) => `${statement},\n`).join('');
   }
 
   behaviourJoins(): string {
     return this.fromEvents
-      .map((source) => `\n  LEFT JOIN ${source} ON ${source}.profile_id = v.profile_id`)
+      .map((_, index) => `\n  LEFT JOIN b${index} ON b${index}.profile_id = v.profile_id`)
       .join('');
   }
 
