@@ -19,7 +19,16 @@ SELECT to_json(coalesce(list({
       'token_hash': k.token_hash
     } ORDER BY k.token_id)
     FROM tokens k
-    WHERE k.tenant_id = t.tenant_id AND k.kind = 'collector' AND k.revoked_at IS NULL), [])
+    WHERE k.tenant_id = t.tenant_id AND k.kind = 'collector' AND k.revoked_at IS NULL), []),
+  'write_keys': coalesce((
+    SELECT list({
+      'token_id': k.token_id,
+      'workspace_id': k.workspace_id,
+      'token_lookup': k.token_lookup,
+      'token_hash': k.token_hash
+    } ORDER BY k.token_id)
+    FROM tokens k
+    WHERE k.tenant_id = t.tenant_id AND k.kind = 'write_key' AND k.revoked_at IS NULL), [])
 } ORDER BY t.tenant_id), []))
 FROM tenants t;
 

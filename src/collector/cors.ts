@@ -9,8 +9,17 @@ const EXPOSED_HEADERS = ['retry-after'];
  */
 export const preflightOptions = {
   origin: true,
-  methods: ['POST'],
-  allowedHeaders: ['content-type', 'content-encoding', 'x-tenant-id', 'x-workspace-id'],
+  // GET for analytics.js's settings; authorization and x-retry-count are what it sends with its
+  // events (analytics-js/routes.ts).
+  methods: ['GET', 'POST'],
+  allowedHeaders: [
+    'content-type',
+    'content-encoding',
+    'x-tenant-id',
+    'x-workspace-id',
+    'authorization',
+    'x-retry-count',
+  ],
   exposedHeaders: EXPOSED_HEADERS,
   maxAge: 600,
 };

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { CollectorRuntime } from './runtime.js';
 
 /** At most this many allowed origins a workspace (each one is checked on every browser request). */
 export const MAX_ALLOWED_ORIGINS = 100;
@@ -48,6 +49,30 @@ export function originAllowed(origin: string, allowed: readonly string[]): boole
     ) {
       return true;
     }
+  }
+  return false;
+}
+
+/** The workspace's own allowed origins, and the operator's defaults for its tenant. */
+export function originAllowedFor(
+  runtime: CollectorRuntime,
+  origin: string,
+  tenantId: string,
+  workspaceId: string,
+): boolean {
+  return (
+    originAllowed(origin, runtime.corsOrigins.get(tenantId) ?? []) ||
+    originAllowed(origin, runtime.registry.allowedOrigins(tenantId, workspaceId))
+  );
+}
+
+/** For a preflight of a request that names its workspace in headers, which a preflight omits. */
+export function originAllowedAnywhere(runtime: CollectorRuntime, origin: string): boolean {
+  for (const allowed of runtime.corsOrigins.values()) {
+    if (originAllowed(origin, allowed)) return true;
+  }
+  for (const allowed of runtime.registry.everyAllowedOrigins()) {
+    if (originAllowed(origin, allowed)) return true;
   }
   return false;
 }

@@ -24,6 +24,8 @@ const tenantEntry = z.object({
     .default([]),
   event_types: z.array(z.string()),
   collector_tokens: z.array(collectorTokenEntry),
+  /** Browser write keys, each of one workspace; a registry written before they existed has none. */
+  write_keys: z.array(collectorTokenEntry.extend({ workspace_id: z.string() })).default([]),
 });
 
 const registrySnapshot = z.object({
@@ -51,6 +53,48 @@ export interface CollectorPrincipal {
   tenantId: string;
   workspaceId: string | null;
   tokenId: string;
+}
+
+/** A browser write key's tenant and workspace (docs/decisions.md "Browser write keys"). */
+export interface WriteKeyPrincipal {
+  tenantId: string;
+  workspaceId: string;
+  tokenId: string;
+}
+
+type TokenEntry = CollectorTokenEntry & { tenant_id: string };
+
+/** Adds a tenant's tokens to a look-up by the first digits of their digests. */
+function indexTokens(
+  index: Map<string, TokenEntry[]>,
+  tenantId: string,
+  tokens: CollectorTokenEntry[],
+): void {
+  for (const token of tokens) {
+    const entry = { ...token, tenant_id: tenantId };
+    const sharing = index.get(token.token_lookup);
+    if (sharing) sharing.push(entry);
+    else index.set(token.token_lookup, [entry]);
+  }
+}
+
+function unindexTokens(
+  index: Map<string, TokenEntry[]>,
+  tenantId: string,
+  tokens: CollectorTokenEntry[],
+): void {
+  for (const token of tokens) {
+    const left =
+      index.get(token.token_lookup)?.filter((entry) => entry.tenant_id !== tenantId) ?? [];
+    if (left.length > 0) index.set(token.token_lookup, left);
+    else index.delete(token.token_lookup);
+  }
+}
+
+/** The entry a presented token is, by its digest, or undefined. */
+function findToken(index: Map<string, TokenEntry[]>, token: string): TokenEntry | undefined {
+  const digest = digestToken(token);
+  return index.get(digest.lookup)?.find((entry) => sameDigest(entry.token_hash, digest.hash));
 }
 
 export async function readRegistrySnapshot(
@@ -91,7 +135,8 @@ export class Registry {
   private eventTypes = new Map<string, Set<string>>();
   /** Allowed browser origins by tenant id, then workspace id. */
   private origins = new Map<string, Map<string, readonly string[]>>();
-  private tokensByLookup = new Map<string, (CollectorTokenEntry & { tenant_id: string })[]>();
+  private tokensByLookup = new Map<string, TokenEntry[]>();
+  private writeKeysByLookup = new Map<string, TokenEntry[]>();
   private generatedAt = '';
   private currentVersion = -1;
 
@@ -115,6 +160,7 @@ export class Registry {
     this.eventTypes = new Map();
     this.origins = new Map();
     this.tokensByLookup = new Map();
+    this.writeKeysByLookup = new Map();
     for (const tenant of snapshot.tenants) this.applyTenant(tenant);
     this.generatedAt = snapshot.generated_at;
     this.currentVersion = snapshot.version;
@@ -134,24 +180,16 @@ export class Registry {
       tenant.tenant_id,
       new Map(tenant.allowed_origins.map((entry) => [entry.workspace_id, entry.origins])),
     );
-    for (const token of tenant.collector_tokens) {
-      const entry = { ...token, tenant_id: tenant.tenant_id };
-      const sharing = this.tokensByLookup.get(token.token_lookup);
-      if (sharing) sharing.push(entry);
-      else this.tokensByLookup.set(token.token_lookup, [entry]);
-    }
+    indexTokens(this.tokensByLookup, tenant.tenant_id, tenant.collector_tokens);
+    indexTokens(this.writeKeysByLookup, tenant.tenant_id, tenant.write_keys);
   }
 
   /** Forgets a tenant: its events and tokens are refused from now on. */
   removeTenant(tenantId: string): void {
     const known = this.tenants.get(tenantId);
     if (!known) return;
-    for (const token of known.collector_tokens) {
-      const sharing = this.tokensByLookup.get(token.token_lookup);
-      const left = sharing?.filter((entry) => entry.tenant_id !== tenantId) ?? [];
-      if (left.length > 0) this.tokensByLookup.set(token.token_lookup, left);
-      else this.tokensByLookup.delete(token.token_lookup);
-    }
+    unindexTokens(this.tokensByLookup, tenantId, known.collector_tokens);
+    unindexTokens(this.writeKeysByLookup, tenantId, known.write_keys);
     this.tenants.delete(tenantId);
     this.workspaces.delete(tenantId);
     this.eventTypes.delete(tenantId);
@@ -164,7 +202,7 @@ export class Registry {
     return {
       version: this.currentVersion,
       generated_at: this.generatedAt,
-      tenants: tenant ? [{ ...tenant, collector_tokens: [] }] : [],
+      tenants: tenant ? [{ ...tenant, collector_tokens: [], write_keys: [] }] : [],
     };
   }
 
@@ -188,11 +226,17 @@ export class Registry {
 
   authenticateCollector(token: string): CollectorPrincipal | null {
     if (!token.startsWith('cpc_') || !isWellFormedToken(token)) return null;
-    const digest = digestToken(token);
-    const match = this.tokensByLookup
-      .get(digest.lookup)
-      ?.find((entry) => sameDigest(entry.token_hash, digest.hash));
+    const match = findToken(this.tokensByLookup, token);
     return match
+      ? { tenantId: match.tenant_id, workspaceId: match.workspace_id, tokenId: match.token_id }
+      : null;
+  }
+
+  /** An active browser write key's workspace, or null (unknown, revoked, or not a write key). */
+  authenticateWriteKey(key: string): WriteKeyPrincipal | null {
+    if (!key.startsWith('cpk_') || !isWellFormedToken(key)) return null;
+    const match = findToken(this.writeKeysByLookup, key);
+    return match?.workspace_id
       ? { tenantId: match.tenant_id, workspaceId: match.workspace_id, tokenId: match.token_id }
       : null;
   }

@@ -16,10 +16,11 @@ import type { EventSource } from '../landing-format.js';
 import { RateLimiter } from '../rate-limit.js';
 import { countIntake, countRefusedRequest } from '../telemetry/prometheus.js';
 import { faultError, type IntakeScope, intake } from './accept.js';
+import { analyticsJsRoutes } from './analytics-js/routes.js';
 import { inflatedBody } from './compressed-body.js';
 import { addCorsHeaders, preflightOptions } from './cors.js';
 import { acceptedAs, scopeFor } from './event-sink.js';
-import { originAllowed } from './origins.js';
+import { originAllowedAnywhere, originAllowedFor } from './origins.js';
 import type { CollectorPrincipal } from './registry.js';
 import type { CollectorRuntime } from './runtime.js';
 import { sdkScriptRoute } from './sdk-script.js';
@@ -67,30 +68,6 @@ function browserTarget(
 const tenantOf = (request: FastifyRequest) => browserTarget(request, 'x-tenant-id', 'tenant_id');
 const workspaceOf = (request: FastifyRequest) =>
   browserTarget(request, 'x-workspace-id', 'workspace_id');
-
-/** The workspace's own allowed origins, and the operator's defaults for its tenant. */
-function originAllowedFor(
-  runtime: CollectorRuntime,
-  origin: string,
-  tenantId: string,
-  workspaceId: string,
-): boolean {
-  return (
-    originAllowed(origin, runtime.corsOrigins.get(tenantId) ?? []) ||
-    originAllowed(origin, runtime.registry.allowedOrigins(tenantId, workspaceId))
-  );
-}
-
-/** For a preflight of a request that names its workspace in headers, which a preflight omits. */
-function originAllowedAnywhere(runtime: CollectorRuntime, origin: string): boolean {
-  for (const allowed of runtime.corsOrigins.values()) {
-    if (originAllowed(origin, allowed)) return true;
-  }
-  for (const allowed of runtime.registry.everyAllowedOrigins()) {
-    if (originAllowed(origin, allowed)) return true;
-  }
-  return false;
-}
 
 /**
  * The origin check of every browser request and preflight (issue 19): a request from a page
@@ -326,4 +303,5 @@ export async function collectorRoutes(
   await routesFor(app, '/v1/server/events', 'server');
   sdkScriptRoute(app);
   await trackingApiRoutes(app, runtime, { perToken, refusedPerAddress });
+  await analyticsJsRoutes(app, runtime, { perWorkspace, refusedPerAddress });
 }

@@ -27,6 +27,9 @@ export function authorize(principal: Principal, access: Access, target: AccessTa
   if (principal.kind === 'collector') {
     throw new ForbiddenError('a collector token can only send server-side events');
   }
+  if (principal.kind === 'write_key') {
+    throw new ForbiddenError('a write key can only send browser events: it reads nothing');
+  }
   if (target.tenantId !== principal.tenantId) {
     throw new ForbiddenError('this token belongs to another tenant');
   }
@@ -60,6 +63,7 @@ export function readableResources(principal: Principal): string[] {
     case 'workspace':
       return ['event_types', 'metric_definitions', 'segments', 'profiles'];
     case 'collector':
+    case 'write_key':
       return [];
   }
 }

@@ -1,13 +1,15 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { crc32 } from 'node:zlib';
 
-export const TOKEN_KINDS = ['tenant', 'workspace', 'collector'] as const;
+export const TOKEN_KINDS = ['tenant', 'workspace', 'collector', 'write_key'] as const;
 export type TokenKind = (typeof TOKEN_KINDS)[number];
 
 export const TOKEN_PREFIX: Record<TokenKind, string> = {
   tenant: 'cpt_',
   workspace: 'cpw_',
   collector: 'cpc_',
+  /** A browser write key: public, in a site's pages (docs/decisions.md "Browser write keys"). */
+  write_key: 'cpk_',
 };
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
@@ -37,7 +39,7 @@ export function generateToken(kind: TokenKind): string {
   return body + checksum(body);
 }
 
-const TOKEN_SHAPE = new RegExp(`^cp[twc]_[0-9A-Za-z]{${SECRET_CHARS + CHECKSUM_CHARS}}$`);
+const TOKEN_SHAPE = new RegExp(`^cp[twck]_[0-9A-Za-z]{${SECRET_CHARS + CHECKSUM_CHARS}}$`);
 
 /** Rejects typos and foreign strings without touching the database. */
 export function isWellFormedToken(token: string): boolean {

@@ -69,7 +69,11 @@ export async function insertToken(
 export async function issueToken(
   context: Context,
   tenantId: string,
-  spec: { kind: 'workspace' | 'collector'; workspaceId: string | null; name: string | null },
+  spec: {
+    kind: 'workspace' | 'collector' | 'write_key';
+    workspaceId: string | null;
+    name: string | null;
+  },
 ): Promise<IssuedToken> {
   return context.store.write(async (session) => {
     if (spec.workspaceId !== null && !(await findWorkspace(session, tenantId, spec.workspaceId))) {

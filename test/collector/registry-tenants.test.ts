@@ -18,6 +18,7 @@ function entry(tenantId: string, token: string, workspaces = ['eu']): TenantEntr
         token_hash: digest.hash,
       },
     ],
+    write_keys: [],
   };
 }
 

@@ -101,6 +101,20 @@ const PARAMS: Record<string, (fixture: FuzzFixture) => fc.Arbitrary<string>> = {
   token_id: (fixture) => liveValue(fixture.spareTokenIds),
   type: () =>
     fc.constantFrom('email', 'phone', 'cookie', 'device_id', 'customer_id', ...PROTOTYPE_IDS),
+  key: (fixture) =>
+    fc.oneof(
+      { weight: 3, arbitrary: liveValue(fixture.spareTokens) },
+      { weight: 1, arbitrary: hostileString },
+    ),
+  file: () =>
+    fc.oneof(
+      fc.constantFrom(
+        'queryString.bundle.34b193ada8fe288d1bd1.js',
+        'standalone.js',
+        '..%2Fpackage.json',
+      ),
+      hostileString,
+    ),
 };
 
 /** Adds what a successful answer created to the pools later requests draw from. */
@@ -640,7 +654,7 @@ export const ROUTE_INPUTS: Record<string, RouteInput> = {
     body: (fixture) =>
       fc
         .record({
-          kind: textOf(['workspace', 'collector', 'tenant', 'operator']),
+          kind: textOf(['workspace', 'collector', 'write_key', 'tenant', 'operator']),
           workspace_id: optionalOf(fc.oneof(textOf(fixture.workspaces), fc.constant(null))),
           name: textOf(['reader', 'backend']),
         })
@@ -868,6 +882,34 @@ export const ROUTE_INPUTS: Record<string, RouteInput> = {
   'POST /v1/screen': segmentRoute('screen'),
   'POST /v1/alias': segmentRoute('alias'),
   'POST /v1/group': segmentRoute('group'),
+  'GET /analytics.js/v1/:key/analytics.min.js': { callers: [] },
+  'GET /analytics-next/bundles/:file': { callers: [] },
+  'GET /v1/projects/:key/settings': {
+    callers: [],
+    headers: {
+      valid: (fixture) => fc.constant({ origin: fixture.allowedOrigin }),
+      any: anyBrowserHeaders,
+    },
+  },
+  'POST /v1/t': segmentRoute('track'),
+  'POST /v1/i': segmentRoute('identify'),
+  'POST /v1/p': segmentRoute('page'),
+  'POST /v1/g': segmentRoute('group'),
+  'POST /v1/a': segmentRoute('alias'),
+  'POST /v1/s': segmentRoute('screen'),
+  'POST /v1/b': {
+    callers: [],
+    headers: { valid: segmentAuthorization, any: anySegmentAuthorization },
+    body: (fixture) =>
+      fc
+        .record({
+          batch: fc.array(segmentMessage(fixture, 'track'), { maxLength: 6 }),
+          sentAt: optionalOf(fc.constant('2026-03-01T10:00:01Z')),
+          writeKey: optionalOf(liveValue(fixture.spareTokens)),
+        })
+        .map(present),
+  },
+  'POST /v1/m': { callers: [] },
 };
 
 function authorization(fixture: FuzzFixture, callers: readonly Caller[]) {

@@ -15,11 +15,12 @@ export interface SmallDisk {
 }
 
 /**
- * A real filesystem of `sizeMiB` (tmpfs), so that a test fills a disk for real. Mounting needs
+ * A real filesystem of `sizeMiB` (tmpfs), so that a test fills a disk for real, mounted on a new
+ * directory or on `at` (a directory cds writes in, hidden while it is mounted). Mounting needs
  * root (CAP_SYS_ADMIN); without it the test fails here, saying so, rather than skip.
  */
-export function mountSmallDisk(sizeMiB: number): SmallDisk {
-  const dir = tempDir('cds-small-disk-');
+export function mountSmallDisk(sizeMiB: number, at?: string): SmallDisk {
+  const dir = at ?? tempDir('cds-small-disk-');
   try {
     execFileSync('mount', ['-t', 'tmpfs', '-o', `size=${sizeMiB}m`, 'tmpfs', dir], {
       stdio: 'pipe',
@@ -45,8 +46,9 @@ export function mountSmallDisk(sizeMiB: number): SmallDisk {
       rmSync(ballast, { force: true });
     },
     unmount() {
-      execFileSync('umount', [dir]);
-      rmSync(dir, { recursive: true, force: true });
+      // Lazily where cds may still hold a file open on it; a directory of cds's own is left.
+      execFileSync('umount', at === undefined ? [dir] : ['-l', dir]);
+      if (at === undefined) rmSync(dir, { recursive: true, force: true });
     },
   };
 }

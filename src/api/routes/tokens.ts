@@ -17,6 +17,7 @@ const tokenName = z.string().min(1).max(200);
 const mintBody = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('workspace'), workspace_id: idSchema, name: tokenName }),
   z.object({ kind: z.literal('collector'), workspace_id: idSchema.nullish(), name: tokenName }),
+  z.object({ kind: z.literal('write_key'), workspace_id: idSchema, name: tokenName }),
 ]);
 
 export function tokenRoutes(app: FastifyInstance, context: Context): void {

@@ -12,7 +12,7 @@ export function whoamiRoutes(app: FastifyInstance): void {
         response: {
           200: z.object({
             token_id: z.string(),
-            kind: z.enum(['operator', 'tenant', 'workspace', 'collector']),
+            kind: z.enum(['operator', 'tenant', 'workspace', 'collector', 'write_key']),
             tenant_id: z.string().nullable(),
             workspace_id: z.string().nullable(),
             can_read: z.array(z.string()),

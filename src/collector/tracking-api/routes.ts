@@ -38,7 +38,7 @@ const HOW_TO_SEND =
  * RudderStack's libraries send it (the password is ignored, as Segment does), or a bearer token,
  * as our own server endpoints take it.
  */
-function writeKeyOfHeader(authorization: string): string {
+export function writeKeyOfHeader(authorization: string): string {
   const basic = /^Basic\s+(\S+)$/i.exec(authorization)?.[1];
   if (basic !== undefined) {
     const decoded = Buffer.from(basic, 'base64').toString('utf8');

@@ -1,0 +1,44 @@
+/** How many events analytics.js gathers before it sends a batch, and how long it waits at most. */
+const BATCH_SIZE = 10;
+const BATCH_TIMEOUT_MS = 5000;
+
+/**
+ * The settings document analytics.js asks for at `/v1/projects/{key}/settings`: one destination,
+ * Segment.io, pointed at this cds (`apiHost` is a host and path, without a scheme), batching
+ * through `/v1/b`; no other integration, middleware or remote plugin (each would load code from
+ * Segment's CDN), and remote metrics off (`sampleRate` 0: the library would post them to
+ * api.segment.io). docs/decisions.md "analytics.js from cds".
+ */
+export function settingsDocument(writeKey: string, origin: string): Record<string, unknown> {
+  const url = new URL(origin);
+  const apiHost = `${url.host}/v1`;
+  return {
+    integrations: {
+      'Segment.io': {
+        apiKey: writeKey,
+        apiHost,
+        protocol: url.protocol.replace(':', ''),
+        addBundledMetadata: true,
+        unbundledIntegrations: [],
+        maybeBundledConfigIds: {},
+        retryQueue: true,
+        deliveryStrategy: {
+          strategy: 'batching',
+          config: { size: BATCH_SIZE, timeout: BATCH_TIMEOUT_MS },
+        },
+      },
+    },
+    plan: {
+      track: { __default: { enabled: true, integrations: {} } },
+      identify: { __default: { enabled: true } },
+      group: { __default: { enabled: true } },
+    },
+    metrics: { sampleRate: 0, maxQueueSize: 0, host: apiHost },
+    remotePlugins: [],
+    enabledMiddleware: {},
+    middlewareSettings: {},
+    legacyVideoPluginsEnabled: false,
+    edgeFunction: {},
+    analyticsNextEnabled: true,
+  };
+}
