@@ -94,6 +94,10 @@ WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id
 DELETE FROM webhook_outbox
 WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster);
 
+/* @name erasure_drop_consent */
+DELETE FROM consent_ledger
+WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster);
+
 /* @name erasure_drop_profiles */
 DELETE FROM profiles
 WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id IN (SELECT profile_id FROM erasure_cluster);

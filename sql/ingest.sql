@@ -512,6 +512,57 @@ SELECT a.tenant_id, a.workspace_id, a.event_id, a.event_name, a.dedup_key, a.ded
 FROM ingest_accepted a JOIN ingest_event_profiles p USING (seq) JOIN ingest_event_keys k USING (seq)
 CROSS JOIN ingest_key_lists l;
 
+/* @name ingest_queue_revocations */
+-- Before the batch's choices join the ledger: each profile that revokes a category its workspace
+-- names (its newest choice in the batch is a denial, newer than its current choice, which granted
+-- it, or there is none and the workspace's default allows) gets one `consent.changed` delivery
+-- naming the categories revoked (ids and categories only).
+INSERT INTO webhook_outbox (webhook_id, tenant_id, workspace_id, segment_id, profile_id, type, backfill, created_at,
+  status, attempts, revoked_categories)
+SELECT 'msg_' || replace(gen_random_uuid()::VARCHAR, '-', ''), b.tenant_id, b.workspace_id, NULL, b.profile_id,
+  'consent.changed', false, $now::TIMESTAMP, 'pending', 0, list(b.category ORDER BY b.category)
+FROM (
+  SELECT a.tenant_id, a.workspace_id, p.profile_id, a.choice.key AS category,
+    arg_max(a.choice.value, (a.occured_at, a.event_id)) AS granted, max(a.occured_at) AS chosen_at
+  FROM (
+    SELECT seq, tenant_id, workspace_id, occured_at, event_id,
+      unnest(map_entries(TRY_CAST(json_extract(properties, '$.consent') AS MAP(VARCHAR, BOOLEAN)))) AS choice
+    FROM ingest_accepted
+    WHERE json_exists(properties, '$.consent')
+  ) a JOIN ingest_event_profiles p USING (seq)
+  WHERE a.choice.value IS NOT NULL
+  GROUP BY ALL
+) b
+JOIN workspaces w ON w.tenant_id = b.tenant_id AND w.workspace_id = b.workspace_id
+  AND list_contains(w.consent_categories, b.category)
+LEFT JOIN (
+  SELECT l.tenant_id, l.workspace_id, coalesce(m.merged_into, l.profile_id) AS profile_id, l.category,
+    arg_max(l.granted, (l.chosen_at, l.event_id)) AS granted, max(l.chosen_at) AS chosen_at
+  FROM consent_ledger l
+  LEFT JOIN profiles m ON m.tenant_id = l.tenant_id AND m.workspace_id = l.workspace_id AND m.profile_id = l.profile_id
+  WHERE l.profile_id IN (SELECT profile_id FROM ingest_event_profiles)
+    OR m.merged_into IN (SELECT profile_id FROM ingest_event_profiles)
+  GROUP BY ALL
+) c ON c.tenant_id = b.tenant_id AND c.workspace_id = b.workspace_id AND c.profile_id = b.profile_id AND c.category = b.category
+WHERE NOT b.granted
+  AND (c.chosen_at IS NULL OR b.chosen_at > c.chosen_at)
+  AND coalesce(c.granted, w.consent_default = 'allow')
+GROUP BY b.tenant_id, b.workspace_id, b.profile_id;
+
+/* @name ingest_record_consent */
+-- Each stored event's consent choices (`properties.consent`: category → granted, as the collector
+-- writes it for Segment's and RudderStack's shapes) go to its profile's ledger; a value that is
+-- not a boolean, or a key that is no category name, is left out (privacy/consent.ts).
+INSERT INTO consent_ledger
+SELECT a.tenant_id, a.workspace_id, p.profile_id, a.choice.key, a.choice.value, a.occured_at, a.event_id, a.source
+FROM (
+  SELECT seq, tenant_id, workspace_id, occured_at, event_id, source,
+    unnest(map_entries(TRY_CAST(json_extract(properties, '$.consent') AS MAP(VARCHAR, BOOLEAN)))) AS choice
+  FROM ingest_accepted
+  WHERE json_exists(properties, '$.consent')
+) a JOIN ingest_event_profiles p USING (seq)
+WHERE a.choice.value IS NOT NULL AND regexp_full_match(a.choice.key, '[A-Za-z0-9][A-Za-z0-9 _.-]{0,63}');
+
 /* @name ingest_touch_profiles */
 -- Appended, never updated in place (migration 019): readers take the greatest.
 INSERT INTO profile_last_seen

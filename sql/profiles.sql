@@ -27,6 +27,19 @@ WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id = $
   AND NOT starts_with(metric_name, '~')
 ORDER BY metric_name;
 
+/* @name consent_of_profile */
+-- Each category's newest choice (ties to the later event id) among the profile's own and those
+-- of the profiles merged into it, as the ledger keeps them under the profile of their time.
+SELECT category, arg_max(granted, (chosen_at, event_id)) AS granted, max(chosen_at) AS chosen_at,
+  arg_max(event_id, (chosen_at, event_id)) AS event_id, arg_max(source, (chosen_at, event_id)) AS source
+FROM consent_ledger
+WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id
+  AND (profile_id = $profile_id OR profile_id IN (
+    SELECT profile_id FROM profiles
+    WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND merged_into = $profile_id))
+GROUP BY category
+ORDER BY category;
+
 /* @name segments_of_profile */
 SELECT segment_id, entered_at FROM segment_members
 WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND profile_id = $profile_id

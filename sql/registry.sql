@@ -8,6 +8,9 @@ SELECT to_json(coalesce(list({
   'allowed_origins': coalesce((
     SELECT list({'workspace_id': w.workspace_id, 'origins': w.allowed_origins} ORDER BY w.workspace_id)
     FROM workspaces w WHERE w.tenant_id = t.tenant_id AND len(w.allowed_origins) > 0), []),
+  'consent_categories': coalesce((
+    SELECT list({'workspace_id': w.workspace_id, 'categories': w.consent_categories} ORDER BY w.workspace_id)
+    FROM workspaces w WHERE w.tenant_id = t.tenant_id AND len(w.consent_categories) > 0), []),
   'event_types': coalesce((
     SELECT list(e.event_name ORDER BY e.event_name)
     FROM event_types e WHERE e.tenant_id = t.tenant_id), []::VARCHAR[]),

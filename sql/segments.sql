@@ -1,13 +1,13 @@
 /* @name get_segment */
 SELECT segment_id, workspace_id, display_name, predicate, status, on_enter, on_exit, on_backfill, created_at, updated_at,
-  evaluation_error, evaluation_failed_at
+  evaluation_error, evaluation_failed_at, required_consent
 FROM segments WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND segment_id = $segment_id;
 
 /* @name insert_segment */
 INSERT INTO segments (tenant_id, workspace_id, segment_id, display_name, predicate, status,
-  on_enter, on_exit, on_backfill, created_at, updated_at)
+  on_enter, on_exit, on_backfill, created_at, updated_at, required_consent)
 VALUES ($tenant_id, $workspace_id, $segment_id, $display_name, $predicate, $status,
-  $on_enter, $on_exit, $on_backfill, $now::TIMESTAMP, $now::TIMESTAMP);
+  $on_enter, $on_exit, $on_backfill, $now::TIMESTAMP, $now::TIMESTAMP, CAST($required_consent AS JSON)::VARCHAR[]);
 
 /* @name update_segment_status */
 -- Moving to active from another status asks for a full evaluation, whose entries are backfill.
@@ -35,7 +35,7 @@ WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND segment_id = $
 /* @name list_segments_page */
 -- Keyset paging on (workspace_id, segment_id); $after_* are NULL on the first page.
 SELECT s.segment_id, s.workspace_id, s.display_name, s.predicate, s.status, s.on_enter, s.on_exit, s.on_backfill,
-  s.created_at, s.updated_at, s.evaluation_error, s.evaluation_failed_at,
+  s.created_at, s.updated_at, s.evaluation_error, s.evaluation_failed_at, s.required_consent,
   (SELECT count(*) FROM segment_members m
    WHERE m.tenant_id = s.tenant_id AND m.workspace_id = s.workspace_id AND m.segment_id = s.segment_id) AS member_count
 FROM segments s
@@ -205,7 +205,7 @@ SELECT $tenant_id, $workspace_id, segment_id, profile_id, change, backfill, $now
 INSERT INTO webhook_outbox
 SELECT 'msg_' || replace(gen_random_uuid()::VARCHAR, '-', ''), $tenant_id, $workspace_id, c.segment_id, c.profile_id,
   CASE c.change WHEN 'enter' THEN 'segment.entered' ELSE 'segment.exited' END, c.backfill, $now::TIMESTAMP,
-  'pending', 0, NULL, NULL, NULL, NULL, NULL
+  'pending', 0, NULL, NULL, NULL, NULL, NULL, NULL
 FROM segment_changes c JOIN segment_evaluated e USING (segment_id)
 WHERE CASE WHEN c.change = 'exit' THEN e.on_exit WHEN c.backfill THEN e.on_backfill ELSE e.on_enter END;
 

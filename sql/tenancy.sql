@@ -13,25 +13,29 @@ GROUP BY ALL ORDER BY t.tenant_id
 LIMIT $limit;
 
 /* @name get_workspace */
-SELECT workspace_id, display_name, allowed_origins, created_at, updated_at
+SELECT workspace_id, display_name, allowed_origins, consent_categories, consent_default, created_at, updated_at
 FROM workspaces WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id;
 
 /* @name insert_workspace */
-INSERT INTO workspaces (tenant_id, workspace_id, display_name, allowed_origins, created_at, updated_at)
+INSERT INTO workspaces (tenant_id, workspace_id, display_name, allowed_origins, created_at, updated_at,
+  consent_categories, consent_default)
 VALUES ($tenant_id, $workspace_id, $display_name,
-  coalesce(CAST($allowed_origins AS JSON)::VARCHAR[], []::VARCHAR[]), $now::TIMESTAMP, $now::TIMESTAMP);
+  coalesce(CAST($allowed_origins AS JSON)::VARCHAR[], []::VARCHAR[]), $now::TIMESTAMP, $now::TIMESTAMP,
+  coalesce(CAST($consent_categories AS JSON)::VARCHAR[], []::VARCHAR[]), coalesce($consent_default, 'allow'));
 
 /* @name update_workspace */
 -- Allowed origins omitted ($allowed_origins NULL) stay as they were: renaming a workspace must not
 -- cut off the sites that send it events.
 UPDATE workspaces SET display_name = $display_name,
   allowed_origins = coalesce(CAST($allowed_origins AS JSON)::VARCHAR[], allowed_origins),
+  consent_categories = coalesce(CAST($consent_categories AS JSON)::VARCHAR[], consent_categories),
+  consent_default = coalesce($consent_default, consent_default),
   updated_at = $now::TIMESTAMP
 WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id;
 
 /* @name list_workspaces_page */
 -- Keyset paging on workspace_id; $after_workspace is NULL on the first page.
-SELECT workspace_id, display_name, allowed_origins, created_at, updated_at
+SELECT workspace_id, display_name, allowed_origins, consent_categories, consent_default, created_at, updated_at
 FROM workspaces
 WHERE tenant_id = $tenant_id AND ($after_workspace IS NULL OR workspace_id > $after_workspace)
 ORDER BY workspace_id

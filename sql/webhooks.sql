@@ -1,11 +1,43 @@
 -- The webhook outbox (design §14): what the sender delivers and what operators list and retry.
 
 /* @name webhooks_due */
-SELECT webhook_id, tenant_id, workspace_id, segment_id, profile_id, type, backfill, created_at, attempts, first_attempt_at
+SELECT webhook_id, tenant_id, workspace_id, segment_id, profile_id, type, backfill, created_at, attempts, first_attempt_at,
+  revoked_categories
 FROM webhook_outbox
 WHERE status = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= $wall_now::TIMESTAMP)
 ORDER BY created_at, webhook_id
 LIMIT $limit;
+
+/* @name webhooks_withhold_without_consent */
+-- At delivery time, a due delivery of a segment that names the consent categories its webhooks
+-- need is withheld, not failed, unless the profile's consent now grants each: the newest choice
+-- of the profile or of a profile merged into it, else the workspace's default. So a revocation
+-- stops the deliveries still queued.
+UPDATE webhook_outbox SET status = 'withheld', last_error = 'consent not granted'
+WHERE webhook_id IN (
+  WITH due AS (
+    SELECT webhook_id, tenant_id, workspace_id, segment_id, profile_id FROM webhook_outbox
+    WHERE status = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= $wall_now::TIMESTAMP)
+  ),
+  needed AS (
+    SELECT d.webhook_id, d.tenant_id, d.workspace_id, d.profile_id, w.consent_default,
+      unnest(s.required_consent) AS category
+    FROM due d
+    JOIN segments s ON s.tenant_id = d.tenant_id AND s.workspace_id = d.workspace_id AND s.segment_id = d.segment_id
+    JOIN workspaces w ON w.tenant_id = d.tenant_id AND w.workspace_id = d.workspace_id
+  ),
+  choices AS (
+    SELECT n.webhook_id, n.category, arg_max(l.granted, (l.chosen_at, l.event_id)) AS granted
+    FROM needed n
+    JOIN consent_ledger l ON l.tenant_id = n.tenant_id AND l.workspace_id = n.workspace_id AND l.category = n.category
+    LEFT JOIN profiles p ON p.tenant_id = l.tenant_id AND p.workspace_id = l.workspace_id AND p.profile_id = l.profile_id
+    WHERE coalesce(p.merged_into, l.profile_id) = n.profile_id
+    GROUP BY n.webhook_id, n.category
+  )
+  SELECT n.webhook_id FROM needed n
+  LEFT JOIN choices c ON c.webhook_id = n.webhook_id AND c.category = n.category
+  WHERE NOT coalesce(c.granted, n.consent_default = 'allow')
+);
 
 /* @name webhooks_mark_delivered */
 UPDATE webhook_outbox SET status = 'delivered', attempts = attempts + 1, last_error = NULL,

@@ -12,6 +12,8 @@ interface CountsByStatus {
   pending: number;
   delivered: number;
   failed: number;
+  /** Not sent: the profile's consent did not grant what the segment needs. */
+  withheld: number;
 }
 
 interface WebhookTotals {
@@ -20,7 +22,7 @@ interface WebhookTotals {
   last_7d: CountsByStatus;
 }
 
-const STATUSES = ['delivered', 'pending', 'failed'] as const;
+const STATUSES = ['delivered', 'pending', 'failed', 'withheld'] as const;
 
 /** The workspace's deliveries queued over a day and a week, by status, and where they go. */
 function Totals() {

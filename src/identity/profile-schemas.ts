@@ -12,6 +12,16 @@ export const identifierViewSchema = z.object({
   status: z.literal('active'),
 });
 
+export const consentChoiceSchema = z.object({
+  category: z.string(),
+  granted: z.boolean(),
+  chosen_at: z.string(),
+  event_id: z.string(),
+  source: z.string(),
+});
+
+export type ConsentChoice = z.infer<typeof consentChoiceSchema>;
+
 export const profileViewSchema = z.object({
   profile_id: z.string(),
   workspace_id: z.string(),
@@ -23,6 +33,11 @@ export const profileViewSchema = z.object({
   metrics: z.record(z.string(), metricValueSchema),
   segments: z.array(z.object({ segment_id: z.string(), entered_at: z.string() })),
   merged_profile_ids: z.array(z.string()),
+  /**
+   * Each consent category's newest choice (the ledger, docs/decisions.md "Consent"); a category
+   * of the workspace with none takes the workspace's `consent_default`.
+   */
+  consent: z.array(consentChoiceSchema),
 });
 
 /** A row of the customer table and of segment member lists. */

@@ -9,6 +9,7 @@ import type { TenantKeys } from '../tenant-keys.js';
 import { maskEmailsIn } from './mask.js';
 import { normalizeIdentifier } from './normalize.js';
 import type {
+  ConsentChoice,
   HistoryEntry,
   HistoryKind,
   MetricValue,
@@ -192,6 +193,7 @@ export async function viewProfile(
         params,
       ),
       merged_profile_ids: merged.map((entry) => entry.profile_id),
+      consent: await session.all<ConsentChoice>('consent_of_profile', params),
     };
   });
 }

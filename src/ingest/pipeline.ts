@@ -9,7 +9,7 @@ import { countLines, type LineCounts, recordRejections } from './line-outcomes.j
 import { type LineSource, type Staged, stageLines } from './line-source.js';
 import type { WorkspaceAdvance } from './live-feed.js';
 import { recordRecentEvents } from './recent-events.js';
-import { assignProfiles, insertEvents, touchProfiles } from './store-events.js';
+import { assignProfiles, insertEvents, recordConsent, touchProfiles } from './store-events.js';
 import { evaluateAfterMetricStep } from './upkeep.js';
 
 /** What became of a batch's lines, and what the identity step counted. */
@@ -54,6 +54,10 @@ export async function ingestLines(
   await context.store.releaseTableCache();
   await insertEvents(resolved, eventProfiles, now);
   await touchProfiles(resolved, eventProfiles);
+  await recordConsent(resolved, eventProfiles, {
+    now,
+    announce: context.config.webhook_url !== undefined,
+  });
   const time = metricTime(now);
   const touched = await applyBatchToMetrics(
     { ...resolved, eventProfiles, merges: resolved.mergeCount > 0 ? resolved.merges : null },

@@ -42,6 +42,20 @@ export async function insertEvents(
   await session.run('ingest_insert_events', { now });
 }
 
+/**
+ * Adds the consent choices of the batch's events to their profiles' ledgers; where webhooks are
+ * sent (`announce`), a revocation is announced first, as it is told by the ledger before it.
+ */
+export async function recordConsent(
+  resolved: Pick<ResolvedBatch, 'accepted'>,
+  eventProfiles: EventProfiles,
+  options: { now: string; announce: boolean },
+): Promise<void> {
+  const session = sessionOf(resolved.accepted, eventProfiles);
+  if (options.announce) await session.run('ingest_queue_revocations', { now: options.now });
+  await session.run('ingest_record_consent');
+}
+
 /** Moves each profile's `last_seen_at` to its newest event in the batch, once events have profiles. */
 export async function touchProfiles(
   resolved: Pick<ResolvedBatch, 'accepted'>,

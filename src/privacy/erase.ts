@@ -62,6 +62,7 @@ const ERASURE_STEPS = [
   'erasure_drop_merges',
   'erasure_drop_conflicts',
   'erasure_drop_webhooks',
+  'erasure_drop_consent',
   'erasure_drop_profiles',
 ] as const;
 

@@ -38,6 +38,8 @@ export const segmentSchema = z.object({
   /** Why evaluation skips the segment (null when it is evaluated), until its status is set again. */
   evaluation_error: z.string().nullable(),
   evaluation_failed_at: z.string().nullable(),
+  /** Consent categories its webhooks need: a delivery is withheld without them ("Consent"). */
+  required_consent: z.array(z.string()),
 });
 
 export type Segment = z.infer<typeof segmentSchema>;
@@ -56,6 +58,7 @@ interface SegmentRow extends Automations {
   updated_at: string;
   evaluation_error: string | null;
   evaluation_failed_at: string | null;
+  required_consent: string[];
 }
 
 function toSegment(row: SegmentRow): Segment {
@@ -70,6 +73,7 @@ function toSegment(row: SegmentRow): Segment {
     updated_at: row.updated_at,
     evaluation_error: row.evaluation_error,
     evaluation_failed_at: row.evaluation_failed_at,
+    required_consent: row.required_consent,
   };
 }
 
@@ -103,6 +107,7 @@ export interface SegmentInput {
   predicate: unknown;
   status: SegmentStatus;
   automations: Automations;
+  required_consent?: string[];
 }
 
 /** Create-only: the predicate is checked against the metrics the workspace can see. */
@@ -112,9 +117,17 @@ export async function createSegment(
   input: SegmentInput,
 ): Promise<Segment> {
   return context.store.write(async (session) => {
-    if (!(await findWorkspace(session, key.tenantId, key.workspaceId))) {
+    const workspace = await findWorkspace(session, key.tenantId, key.workspaceId);
+    if (!workspace) {
       throw ValidationError.field('workspace_id', `workspace ${key.workspaceId} does not exist`);
     }
+    const requiredConsent = [...new Set(input.required_consent ?? [])];
+    for (const [index, category] of requiredConsent.entries())
+      if (!workspace.consent_categories.includes(category))
+        throw ValidationError.field(
+          `required_consent[${index}]`,
+          `workspace ${key.workspaceId} names no consent category ${category}; name it in its consent_categories first`,
+        );
     const predicate = await parseRule(session, input.predicate, key.tenantId, key.workspaceId);
     if (await findSegment(session, key)) {
       throw new ConflictError(
@@ -126,6 +139,7 @@ export async function createSegment(
       ...keyParams(key),
       display_name: input.display_name,
       predicate: JSON.stringify(input.predicate),
+      required_consent: JSON.stringify(requiredConsent),
       status: input.status,
       ...input.automations,
       now: nowIso(context),

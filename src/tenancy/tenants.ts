@@ -39,6 +39,8 @@ export async function createTenant(
         workspace_id: workspaceId,
         display_name: null,
         allowed_origins: null,
+        consent_categories: null,
+        consent_default: null,
         now,
       });
     }

@@ -10,6 +10,10 @@ export const workspaceSchema = z.object({
   display_name: z.string().nullable(),
   /** Browser origins this workspace takes events from, besides the operator's `cors_origins`. */
   allowed_origins: z.array(z.string()),
+  /** The consent categories its events and segments name (docs/decisions.md "Consent"). */
+  consent_categories: z.array(z.string()),
+  /** What a category no event of a profile chose means: `allow` or `deny`. */
+  consent_default: z.enum(['allow', 'deny']),
   created_at: z.string(),
   updated_at: z.string(),
 });
@@ -42,6 +46,8 @@ export async function requireWorkspace(
 export interface WorkspaceFields {
   displayName: string | null;
   allowedOrigins: string[] | null;
+  consentCategories: string[] | null;
+  consentDefault: 'allow' | 'deny' | null;
 }
 
 /** Creates the workspace or changes it; `created` tells which. */
@@ -57,6 +63,9 @@ export async function putWorkspace(
       workspace_id: workspaceId,
       display_name: fields.displayName,
       allowed_origins: fields.allowedOrigins && JSON.stringify([...new Set(fields.allowedOrigins)]),
+      consent_categories:
+        fields.consentCategories && JSON.stringify([...new Set(fields.consentCategories)]),
+      consent_default: fields.consentDefault,
       now: nowIso(context),
     };
     const existing = await findWorkspace(session, tenantId, workspaceId);

@@ -2,7 +2,8 @@ import { z } from 'zod';
 import { type Context, nowIso } from '../context.js';
 import { decodeCursor, type Page, type PageQuery, toPage } from '../store/cursor.js';
 
-export const WEBHOOK_STATUSES = ['pending', 'delivered', 'failed'] as const;
+/** `withheld`: not sent, for want of the profile's consent at delivery time ("Consent"). */
+export const WEBHOOK_STATUSES = ['pending', 'delivered', 'failed', 'withheld'] as const;
 export type WebhookStatus = (typeof WEBHOOK_STATUSES)[number];
 
 /** A webhook in the outbox, as the operator lists it. */
@@ -10,7 +11,8 @@ export const outboxEntrySchema = z.object({
   webhook_id: z.string(),
   tenant_id: z.string(),
   workspace_id: z.string(),
-  segment_id: z.string(),
+  /** Null for a `consent.changed` delivery, which is about a profile, not a segment. */
+  segment_id: z.string().nullable(),
   profile_id: z.string(),
   type: z.enum(['segment.entered', 'segment.exited']),
   backfill: z.boolean(),
@@ -125,7 +127,12 @@ export async function retryTenantWebhooks(
   );
 }
 
-const countsByStatus = z.object({ pending: z.number(), delivered: z.number(), failed: z.number() });
+const countsByStatus = z.object({
+  pending: z.number(),
+  delivered: z.number(),
+  failed: z.number(),
+  withheld: z.number(),
+});
 
 export const webhookTotalsSchema = z.object({
   /** Where deliveries go: the host of the deployment's webhook URL only, null without one. */
@@ -157,8 +164,8 @@ export async function webhookTotals(
   );
   const totals: WebhookTotals = {
     destination_host: context.config.webhook_url ? new URL(context.config.webhook_url).host : null,
-    last_24h: { pending: 0, delivered: 0, failed: 0 },
-    last_7d: { pending: 0, delivered: 0, failed: 0 },
+    last_24h: { pending: 0, delivered: 0, failed: 0, withheld: 0 },
+    last_7d: { pending: 0, delivered: 0, failed: 0, withheld: 0 },
   };
   for (const row of rows) {
     totals.last_24h[row.status] = row.last_24h;

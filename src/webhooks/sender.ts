@@ -18,9 +18,11 @@ interface DueWebhook {
   webhook_id: string;
   tenant_id: string;
   workspace_id: string;
-  segment_id: string;
+  segment_id: string | null;
   profile_id: string;
   type: string;
+  /** `consent.changed`: the categories the profile revoked. */
+  revoked_categories: string[] | null;
   backfill: boolean;
   created_at: string;
   attempts: number;
@@ -39,6 +41,19 @@ export interface SenderOptions {
 
 /** The body carries ids only (interface "Outbound events" 1), built the same for every attempt. */
 function webhookBody(webhook: DueWebhook): string {
+  if (webhook.type === 'consent.changed') {
+    // Ids and categories only: a receiver learns that it may no longer use the profile so.
+    return JSON.stringify({
+      type: webhook.type,
+      timestamp: webhook.created_at,
+      data: {
+        tenant_id: webhook.tenant_id,
+        workspace_id: webhook.workspace_id,
+        profile_id: webhook.profile_id,
+        revoked: webhook.revoked_categories ?? [],
+      },
+    });
+  }
   return JSON.stringify({
     type: webhook.type,
     timestamp: webhook.created_at,
@@ -113,13 +128,23 @@ export class WebhookSender {
    */
   async deliverDue(): Promise<number> {
     let sent = 0;
-    for (;;) {
-      const due = await this.context.store.read((session) =>
+    const readDue = () =>
+      this.context.store.read((session) =>
         session.all<DueWebhook>('webhooks_due', {
           wall_now: systemClock.now().toISOString(),
           limit: BATCH,
         }),
       );
+    for (;;) {
+      let due = await readDue();
+      if (due.length === 0) return sent;
+      // Consent is read when a delivery is due, so a revocation stops what is still queued.
+      const withheld = await this.context.store.write((session) =>
+        session.run('webhooks_withhold_without_consent', {
+          wall_now: systemClock.now().toISOString(),
+        }),
+      );
+      if (withheld > 0) due = await readDue();
       if (due.length === 0) return sent;
       const outcomes = await this.attemptAll(due);
       await this.record(due, outcomes);

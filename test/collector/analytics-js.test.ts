@@ -218,6 +218,9 @@ describe('browser write keys and the analytics.js endpoints (issue 39)', () => {
 
   it('serves the settings and the library from the npm package, pointed at this cds and nowhere else', async () => {
     const { token: key } = await mintWriteKey();
+    await call(env.app, tokens.tenant, 'PUT', '/v1/tenants/acme/workspaces/eu', {
+      consent_categories: ['marketing'],
+    });
     const settings = await env.app.inject({
       method: 'GET',
       url: `/v1/projects/${key}/settings`,
@@ -234,6 +237,10 @@ describe('browser write keys and the analytics.js endpoints (issue 39)', () => {
       deliveryStrategy: { strategy: 'batching' },
     });
     expect(document.metrics.sampleRate).toBe(0);
+    expect(document.consentSettings).toEqual({
+      allCategories: ['marketing'],
+      hasUnmappedDestinations: true,
+    });
     expect(JSON.stringify(document)).not.toMatch(/segment\.(com|io)/);
 
     const library = await env.app.inject({

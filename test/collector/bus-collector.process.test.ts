@@ -329,6 +329,7 @@ describe('cds collect --bus (issue 30, items 1 and 3)', () => {
       event_types: ['page_viewed'],
       collector_tokens: [],
       write_keys: [],
+      consent_categories: [],
     });
     const status = (url: string, tenantId: string) =>
       post(url, '/v1/events', event({ tenant: tenantId, workspace: 'main' }), {

@@ -19,6 +19,7 @@ function entry(tenantId: string, token: string, workspaces = ['eu']): TenantEntr
       },
     ],
     write_keys: [],
+    consent_categories: [],
   };
 }
 

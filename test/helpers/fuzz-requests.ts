@@ -601,7 +601,18 @@ export const ROUTE_INPUTS: Record<string, RouteInput> = {
   'GET /v1/tenants/:tenant/workspaces': { callers: TENANT_CALLERS },
   'PUT /v1/tenants/:tenant/workspaces/:workspace': {
     callers: ['tenant', 'operator'],
-    body: () => fc.record({ display_name: optionalOf(hostileString) }).map(present),
+    body: () =>
+      fc
+        .record({
+          display_name: optionalOf(hostileString),
+          consent_categories: optionalOf(
+            fc.array(fc.oneof(fc.constantFrom('marketing', 'analytics'), hostileString), {
+              maxLength: 3,
+            }),
+          ),
+          consent_default: optionalOf(textOf(['allow', 'deny'])),
+        })
+        .map(present),
   },
   'GET /v1/tenants/:tenant/workspaces/:workspace': { callers: MEMBER_CALLERS },
   'GET /v1/tenants/:tenant/workspaces/:workspace/profiles/lookup': {

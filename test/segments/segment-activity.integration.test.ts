@@ -176,7 +176,7 @@ describe("a segment's member counts and webhook deliveries", () => {
 
       const totals = async () =>
         (await get('/v1/tenants/acme/webhook-totals?workspace_id=eu')).json();
-      const failedTwo = { pending: 0, delivered: 0, failed: 2 };
+      const failedTwo = { pending: 0, delivered: 0, failed: 2, withheld: 0 };
       expect(await totals()).toEqual({
         destination_host: new URL(receiver.url).host,
         last_24h: failedTwo,
@@ -193,11 +193,16 @@ describe("a segment's member counts and webhook deliveries", () => {
       expect((await retry({ webhook_id: buyersId })).json()).toEqual({ requeued: 1 });
       await sender.deliverDue();
       expect(await totals()).toMatchObject({
-        last_24h: { pending: 0, delivered: 1, failed: 1 },
+        last_24h: { pending: 0, delivered: 1, failed: 1, withheld: 0 },
       });
       expect((await retry({})).json()).toEqual({ requeued: 1 });
       await sender.deliverDue();
-      expect((await totals()).last_7d).toEqual({ pending: 0, delivered: 2, failed: 0 });
+      expect((await totals()).last_7d).toEqual({
+        pending: 0,
+        delivered: 2,
+        failed: 0,
+        withheld: 0,
+      });
       // Older than a day, counted in the week only; older than a week, in neither.
       env.clock.advance(2 * 24 * HOUR);
       expect(await totals()).toMatchObject({
@@ -205,7 +210,12 @@ describe("a segment's member counts and webhook deliveries", () => {
         last_7d: { delivered: 2 },
       });
       env.clock.advance(6 * 24 * HOUR);
-      expect((await totals()).last_7d).toEqual({ pending: 0, delivered: 0, failed: 0 });
+      expect((await totals()).last_7d).toEqual({
+        pending: 0,
+        delivered: 0,
+        failed: 0,
+        withheld: 0,
+      });
     });
 
     it('refuses a status it does not know', async () => {

@@ -80,6 +80,7 @@ describe('segments', () => {
         updated_at: '2026-03-01T12:00:00.000Z',
         evaluation_error: null,
         evaluation_failed_at: null,
+        required_consent: [],
       });
     });
 

@@ -90,6 +90,8 @@ beforeAll(async () => {
     await putWorkspace(context, DEMO_TENANT, workspace, {
       displayName: null,
       allowedOrigins: null,
+      consentCategories: null,
+      consentDefault: null,
     });
   }
   const server = await startServer(context, { logRequests: false, ingest: true });

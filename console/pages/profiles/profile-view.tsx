@@ -24,6 +24,8 @@ interface ProfileView {
   metrics: Record<string, number | string | string[] | null>;
   segments: { segment_id: string; entered_at: string }[];
   merged_profile_ids: string[];
+  /** Each consent category's newest choice; others take the workspace's default. */
+  consent: { category: string; granted: boolean; chosen_at: string; source: string }[];
 }
 
 interface HistoryEntry {
@@ -193,6 +195,23 @@ export function ProfilePage(props: { tenant: string; workspace: string; profileI
                 {segment.segment_id}
               </a>{' '}
               since {segment.entered_at}
+            </li>
+          ))}
+        </ul>
+      )}
+
+      <h2>Consent</h2>
+      {view.consent.length === 0 ? (
+        <p>No choice recorded: the workspace's default applies to every category.</p>
+      ) : (
+        <ul aria-label="Consent choices">
+          {view.consent.map((choice) => (
+            <li key={choice.category}>
+              {choice.category}: {choice.granted ? 'granted' : 'denied'} (
+              <time dateTime={choice.chosen_at} title={`${choice.chosen_at} (UTC)`}>
+                {new Date(choice.chosen_at).toLocaleString()}
+              </time>
+              , {choice.source})
             </li>
           ))}
         </ul>

@@ -9,15 +9,16 @@ import { useRetry } from '../../hooks/use-retry.js';
 import { canWrite, session } from '../../session.js';
 
 const PAGE_SIZE = 50;
-const STATUSES = ['failed', 'pending', 'delivered'] as const;
+const STATUSES = ['failed', 'pending', 'delivered', 'withheld'] as const;
 
 interface Delivery {
   webhook_id: string;
-  segment_id: string;
+  /** Null for a `consent.changed` delivery, about a profile rather than a segment. */
+  segment_id: string | null;
   profile_id: string;
   type: 'segment.entered' | 'segment.exited';
   backfill: boolean;
-  status: 'pending' | 'delivered' | 'failed';
+  status: 'pending' | 'delivered' | 'failed' | 'withheld';
   attempts: number;
   created_at: string;
   last_attempt_at: string | null;
@@ -117,9 +118,13 @@ export function Deliveries({
               <td>{new Date(delivery.created_at).toLocaleString()}</td>
               {segmentId === null && (
                 <td>
-                  <a href={`#/segments/${encodeURIComponent(delivery.segment_id)}`}>
-                    {delivery.segment_id}
-                  </a>
+                  {delivery.segment_id === null ? (
+                    '—'
+                  ) : (
+                    <a href={`#/segments/${encodeURIComponent(delivery.segment_id)}`}>
+                      {delivery.segment_id}
+                    </a>
+                  )}
                 </td>
               )}
               <td>

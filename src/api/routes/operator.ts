@@ -14,7 +14,12 @@ import { EXPORT_FORMATS, writeParquetExport } from '../../store/parquet-export.j
 import { writeSnapshot } from '../../store/snapshot.js';
 import { createTenant, issueTenantToken, listTenants } from '../../tenancy/tenants.js';
 import { issuedTokenSchema } from '../../tenancy/tokens.js';
-import { listWebhooks, retryFailedWebhooks, webhookPageSchema } from '../../webhooks/outbox.js';
+import {
+  listWebhooks,
+  retryFailedWebhooks,
+  WEBHOOK_STATUSES,
+  webhookPageSchema,
+} from '../../webhooks/outbox.js';
 import { optionalBody, pagingQuery, tenantParams } from '../schemas.js';
 
 /**
@@ -93,7 +98,7 @@ export function operatorRoutes(app: FastifyInstance, context: Context): void {
       config: { access: 'operator' },
       schema: {
         querystring: pagingQuery.extend({
-          status: z.enum(['pending', 'delivered', 'failed']).optional(),
+          status: z.enum(WEBHOOK_STATUSES).optional(),
         }),
         response: { 200: webhookPageSchema },
       },

@@ -4,6 +4,7 @@ import { z } from 'zod';
 import type { Context } from '../../context.js';
 import { summaryRowSchema } from '../../identity/profile-schemas.js';
 import { idSchema } from '../../ids.js';
+import { consentCategorySchema, MAX_CONSENT_CATEGORIES } from '../../privacy/consent.js';
 import {
   createSegment,
   DEFAULT_AUTOMATIONS,
@@ -47,6 +48,8 @@ const createBody = z.object({
       on_backfill: z.boolean().default(DEFAULT_AUTOMATIONS.on_backfill),
     })
     .default(DEFAULT_AUTOMATIONS),
+  /** Consent categories each of the segment's webhooks needs of its profile ("Consent"). */
+  required_consent: z.array(consentCategorySchema).max(MAX_CONSENT_CATEGORIES).default([]),
 });
 
 const workspaceQuery = z.object({ workspace_id: idSchema.optional() });

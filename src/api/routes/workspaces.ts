@@ -3,6 +3,7 @@ import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { allowedOriginsSchema } from '../../collector/origins.js';
 import type { Context } from '../../context.js';
+import { consentCategorySchema, MAX_CONSENT_CATEGORIES } from '../../privacy/consent.js';
 import {
   listWorkspaces,
   putWorkspace,
@@ -23,6 +24,11 @@ export function workspaceRoutes(app: FastifyInstance, context: Context): void {
           z.object({
             display_name: z.string().min(1).max(200).nullish(),
             allowed_origins: allowedOriginsSchema.optional(),
+            consent_categories: z
+              .array(consentCategorySchema)
+              .max(MAX_CONSENT_CATEGORIES)
+              .optional(),
+            consent_default: z.enum(['allow', 'deny']).optional(),
           }),
         ),
         response: { 200: workspaceSchema, 201: workspaceSchema },
@@ -33,6 +39,8 @@ export function workspaceRoutes(app: FastifyInstance, context: Context): void {
       const result = await putWorkspace(context, tenant, workspace, {
         displayName: request.body.display_name ?? null,
         allowedOrigins: request.body.allowed_origins ?? null,
+        consentCategories: request.body.consent_categories ?? null,
+        consentDefault: request.body.consent_default ?? null,
       });
       return reply.code(result.created ? 201 : 200).send(result.workspace);
     },

@@ -195,7 +195,13 @@ export async function analyticsJsRoutes(
           checkPageOrigin(runtime, request, principal);
           return reply
             .header('cache-control', 'private, max-age=60')
-            .send(settingsDocument(key.data, servedOrigin(request)));
+            .send(
+              settingsDocument(
+                key.data,
+                servedOrigin(request),
+                runtime.registry.consentCategories(principal.tenantId, principal.workspaceId),
+              ),
+            );
         },
       );
 

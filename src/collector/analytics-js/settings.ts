@@ -6,10 +6,15 @@ const BATCH_TIMEOUT_MS = 5000;
  * The settings document analytics.js asks for at `/v1/projects/{key}/settings`: one destination,
  * Segment.io, pointed at this cds (`apiHost` is a host and path, without a scheme), batching
  * through `/v1/b`; no other integration, middleware or remote plugin (each would load code from
- * Segment's CDN), and remote metrics off (`sampleRate` 0: the library would post them to
- * api.segment.io). docs/decisions.md "analytics.js from cds".
+ * Segment's CDN), remote metrics off (`sampleRate` 0: the library would post them to
+ * api.segment.io), and the workspace's consent categories. docs/decisions.md "Browser write keys
+ * and analytics.js from cds".
  */
-export function settingsDocument(writeKey: string, origin: string): Record<string, unknown> {
+export function settingsDocument(
+  writeKey: string,
+  origin: string,
+  consentCategories: readonly string[],
+): Record<string, unknown> {
   const url = new URL(origin);
   const apiHost = `${url.host}/v1`;
   return {
@@ -40,5 +45,9 @@ export function settingsDocument(writeKey: string, origin: string): Record<strin
     legacyVideoPluginsEnabled: false,
     edgeFunction: {},
     analyticsNextEnabled: true,
+    // The workspace's categories, for a consent wrapper to ask about. cds is no destination a
+    // category maps to: its events carry the choices, and cds enforces them where data leaves
+    // (docs/decisions.md "Consent"), so a wrapper must not hold them back.
+    consentSettings: { allCategories: [...consentCategories], hasUnmappedDestinations: true },
   };
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { eventNameSchema } from '../../ids.js';
+import { consentOfContext } from '../../privacy/consent.js';
 import type { Fault } from '../accept.js';
 import type { Envelope } from '../envelope.js';
 import { MessageIds } from '../message-id.js';
@@ -148,6 +149,7 @@ function propertiesOf(
   type: TrackingCall,
   message: Message,
   identifiers: Record<string, string | number>,
+  consent: Map<string, boolean> | null,
 ): Record<string, unknown> {
   const properties =
     (type === 'identify' || type === 'group' ? message.traits : message.properties) ?? {};
@@ -161,6 +163,12 @@ function propertiesOf(
   }
   if (type === 'group' && message.groupId != null) properties.group_id = message.groupId;
   properties.identifiers = identifiers;
+  if (consent) {
+    // Category names are data: a map without a prototype, as JSON writes it.
+    const choices: Record<string, boolean> = Object.create(null);
+    for (const [category, granted] of consent) choices[category] = granted;
+    properties.consent = choices;
+  }
   return properties;
 }
 
@@ -234,7 +242,12 @@ export class TrackingMapper {
       workspace_id: workspaceId,
       anon_id: anonymousId === undefined ? undefined : `cookie:${anonymousId}`,
       occured_at: this.isoTime(at),
-      properties: propertiesOf(type, message, identifiers),
+      properties: propertiesOf(
+        type,
+        message,
+        identifiers,
+        consentOfContext((raw as { context?: unknown }).context),
+      ),
     };
   }
 
