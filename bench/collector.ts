@@ -78,12 +78,40 @@ function segmentBatch(events: Record<string, unknown>[], writeKey: string): stri
   return JSON.stringify({ batch, writeKey, sentAt: new Date().toISOString() });
 }
 
-/** A collector token of the bench's first workspace: a Segment write key. */
-async function mintWriteKey(url: string, tenantToken: string): Promise<string> {
+/** The same events as analytics.js batches them for `/v1/b` (its text/plain body). */
+function analyticsJsBatch(events: Record<string, unknown>[], writeKey: string): string {
+  const batch = events.map((event) => ({
+    type: 'track',
+    event: segmentName(event.name as string),
+    properties: event.properties,
+    anonymousId: (event.anon_id as string).slice('cookie:'.length),
+    timestamp: event.occured_at,
+    context: {
+      library: { name: 'analytics.js', version: 'next-1.84.3' },
+      page: { path: '/', url: 'https://shop.example/', title: 'Shop' },
+      userAgent: 'Mozilla/5.0',
+    },
+    integrations: {},
+    messageId: `ajs-next-${Date.parse(event.occured_at as string)}-${randomUUID()}`,
+    writeKey,
+    _metadata: { bundled: ['Segment.io'], unbundled: [], bundledIds: [] },
+  }));
+  return JSON.stringify({ batch, writeKey, sentAt: new Date().toISOString() });
+}
+
+/**
+ * A write key of the bench's first workspace: a collector token (`collector`, Segment's server
+ * libraries) or a browser write key (`write_key`, analytics.js).
+ */
+async function mintWriteKey(
+  url: string,
+  tenantToken: string,
+  kind: 'collector' | 'write_key' = 'collector',
+): Promise<string> {
   const response = await fetch(`${url}/v1/tenants/${TENANT}/tokens`, {
     method: 'POST',
     headers: { authorization: `Bearer ${tenantToken}`, 'content-type': 'application/json' },
-    body: JSON.stringify({ kind: 'collector', name: 'segment', workspace_id: WORKSPACES[0] }),
+    body: JSON.stringify({ kind, name: kind, workspace_id: WORKSPACES[0] }),
   });
   if (response.status !== 201) throw new Error(`minting a write key: ${await response.text()}`);
   return ((await response.json()) as { token: string }).token;
@@ -131,6 +159,54 @@ async function benchSegmentBatch(url: string, tenantToken: string): Promise<void
   );
   console.log(
     `ratio Segment / native batch: ${(segmentEvents / nativeEvents).toFixed(2)} (target >= 0.8)`,
+  );
+}
+
+/** Events in one analytics.js batch: its settings from cds say 10 (analytics-js/settings.ts). */
+const ANALYTICS_JS_BATCH = 10;
+
+/**
+ * analytics.js's `/v1/b` against the browser collector's `/v1/events/batch` with the same events,
+ * as many a request as the library sends, in the order native, analytics.js, analytics.js,
+ * native (issue 39).
+ */
+async function benchAnalyticsJsBatch(
+  url: string,
+  tenantToken: string,
+  browserHeaders: Record<string, string>,
+): Promise<void> {
+  const writeKey = await mintWriteKey(url, tenantToken, 'write_key');
+  const events = browserEvents(ANALYTICS_JS_BATCH);
+  const run = (path: string, headers: Record<string, string>, body: string) =>
+    load({ url: `${url}${path}`, method: 'POST', headers, body, connections: 8 });
+  const native = () => run('/v1/events/batch', browserHeaders, JSON.stringify({ events }));
+  const analyticsJs = () =>
+    run(
+      '/v1/b',
+      {
+        authorization: `Basic ${Buffer.from(`${writeKey}:`).toString('base64')}`,
+        'content-type': 'text/plain',
+      },
+      analyticsJsBatch(events, writeKey),
+    );
+  const [nativeFirst, ajsFirst, ajsSecond, nativeSecond] = [
+    await native(),
+    await analyticsJs(),
+    await analyticsJs(),
+    await native(),
+  ] as [autocannon.Result, autocannon.Result, autocannon.Result, autocannon.Result];
+  const nativeEvents = (nativeFirst['2xx'] + nativeSecond['2xx']) * ANALYTICS_JS_BATCH;
+  const ajsEvents = (ajsFirst['2xx'] + ajsSecond['2xx']) * ANALYTICS_JS_BATCH;
+  const p99 = (a: autocannon.Result, b: autocannon.Result) =>
+    Math.max(a.latency.p99, b.latency.p99);
+  console.log(
+    `native browser batch (${ANALYTICS_JS_BATCH} events a request): ${rate(nativeEvents, 2 * SECONDS)} events, p99 ${p99(nativeFirst, nativeSecond)} ms, non-2xx ${nativeFirst.non2xx + nativeSecond.non2xx}`,
+  );
+  console.log(
+    `analytics.js /v1/b (the same events as the library batches them): ${rate(ajsEvents, 2 * SECONDS)} events, p99 ${p99(ajsFirst, ajsSecond)} ms, non-2xx ${ajsFirst.non2xx + ajsSecond.non2xx}`,
+  );
+  console.log(
+    `ratio analytics.js / native browser batch: ${(ajsEvents / nativeEvents).toFixed(2)} (target >= 0.8)`,
   );
 }
 
@@ -213,6 +289,7 @@ export async function benchCollector(): Promise<void> {
     );
 
     await benchSegmentBatch(cds.url, tenantToken);
+    await benchAnalyticsJsBatch(cds.url, tenantToken, headers);
   } finally {
     await stopChild(cds.child);
     await stopChild(bare.child);
