@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { createSegment, DEFAULT_AUTOMATIONS } from '../src/segments/definitions.js';
 import { evaluateAwaitingSegments } from '../src/segments/evaluate.js';
+import { benchBehaviourPreviews } from './behaviour-previews.js';
 import { openBenchContext, percentile, seedProfiles, segmentPredicates } from './segments.js';
 import { CDS_BIN, prepareDataDir, startChild, stopChild, TENANT, WORKSPACES } from './setup.js';
 
@@ -26,8 +27,10 @@ function gzippedBytes(): { js: number; css: number } {
  * `npm run bench -- console`: the console's numbers of issue 31. The bytes a browser downloads;
  * the round trip of a segment preview as the builder makes it (HTTP, from the console's origin)
  * at `profiles` profiles; and the time from opening the segment list to its first row, in Chromium.
+ * Then, on the same data dir with `events` stored events, the previews of rules comparing
+ * behaviours: first from the events, then once their segments exist (bench/behaviour-previews.ts).
  */
-export async function benchConsole(profiles: number): Promise<void> {
+export async function benchConsole(profiles: number, events: number): Promise<void> {
   const sizes = gzippedBytes();
   console.log(
     `\nconsole: JavaScript ${(sizes.js / 1024).toFixed(1)} KB gzipped (limit 80 KB), CSS ${(sizes.css / 1024).toFixed(1)} KB`,
@@ -102,4 +105,5 @@ export async function benchConsole(profiles: number): Promise<void> {
   } finally {
     await stopChild(server.child);
   }
+  await benchBehaviourPreviews({ dir, tenantToken, profiles, events });
 }

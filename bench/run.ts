@@ -16,6 +16,8 @@ import { removeBenchDirs } from './setup.js';
 const args = process.argv.slice(2);
 const eventsFlag = args.indexOf('--events');
 const events = eventsFlag >= 0 ? Number(args[eventsFlag + 1]) : 1_000_000;
+// The console's behaviour previews are measured over ten million stored events unless told.
+const consoleEvents = eventsFlag >= 0 ? events : 10_000_000;
 const profilesFlag = args.indexOf('--profiles');
 const profiles = profilesFlag >= 0 ? Number(args[profilesFlag + 1]) : 1_000_000;
 const roundsFlag = args.indexOf('--rounds');
@@ -41,7 +43,7 @@ try {
   if (!only || only === 'erase')
     await benchErase(Number(process.env.BENCH_ERASE_EVENTS ?? 1_000_000));
   if (!only || only === 'cli') await benchCli();
-  if (!only || only === 'console') await benchConsole(profiles);
+  if (!only || only === 'console') await benchConsole(profiles, consoleEvents);
   // Needs nats-server (scripts/system-packages.sh), so only when asked for by name.
   if (only === 'cluster') await benchCluster();
   // Ten million events by default, a quarter of an hour or more: only when asked for by name.

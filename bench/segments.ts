@@ -29,7 +29,7 @@ import {
 } from './setup.js';
 
 const WORKSPACE = WORKSPACES[0];
-const CATEGORIES = ['shoes', 'bags', 'hats', 'belts', 'socks', 'coats', 'shirts', 'watches'];
+export const CATEGORIES = ['shoes', 'bags', 'hats', 'belts', 'socks', 'coats', 'shirts', 'watches'];
 
 export function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
