@@ -216,7 +216,7 @@ describe('the catalog page (issue 31, item 4)', () => {
     // The builder offers what rules can compare, as the API reads them: a metric no longer
     // collected whose values are kept is among them, said so.
     await open(page, '#/segments/new', 'New segment');
-    await page.getByRole('button', { name: 'Add condition', exact: true }).click();
+    await page.getByRole('button', { name: 'Add metric condition', exact: true }).click();
     const options = page.getByLabel('Metric of condition 1').locator('option');
     await expect
       .poll(() => options.allTextContents())

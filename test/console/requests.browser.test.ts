@@ -111,7 +111,7 @@ describe('the console makes no failing request (issue 36, item 8)', () => {
     await writer.goto(`${suite.served.url}/console/#/segments/new`);
     await writer.getByRole('heading', { name: 'New segment in eu' }).waitFor();
     // A new rule starts empty; its first condition is complete, and is previewed.
-    await writer.getByRole('button', { name: 'Add condition', exact: true }).click();
+    await writer.getByRole('button', { name: 'Add metric condition', exact: true }).click();
     await expect.poll(() => asked).toEqual([200]);
     await writerFaults.settled(QUIET_MS);
     expect(asked).toEqual([200]);
