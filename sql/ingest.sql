@@ -513,17 +513,18 @@ FROM ingest_accepted a JOIN ingest_event_profiles p USING (seq) JOIN ingest_even
 CROSS JOIN ingest_key_lists l;
 
 /* @name ingest_queue_revocations */
--- Before the batch's choices join the ledger: each profile that revokes a category its workspace
--- names (its newest choice in the batch is a denial, newer than its current choice, which granted
--- it, or there is none and the workspace's default allows) gets one `consent.changed` delivery
--- naming the categories revoked (ids and categories only).
+-- Before the batch's choices join the ledger: each profile whose consent to a category its
+-- workspace names goes from granted to denied at one of the batch's choices newer than its
+-- current one gets one `consent.changed` delivery naming the categories revoked (ids and
+-- categories only). The current choice is the ledger's newest, or the workspace's default where
+-- it has none; the batch's choices follow it in time, so a grant and its revocation in one batch
+-- are announced as they would be in two. Only the ledgers of the batch's choosing profiles (and
+-- of those merged into them) are read.
 INSERT INTO webhook_outbox (webhook_id, tenant_id, workspace_id, segment_id, profile_id, type, backfill, created_at,
   status, attempts, revoked_categories)
-SELECT 'msg_' || replace(gen_random_uuid()::VARCHAR, '-', ''), b.tenant_id, b.workspace_id, NULL, b.profile_id,
-  'consent.changed', false, $now::TIMESTAMP, 'pending', 0, list(b.category ORDER BY b.category)
-FROM (
-  SELECT a.tenant_id, a.workspace_id, p.profile_id, a.choice.key AS category,
-    arg_max(a.choice.value, (a.occured_at, a.event_id)) AS granted, max(a.occured_at) AS chosen_at
+WITH chosen AS (
+  SELECT a.tenant_id, a.workspace_id, p.profile_id, a.choice.key AS category, a.choice.value AS granted,
+    a.occured_at AS chosen_at, a.event_id
   FROM (
     SELECT seq, tenant_id, workspace_id, occured_at, event_id,
       unnest(map_entries(TRY_CAST(json_extract(properties, '$.consent') AS MAP(VARCHAR, BOOLEAN)))) AS choice
@@ -531,23 +532,36 @@ FROM (
     WHERE json_exists(properties, '$.consent')
   ) a JOIN ingest_event_profiles p USING (seq)
   WHERE a.choice.value IS NOT NULL
-  GROUP BY ALL
-) b
-JOIN workspaces w ON w.tenant_id = b.tenant_id AND w.workspace_id = b.workspace_id
-  AND list_contains(w.consent_categories, b.category)
-LEFT JOIN (
-  SELECT l.tenant_id, l.workspace_id, coalesce(m.merged_into, l.profile_id) AS profile_id, l.category,
+),
+ledger_owners AS (
+  SELECT DISTINCT profile_id AS ledger_profile_id, profile_id FROM chosen
+  UNION
+  SELECT m.profile_id, m.merged_into FROM profiles m
+  WHERE m.merged_into IN (SELECT profile_id FROM chosen)
+),
+current_choice AS (
+  SELECT l.tenant_id, l.workspace_id, o.profile_id, l.category,
     arg_max(l.granted, (l.chosen_at, l.event_id)) AS granted, max(l.chosen_at) AS chosen_at
-  FROM consent_ledger l
-  LEFT JOIN profiles m ON m.tenant_id = l.tenant_id AND m.workspace_id = l.workspace_id AND m.profile_id = l.profile_id
-  WHERE l.profile_id IN (SELECT profile_id FROM ingest_event_profiles)
-    OR m.merged_into IN (SELECT profile_id FROM ingest_event_profiles)
+  FROM consent_ledger l JOIN ledger_owners o ON o.ledger_profile_id = l.profile_id
   GROUP BY ALL
-) c ON c.tenant_id = b.tenant_id AND c.workspace_id = b.workspace_id AND c.profile_id = b.profile_id AND c.category = b.category
-WHERE NOT b.granted
-  AND (c.chosen_at IS NULL OR b.chosen_at > c.chosen_at)
-  AND coalesce(c.granted, w.consent_default = 'allow')
-GROUP BY b.tenant_id, b.workspace_id, b.profile_id;
+),
+steps AS (
+  SELECT k.tenant_id, k.workspace_id, k.profile_id, k.category, k.granted,
+    coalesce(lag(k.granted) OVER choices, c.granted, w.consent_default = 'allow') AS was_granted
+  FROM chosen k
+  JOIN workspaces w ON w.tenant_id = k.tenant_id AND w.workspace_id = k.workspace_id
+    AND list_contains(w.consent_categories, k.category)
+  LEFT JOIN current_choice c ON c.tenant_id = k.tenant_id AND c.workspace_id = k.workspace_id
+    AND c.profile_id = k.profile_id AND c.category = k.category
+  WHERE c.chosen_at IS NULL OR k.chosen_at > c.chosen_at
+  WINDOW choices AS (PARTITION BY k.tenant_id, k.workspace_id, k.profile_id, k.category
+    ORDER BY k.chosen_at, k.event_id)
+)
+SELECT 'msg_' || replace(gen_random_uuid()::VARCHAR, '-', ''), tenant_id, workspace_id, NULL, profile_id,
+  'consent.changed', false, $now::TIMESTAMP, 'pending', 0, list_sort(list(DISTINCT category))
+FROM steps
+WHERE was_granted AND NOT granted
+GROUP BY tenant_id, workspace_id, profile_id;
 
 /* @name ingest_record_consent */
 -- Each stored event's consent choices (`properties.consent`: category → granted, as the collector

@@ -47,18 +47,26 @@ LIMIT $limit;
 
 /* @name preview_segment */
 -- The double-braced slots are filled by src/segments/compile.ts. Every live profile has a row of
--- values, so the first $scan_limit rows are the profiles scanned. A behaviour not computed yet is
--- read from the stored events (preview_behaviour_values).
-WITH {{behaviours}}scanned AS (
+-- values; the profiles scanned are the $scan_limit with the lowest ids. Ids are hashes, so those
+-- are a fair sample of the workspace, and the same ones whether a behaviour is read from its
+-- metric or, not computed yet, from the stored events (preview_behaviour_values).
+WITH {{behaviours}}chosen AS (
+  SELECT profile_id
+  FROM profile_metric_vectors
+  WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id
+  ORDER BY profile_id
+  LIMIT $scan_limit
+),
+scanned AS (
   SELECT v.profile_id,
     {{columns}}
-  FROM profile_metric_vectors v{{behaviour_joins}}
+  FROM profile_metric_vectors v SEMI JOIN chosen USING (profile_id){{behaviour_joins}}
   WHERE v.tenant_id = $tenant_id AND v.workspace_id = $workspace_id
-  LIMIT $scan_limit
 )
 SELECT count(*) FILTER (WHERE {{condition}}) AS matched_profiles, count(*) AS scanned_profiles,
-  -- The first $sample_size matching profiles (none when 0), for the preview's sample.
-  coalesce((list(profile_id) FILTER (WHERE {{condition}}))[1:$sample_size], []) AS sample_ids
+  -- The first $sample_size matching profiles by id (none when 0), for the preview's sample.
+  coalesce((list(profile_id ORDER BY profile_id) FILTER (WHERE {{condition}}))[1:$sample_size], [])
+    AS sample_ids
 FROM scanned;
 
 /* @name preview_behaviour_values */
@@ -225,6 +233,37 @@ DROP TABLE IF EXISTS segment_new_masks; DROP TABLE IF EXISTS segment_current_mas
 /* @name segment_member_count */
 SELECT count(*) AS member_count FROM segment_members
 WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND segment_id = $segment_id;
+
+/* @name segment_members_without_consent */
+-- Members whose consent now lacks a category the segment's webhooks need (the newest choice of the
+-- profile or of a profile merged into it, else the workspace's default): they count as members,
+-- and their deliveries are withheld (webhooks_due_without_consent).
+WITH needed AS (
+  SELECT unnest(s.required_consent) AS category, w.consent_default
+  FROM segments s JOIN workspaces w ON w.tenant_id = s.tenant_id AND w.workspace_id = s.workspace_id
+  WHERE s.tenant_id = $tenant_id AND s.workspace_id = $workspace_id AND s.segment_id = $segment_id
+),
+members AS (
+  SELECT profile_id FROM segment_members
+  WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND segment_id = $segment_id
+),
+ledger_owners AS (
+  SELECT profile_id AS ledger_profile_id, profile_id FROM members
+  UNION ALL
+  SELECT profile_id, merged_into FROM profiles
+  WHERE tenant_id = $tenant_id AND workspace_id = $workspace_id AND merged_into IN (SELECT profile_id FROM members)
+),
+choices AS (
+  SELECT o.profile_id, l.category, arg_max(l.granted, (l.chosen_at, l.event_id)) AS granted
+  FROM consent_ledger l JOIN ledger_owners o ON o.ledger_profile_id = l.profile_id
+  WHERE l.tenant_id = $tenant_id AND l.workspace_id = $workspace_id
+    AND l.category IN (SELECT category FROM needed)
+  GROUP BY ALL
+)
+SELECT count(DISTINCT m.profile_id) AS members_without_consent
+FROM members m CROSS JOIN needed n
+LEFT JOIN choices c ON c.profile_id = m.profile_id AND c.category = n.category
+WHERE NOT coalesce(c.granted, n.consent_default = 'allow');
 
 /* @name segment_member_counts */
 -- One point per moment the membership changed (each batch writes one changed_at), the newest

@@ -8,36 +8,43 @@ WHERE status = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= $wal
 ORDER BY created_at, webhook_id
 LIMIT $limit;
 
-/* @name webhooks_withhold_without_consent */
+/* @name webhooks_due_without_consent */
 -- At delivery time, a due delivery of a segment that names the consent categories its webhooks
 -- need is withheld, not failed, unless the profile's consent now grants each: the newest choice
 -- of the profile or of a profile merged into it, else the workspace's default. So a revocation
--- stops the deliveries still queued.
+-- stops the deliveries still queued. Read first, so a round with nothing to withhold writes
+-- nothing; only the ledgers of the due profiles (and of those merged into them) are read.
+WITH needed AS (
+  SELECT d.webhook_id, d.tenant_id, d.workspace_id, d.profile_id, w.consent_default,
+    unnest(s.required_consent) AS category
+  FROM webhook_outbox d
+  JOIN segments s ON s.tenant_id = d.tenant_id AND s.workspace_id = d.workspace_id AND s.segment_id = d.segment_id
+  JOIN workspaces w ON w.tenant_id = d.tenant_id AND w.workspace_id = d.workspace_id
+  WHERE d.status = 'pending' AND (d.next_attempt_at IS NULL OR d.next_attempt_at <= $wall_now::TIMESTAMP)
+    AND len(s.required_consent) > 0
+),
+ledger_owners AS (
+  SELECT DISTINCT tenant_id, workspace_id, profile_id AS ledger_profile_id, profile_id FROM needed
+  UNION
+  SELECT p.tenant_id, p.workspace_id, p.profile_id, p.merged_into FROM profiles p
+  WHERE p.merged_into IN (SELECT profile_id FROM needed)
+),
+choices AS (
+  SELECT o.tenant_id, o.workspace_id, o.profile_id, l.category,
+    arg_max(l.granted, (l.chosen_at, l.event_id)) AS granted
+  FROM consent_ledger l
+  JOIN ledger_owners o ON o.tenant_id = l.tenant_id AND o.workspace_id = l.workspace_id
+    AND o.ledger_profile_id = l.profile_id
+  GROUP BY ALL
+)
+SELECT DISTINCT n.webhook_id FROM needed n
+LEFT JOIN choices c ON c.tenant_id = n.tenant_id AND c.workspace_id = n.workspace_id
+  AND c.profile_id = n.profile_id AND c.category = n.category
+WHERE NOT coalesce(c.granted, n.consent_default = 'allow');
+
+/* @name webhooks_withhold */
 UPDATE webhook_outbox SET status = 'withheld', last_error = 'consent not granted'
-WHERE webhook_id IN (
-  WITH due AS (
-    SELECT webhook_id, tenant_id, workspace_id, segment_id, profile_id FROM webhook_outbox
-    WHERE status = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= $wall_now::TIMESTAMP)
-  ),
-  needed AS (
-    SELECT d.webhook_id, d.tenant_id, d.workspace_id, d.profile_id, w.consent_default,
-      unnest(s.required_consent) AS category
-    FROM due d
-    JOIN segments s ON s.tenant_id = d.tenant_id AND s.workspace_id = d.workspace_id AND s.segment_id = d.segment_id
-    JOIN workspaces w ON w.tenant_id = d.tenant_id AND w.workspace_id = d.workspace_id
-  ),
-  choices AS (
-    SELECT n.webhook_id, n.category, arg_max(l.granted, (l.chosen_at, l.event_id)) AS granted
-    FROM needed n
-    JOIN consent_ledger l ON l.tenant_id = n.tenant_id AND l.workspace_id = n.workspace_id AND l.category = n.category
-    LEFT JOIN profiles p ON p.tenant_id = l.tenant_id AND p.workspace_id = l.workspace_id AND p.profile_id = l.profile_id
-    WHERE coalesce(p.merged_into, l.profile_id) = n.profile_id
-    GROUP BY n.webhook_id, n.category
-  )
-  SELECT n.webhook_id FROM needed n
-  LEFT JOIN choices c ON c.webhook_id = n.webhook_id AND c.category = n.category
-  WHERE NOT coalesce(c.granted, n.consent_default = 'allow')
-);
+WHERE status = 'pending' AND webhook_id IN (SELECT unnest(CAST($ids AS JSON)::VARCHAR[]));
 
 /* @name webhooks_mark_delivered */
 UPDATE webhook_outbox SET status = 'delivered', attempts = attempts + 1, last_error = NULL,

@@ -18,6 +18,8 @@ export type MemberCountPoint = z.infer<typeof memberCountPointSchema>;
 export const memberCountsSchema = z.object({
   /** Now, as the segment list counts it. */
   member_count: z.number(),
+  /** Of them, those whose consent lacks a category the segment's webhooks need (withheld). */
+  members_without_consent: z.number(),
   points: z.array(memberCountPointSchema),
 });
 
@@ -40,12 +42,17 @@ export async function segmentMemberCounts(
       segment_id: key.segmentId,
     };
     const now = await session.one<{ member_count: number }>('segment_member_count', params);
+    const withheld = await session.one<{ members_without_consent: number }>(
+      'segment_members_without_consent',
+      params,
+    );
     const rows = await session.all<{ at: string; member_count: number; delta: number }>(
       'segment_member_counts',
       { ...params, limit },
     );
     return {
       member_count: Number(now?.member_count ?? 0),
+      members_without_consent: Number(withheld?.members_without_consent ?? 0),
       points: rows.reverse().map((row) => ({
         at: row.at,
         member_count: Number(row.member_count),

@@ -139,12 +139,19 @@ export class WebhookSender {
       let due = await readDue();
       if (due.length === 0) return sent;
       // Consent is read when a delivery is due, so a revocation stops what is still queued.
-      const withheld = await this.context.store.write((session) =>
-        session.run('webhooks_withhold_without_consent', {
+      const withheld = await this.context.store.read((session) =>
+        session.all<{ webhook_id: string }>('webhooks_due_without_consent', {
           wall_now: systemClock.now().toISOString(),
         }),
       );
-      if (withheld > 0) due = await readDue();
+      if (withheld.length > 0) {
+        await this.context.store.write((session) =>
+          session.run('webhooks_withhold', {
+            ids: JSON.stringify(withheld.map((row) => row.webhook_id)),
+          }),
+        );
+        due = await readDue();
+      }
       if (due.length === 0) return sent;
       const outcomes = await this.attemptAll(due);
       await this.record(due, outcomes);

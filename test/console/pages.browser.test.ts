@@ -227,7 +227,8 @@ describe('the catalog page (issue 31, item 4)', () => {
     await page.setViewportSize({ width: 360, height: 740 });
     expect(await pageWidth(page)).toBeLessThanOrEqual(360);
     await page.context().close();
-  });
+    // Five accessibility scans and three dialogs: about 20 s on a quiet machine.
+  }, 60_000);
 
   it('shows a workspace token no write control', async () => {
     const page = await signedIn(suite.served.tokens.workspace, 'dark');

@@ -568,4 +568,39 @@ describe('segments in the console (issue 31, item 5)', () => {
       .toEqual([...members].sort());
     await page.context().close();
   }, 120_000);
+
+  it('asks which consent a segment\'s webhooks need, and says how many members lack it (issue 39, item 6)', async () => {
+    const workspace = await callApi('PUT', '/v1/tenants/acme/workspaces/eu', {
+      consent_categories: ['marketing', 'analytics'],
+      consent_default: 'deny',
+    });
+    expect(workspace.status).toBe(200);
+    await visit('consenting', 'signed_up', { consent: { marketing: true } });
+    await visit('silent', 'signed_up');
+    await suite.served.server.ingestNow();
+
+    const page = await signedIn(suite.served.tokens.tenant);
+    await page.goto(`${suite.served.url}/console/#/segments/new`);
+    await page.getByRole('heading', { name: 'New segment in eu' }).waitFor();
+    await page.getByRole('button', { name: 'Add behaviour', exact: true }).click();
+    await page.getByLabel('Event of condition 1').selectOption('signed_up');
+    const consent = page.getByRole('group', { name: 'Webhooks need consent to' });
+    expect(await consent.getByRole('checkbox').count()).toBe(2);
+    await consent.getByLabel('marketing').check();
+    await page.getByLabel('Id', { exact: true }).fill('signups');
+    await page.getByLabel('Display name').fill('Sign-ups');
+    await page.getByRole('button', { name: 'Save segment' }).click();
+    await page.waitForURL(/#\/segments\/signups$/);
+    const saved = await callApi('GET', `${SEGMENTS}/signups/definition?workspace_id=eu`);
+    expect(saved.body.required_consent).toEqual(['marketing']);
+    await expect
+      .poll(() => page.getByTestId('member-count').textContent(), { timeout: 20_000 })
+      .toBe('2');
+    // The visitor who never chose, under the deny default, lacks it.
+    await expect
+      .poll(() => page.getByTestId('members-without-consent').textContent(), { timeout: 20_000 })
+      .toBe('1');
+    await expectAccessible(page, 'a segment whose webhooks need consent');
+    await page.context().close();
+  }, 60_000);
 });

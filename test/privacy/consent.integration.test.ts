@@ -176,6 +176,14 @@ describe('consent travels with every event (issue 39, items 5–6)', () => {
       await call(env.app, tokens.tenant, 'GET', '/v1/tenants/acme/webhook-totals?workspace_id=eu')
     ).json();
     expect(totals.last_24h.withheld).toBe(2);
+    // The segment page's count: Ann revoked, Dan never chose under the deny default.
+    const counts = await call(
+      env.app,
+      tokens.tenant,
+      'GET',
+      `${SEGMENTS}/buyers/member-counts?workspace_id=eu`,
+    );
+    expect(counts.json()).toMatchObject({ member_count: 3, members_without_consent: 2 });
 
     const erased = await call(env.app, tokens.tenant, 'DELETE', `${PROFILES}/${ann}`);
     expect(erased.statusCode, erased.body).toBe(200);
@@ -186,6 +194,42 @@ describe('consent travels with every event (issue 39, items 5–6)', () => {
       ),
     );
     expect(left).toEqual([{ rows: 0 }]);
+  });
+
+  it('announces a revocation whether its grant came in the same batch or an earlier one, and nothing that revokes no grant', async () => {
+    // Eve grants and revokes within one batch; Fay across two.
+    await native('eve@shop.test', { marketing: true }, '2026-03-01T09:00:00.000Z');
+    await native('eve@shop.test', { marketing: false }, '2026-03-01T10:00:00.000Z');
+    await native('fay@shop.test', { marketing: true }, '2026-03-01T09:00:00.000Z');
+    // Gus only denies what the default denies; Hal denies, then grants.
+    await native(
+      'gus@shop.test',
+      { marketing: false, analytics: false },
+      '2026-03-01T09:00:00.000Z',
+    );
+    await native('hal@shop.test', { marketing: false }, '2026-03-01T09:00:00.000Z');
+    await native('hal@shop.test', { marketing: true }, '2026-03-01T10:00:00.000Z');
+    await env.ingest();
+    await native('fay@shop.test', { marketing: false }, '2026-03-01T10:00:00.000Z');
+    // A choice older than Fay's newest changes nothing: no second announcement.
+    await native('fay@shop.test', { marketing: true }, '2026-03-01T08:00:00.000Z');
+    await env.ingest();
+    await sender.deliverDue();
+
+    const profileOf = async (email: string) =>
+      (await call(env.app, tokens.tenant, 'GET', `${PROFILES}/lookup?email=${email}`)).json()
+        .profile_id as string;
+    const announced = receiver
+      .bodies()
+      .filter((body) => body.type === 'consent.changed')
+      .map((body) => [body.data.profile_id, body.data.revoked]);
+    expect(announced.sort()).toEqual(
+      [
+        [await profileOf('eve@shop.test'), ['marketing']],
+        [await profileOf('fay@shop.test'), ['marketing']],
+      ].sort(),
+    );
+    expect(await consentOf('hal@shop.test')).toEqual([['marketing', true]]);
   });
 
   it('refuses a segment that needs a category its workspace does not name', async () => {

@@ -48,6 +48,14 @@ type PreviewState =
   | { kind: 'done'; preview: Preview }
   | { kind: 'failed'; message: string };
 
+/** The matches the scanned sample implies for the whole workspace, rounded. */
+function estimatedMatches(preview: Preview): number {
+  if (preview.scanned_profiles === 0) return 0;
+  return Math.round(
+    (preview.matched_profiles / preview.scanned_profiles) * preview.workspace_profiles,
+  );
+}
+
 /** The API's reasons (paths like `predicate.any[0].value`) by the rule node they name. */
 function nodeReasons(error: unknown, built: BuiltPredicate | null): Map<number, string> {
   const reasons = new Map<number, string>();
@@ -88,9 +96,9 @@ function PreviewPanel({ state, emptyRule }: { state: PreviewState; emptyRule: bo
             {shown.truncated && (
               <strong class="warning">
                 {' '}
-                Not every profile was scanned: the count is exact over the first{' '}
-                {shown.scanned_profiles} of {shown.workspace_profiles}, and the saved segment will
-                count them all.
+                Not every profile was scanned: the count is exact over {shown.scanned_profiles} of{' '}
+                {shown.workspace_profiles}, a sample chosen by id, so about{' '}
+                {estimatedMatches(shown)} would match; the saved segment counts them all.
               </strong>
             )}
           </dd>
@@ -153,6 +161,8 @@ function SegmentForm() {
   const workspace = session.workspace.value;
   const metrics = useSignal<WorkspaceMetric[] | null>(null);
   const events = useSignal<string[]>([]);
+  /** The consent categories the workspace names, which a segment's webhooks may need. */
+  const consentCategories = useSignal<string[]>([]);
   const loadError = useSignal<string | null>(null);
   const root = useSignal<RuleNode>(newGroup('all'));
   const preview = useSignal<PreviewState>({ kind: 'incomplete' });
@@ -166,6 +176,7 @@ function SegmentForm() {
     on_enter: true,
     on_exit: true,
     on_backfill: false,
+    required_consent: [] as string[],
   });
 
   useSignalEffect(() => {
@@ -173,9 +184,14 @@ function SegmentForm() {
     const w = session.workspace.value;
     if (!t || !w) return;
     metrics.value = null;
-    Promise.all([workspaceMetrics(t, w), eventTypeNames(t)]).then(
-      ([list, names]) => {
+    Promise.all([
+      workspaceMetrics(t, w),
+      eventTypeNames(t),
+      api<{ consent_categories: string[] }>('GET', pathOf`/v1/tenants/${t}/workspaces/${w}`),
+    ]).then(
+      ([list, names, workspaceAnswer]) => {
         events.value = names;
+        consentCategories.value = workspaceAnswer.consent_categories;
         metrics.value = list;
         const started = ruleFromPredicate(startingPredicate.peek());
         startingPredicate.value = null;
@@ -268,6 +284,7 @@ function SegmentForm() {
           on_exit: fields.on_exit,
           on_backfill: fields.on_backfill,
         },
+        required_consent: fields.required_consent,
       });
       navigate(`/segments/${fields.segment_id}`);
     } catch (error) {
@@ -360,6 +377,31 @@ function SegmentForm() {
             </label>
           ))}
         </fieldset>
+        {consentCategories.value.length > 0 && (
+          <fieldset>
+            <legend>Webhooks need consent to</legend>
+            {consentCategories.value.map((category) => (
+              <label key={category} class="inline">
+                <input
+                  type="checkbox"
+                  checked={fields.required_consent.includes(category)}
+                  onChange={(event) => {
+                    const others = fields.required_consent.filter((c) => c !== category);
+                    set({
+                      required_consent: (event.target as HTMLInputElement).checked
+                        ? [...others, category]
+                        : others,
+                    });
+                  }}
+                />
+                {category}
+              </label>
+            ))}
+            <p class="help">
+              A member whose consent lacks one still counts; their deliveries are withheld.
+            </p>
+          </fieldset>
+        )}
         <button type="submit" disabled={saving.value || !built.value}>
           Save segment
         </button>

@@ -11,6 +11,8 @@ export interface SegmentItem {
   predicate: unknown;
   status: SegmentStatus;
   automations: { on_enter: boolean; on_exit: boolean; on_backfill: boolean };
+  /** Consent categories a member's webhooks need; without them a delivery is withheld. */
+  required_consent: string[];
   created_at: string;
   updated_at: string;
   evaluation_error: string | null;

@@ -18,6 +18,7 @@ const REFRESH_MS = 3000;
 
 interface MemberCounts {
   member_count: number;
+  members_without_consent: number;
   points: MemberCountPoint[];
 }
 
@@ -158,6 +159,7 @@ export function SegmentPage({ segmentId }: { segmentId: string }) {
       if (
         !before ||
         before.member_count !== memberCounts.member_count ||
+        before.members_without_consent !== memberCounts.members_without_consent ||
         before.points.length !== memberCounts.points.length ||
         before.points.at(-1)?.at !== memberCounts.points.at(-1)?.at
       )
@@ -182,6 +184,15 @@ export function SegmentPage({ segmentId }: { segmentId: string }) {
             <code>{shown.segment_id}</code> in {shown.workspace_id}:{' '}
             <strong data-testid="member-count">{counts.value?.member_count ?? '…'}</strong> members
           </p>
+          {shown.required_consent.length > 0 && (
+            <p>
+              Webhooks need consent to {shown.required_consent.join(', ')}:{' '}
+              <strong data-testid="members-without-consent">
+                {counts.value?.members_without_consent ?? '…'}
+              </strong>{' '}
+              members lack it, and their deliveries are withheld.
+            </p>
+          )}
           <Definition
             segment={shown}
             members={counts.value?.member_count ?? null}
