@@ -9,8 +9,10 @@ const EXPOSED_HEADERS = ['retry-after'];
  */
 export const preflightOptions = {
   origin: true,
-  // GET for analytics.js's settings; authorization and x-retry-count are what it sends with its
-  // events (analytics-js/routes.ts).
+  // GET for analytics.js's settings and RudderStack's source config; authorization and
+  // x-retry-count are what analytics.js sends with its events (analytics-js/routes.ts), the rest
+  // what RudderStack's browser SDK v3 sends with its own (its anonymous id, the time it sent,
+  // and how often and why it tried before).
   methods: ['GET', 'POST'],
   allowedHeaders: [
     'content-type',
@@ -19,6 +21,13 @@ export const preflightOptions = {
     'x-workspace-id',
     'authorization',
     'x-retry-count',
+    'anonymousid',
+    'sentat',
+    'rsa-retry-attempt',
+    'rsa-since-first-attempt',
+    'rsa-since-last-attempt',
+    'rsa-retry-reason',
+    'rsa-recovered',
   ],
   exposedHeaders: EXPOSED_HEADERS,
   maxAge: 600,

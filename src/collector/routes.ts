@@ -25,6 +25,7 @@ import type { CollectorPrincipal } from './registry.js';
 import type { CollectorRuntime } from './runtime.js';
 import { sdkScriptRoute } from './sdk-script.js';
 import { trackingApiRoutes } from './tracking-api/routes.js';
+import { workspaceBudget } from './write-keys.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -135,8 +136,7 @@ function admission(
 ): Admission {
   if (source === 'browser') {
     const scope = browserScope(runtime, request);
-    // Registry ids never hold a slash, so the pair makes one unambiguous key.
-    return { scope, budgetKey: `${scope.tenantId}/${scope.workspaceId}` };
+    return { scope, budgetKey: workspaceBudget(scope.tenantId, scope.workspaceId ?? '') };
   }
   const principal = serverPrincipal(runtime, request);
   return {
@@ -302,6 +302,6 @@ export async function collectorRoutes(
   });
   await routesFor(app, '/v1/server/events', 'server');
   sdkScriptRoute(app);
-  await trackingApiRoutes(app, runtime, { perToken, refusedPerAddress });
+  await trackingApiRoutes(app, runtime, { perToken, perWorkspace, refusedPerAddress });
   await analyticsJsRoutes(app, runtime, { perWorkspace, refusedPerAddress });
 }

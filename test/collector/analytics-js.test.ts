@@ -50,6 +50,16 @@ const mintWriteKey = async (workspace = 'eu') => {
   return minted.json() as { token: string; token_id: string };
 };
 
+const revoke = async (tokenId: string) => {
+  const revoked = await call(
+    env.app,
+    tokens.tenant,
+    'DELETE',
+    `/v1/tenants/acme/tokens/${tokenId}`,
+  );
+  expect(revoked.statusCode, revoked.body).toBeLessThan(300);
+};
+
 const basic = (key: string) => `Basic ${Buffer.from(`${key}:`).toString('base64')}`;
 
 /** A batch as analytics.js sends it: text/plain JSON, the key as Basic auth and in the body. */
@@ -85,6 +95,33 @@ const messages = (anonymousId: string) => [
   },
 ];
 
+/**
+ * The names of the stored events of workspace eu's one profile, which browser trust keeps apart
+ * from ann@shop.example: the email the messages carried is not an identifier of it.
+ */
+const eventsOfTheOneProfile = async () => {
+  const byEmail = await call(
+    env.app,
+    tokens.tenant,
+    'GET',
+    '/v1/tenants/acme/workspaces/eu/profiles/lookup?email=ann@shop.example',
+  );
+  expect(byEmail.statusCode, 'browser trust drops the email').toBe(404);
+  const people = (
+    await call(env.app, tokens.tenant, 'GET', '/v1/tenants/acme/workspaces/eu/profiles/summary')
+  ).json().profiles as { profile_id: string }[];
+  expect(people).toHaveLength(1);
+  const history = (
+    await call(
+      env.app,
+      tokens.tenant,
+      'GET',
+      `/v1/tenants/acme/workspaces/eu/profiles/${people[0]?.profile_id}/history`,
+    )
+  ).json().entries as { event_name: string }[];
+  return history.map((entry) => entry.event_name).sort();
+};
+
 describe('browser write keys and the analytics.js endpoints (issue 39)', () => {
   it('takes a batch from an allowed page at browser trust: one profile by the cookie, the email dropped', async () => {
     const { token: key } = await mintWriteKey();
@@ -94,30 +131,7 @@ describe('browser write keys and the analytics.js endpoints (issue 39)', () => {
     expect(answer.headers['access-control-allow-origin']).toBe(SHOP);
     await env.ingest();
 
-    const byEmail = await call(
-      env.app,
-      tokens.tenant,
-      'GET',
-      '/v1/tenants/acme/workspaces/eu/profiles/lookup?email=ann@shop.example',
-    );
-    expect(byEmail.statusCode, 'browser trust drops the email').toBe(404);
-    const people = (
-      await call(env.app, tokens.tenant, 'GET', '/v1/tenants/acme/workspaces/eu/profiles/summary')
-    ).json().profiles as { profile_id: string }[];
-    expect(people).toHaveLength(1);
-    const history = (
-      await call(
-        env.app,
-        tokens.tenant,
-        'GET',
-        `/v1/tenants/acme/workspaces/eu/profiles/${people[0]?.profile_id}/history`,
-      )
-    ).json().entries as { kind: string; event_name: string }[];
-    expect(history.map((entry) => entry.event_name).sort()).toEqual([
-      'identify',
-      'page',
-      'product_viewed',
-    ]);
+    expect(await eventsOfTheOneProfile()).toEqual(['identify', 'page', 'product_viewed']);
     const us = await call(
       env.app,
       tokens.tenant,
@@ -158,13 +172,7 @@ describe('browser write keys and the analytics.js endpoints (issue 39)', () => {
     expect(apiToken.statusCode).toBe(403);
     const collector = await sendBatch(tokens.collector, messages('a'));
     expect(collector.statusCode).toBe(403);
-    const revoke = await call(
-      env.app,
-      tokens.tenant,
-      'DELETE',
-      `/v1/tenants/acme/tokens/${eu.token_id}`,
-    );
-    expect(revoke.statusCode, revoke.body).toBeLessThan(300);
+    await revoke(eu.token_id);
     const revoked = await sendBatch(eu.token, messages('a'));
     expect(revoked.statusCode).toBe(401);
     const settings = await env.app.inject({
@@ -180,6 +188,81 @@ describe('browser write keys and the analytics.js endpoints (issue 39)', () => {
       '/v1/tenants/acme/workspaces/eu/profiles/summary',
     );
     expect(stored.json().profiles, 'nothing refused was kept').toEqual([]);
+  });
+
+  it("answers RudderStack's browser SDK: its source config, and its messages on the Tracking API's routes at browser trust, from allowed pages only", async () => {
+    const eu = await mintWriteKey('eu');
+    const config = await env.app.inject({
+      method: 'GET',
+      url: `/sourceConfig/?p=npm&v=3.34.1&build=modern&writeKey=${eu.token}`,
+      headers: { authorization: basic(eu.token), origin: SHOP },
+    });
+    expect(config.statusCode, config.body).toBe(200);
+    expect(config.headers['access-control-allow-origin']).toBe(SHOP);
+    expect(config.json()).toEqual({
+      isHosted: false,
+      source: {
+        id: eu.token_id,
+        name: 'eu',
+        writeKey: eu.token,
+        workspaceId: 'acme/eu',
+        enabled: true,
+        config: { statsCollection: { errors: { enabled: false }, metrics: { enabled: false } } },
+        destinations: [],
+      },
+    });
+    const fromElsewhere = await env.app.inject({
+      method: 'GET',
+      url: `/sourceConfig/?writeKey=${eu.token}`,
+      headers: { origin: OTHER_SHOP },
+    });
+    expect(fromElsewhere.statusCode).toBe(403);
+
+    // As the SDK sends: JSON, the key as Basic auth, its own headers; a batch and a single call.
+    const rudder = (path: string, body: unknown, key = eu.token, origin = SHOP) =>
+      env.app.inject({
+        method: 'POST',
+        url: path,
+        headers: {
+          'content-type': 'application/json;charset=UTF-8',
+          authorization: basic(key),
+          anonymousid: Buffer.from('rs-anon').toString('base64'),
+          origin,
+        },
+        payload: JSON.stringify(body),
+      });
+    const batch = await rudder('/v1/batch', {
+      batch: messages('rs-anon').map((message) => ({ ...message, channel: 'web' })),
+      sentAt: '2026-03-01T11:59:59.000Z',
+    });
+    expect(batch.statusCode, batch.body).toBe(200);
+    expect(batch.json()).toMatchObject({ accepted: 3, rejected: [] });
+    expect(batch.headers['access-control-allow-origin']).toBe(SHOP);
+    const single = await rudder('/v1/track', {
+      type: 'track',
+      anonymousId: 'rs-anon',
+      event: 'signed_up',
+      messageId: 'rs-anon-4',
+      context: { traits: { email: 'ann@shop.example' } },
+    });
+    expect(single.statusCode, single.body).toBe(200);
+    expect((await rudder('/v1/track', {}, eu.token, OTHER_SHOP)).statusCode).toBe(403);
+    await env.ingest();
+
+    expect(await eventsOfTheOneProfile()).toEqual([
+      'identify',
+      'page',
+      'product_viewed',
+      'signed_up',
+    ]);
+
+    await revoke(eu.token_id);
+    expect((await rudder('/v1/batch', { batch: messages('late') })).statusCode).toBe(401);
+    const revokedConfig = await env.app.inject({
+      method: 'GET',
+      url: `/sourceConfig/?writeKey=${eu.token}`,
+    });
+    expect(revokedConfig.statusCode).toBe(401);
   });
 
   it('never reads: a write key is refused by every API route', async () => {

@@ -3,6 +3,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { close, listen } from '../helpers/collector-door.js';
 import { expectAccessible, screenshot, signIn, useConsoleSuite } from '../helpers/console.js';
+import { tenantCall } from '../helpers/site-library.js';
 
 /**
  * Issue 31's "Must show" journey end to end: a shop on another origin sends events with the
@@ -28,16 +29,7 @@ function shopPage(cdsUrl: string): string {
 }
 
 async function api(method: string, path: string, body?: unknown): Promise<number> {
-  const response = await fetch(`${suite.served.url}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${suite.served.tokens.tenant}`,
-      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-    },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  await response.arrayBuffer();
-  return response.status;
+  return (await tenantCall(suite, method, path, body)).status;
 }
 
 const suite = useConsoleSuite();

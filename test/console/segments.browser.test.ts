@@ -569,7 +569,7 @@ describe('segments in the console (issue 31, item 5)', () => {
     await page.context().close();
   }, 120_000);
 
-  it('asks which consent a segment\'s webhooks need, and says how many members lack it (issue 39, item 6)', async () => {
+  it("asks which consent a segment's webhooks need, and says how many members lack it (issue 39, item 6)", async () => {
     const workspace = await callApi('PUT', '/v1/tenants/acme/workspaces/eu', {
       consent_categories: ['marketing', 'analytics'],
       consent_default: 'deny',

@@ -921,6 +921,14 @@ export const ROUTE_INPUTS: Record<string, RouteInput> = {
         .map(present),
   },
   'POST /v1/m': { callers: [] },
+  'GET /sourceConfig': {
+    callers: [],
+    headers: { valid: segmentAuthorization, any: anySegmentAuthorization },
+  },
+  'GET /sourceConfig/': {
+    callers: [],
+    headers: { valid: segmentAuthorization, any: anySegmentAuthorization },
+  },
 };
 
 function authorization(fixture: FuzzFixture, callers: readonly Caller[]) {

@@ -1,30 +1,23 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import {
-  BadRequestError,
-  ForbiddenError,
-  NotFoundError,
-  OriginNotAllowedError,
-  UnauthorizedError,
-} from '../../errors.js';
+import { BadRequestError, ForbiddenError, NotFoundError, UnauthorizedError } from '../../errors.js';
 import type { RateLimiter } from '../../rate-limit.js';
 import { countIntake } from '../../telemetry/prometheus.js';
 import { parseBody } from '../batch-intake.js';
 import { acceptedAs, scopeFor } from '../event-sink.js';
-import { originAllowedFor } from '../origins.js';
 import type { WriteKeyPrincipal } from '../registry.js';
 import type { CollectorRuntime } from '../runtime.js';
 import {
   checkTrackingBatchBody,
   checkTrackingMessage,
   type TrackingRequest,
-  type WorkspaceScope,
   writeKeyIn,
 } from '../tracking-api/intake.js';
 import { writeKeyOfHeader } from '../tracking-api/routes.js';
 import type { TrackingCall } from '../tracking-api/spec.js';
+import { checkPageOrigin, workspaceBudget, writeKeyScope } from '../write-keys.js';
 import { AnalyticsLibrary } from './library.js';
-import { settingsDocument } from './settings.js';
+import { settingsDocument, sourceConfigDocument } from './settings.js';
 
 /** The collector's limiters these endpoints share with the browser collector. */
 export interface AnalyticsJsLimiters {
@@ -75,18 +68,6 @@ function writeKeyPrincipal(runtime: CollectorRuntime, key: string | undefined): 
   throw new UnauthorizedError('unknown or revoked write key');
 }
 
-/** A page may use a write key only from an origin its workspace allows. */
-function checkPageOrigin(
-  runtime: CollectorRuntime,
-  request: FastifyRequest,
-  principal: WriteKeyPrincipal,
-): void {
-  const origin = request.headers.origin;
-  if (origin === undefined || origin === '') return;
-  if (!originAllowedFor(runtime, origin, principal.tenantId, principal.workspaceId))
-    throw new OriginNotAllowedError(origin);
-}
-
 function addCors(request: FastifyRequest, reply: FastifyReply): void {
   reply.header('vary', 'Origin');
   const origin = request.headers.origin;
@@ -118,24 +99,16 @@ export async function analyticsJsRoutes(
       refusedPerAddress.take(request.ip);
       throw error;
     }
-    perWorkspace.take(`${principal.tenantId}/${principal.workspaceId}`);
+    perWorkspace.take(workspaceBudget(principal.tenantId, principal.workspaceId));
     return principal;
   };
 
-  const requestIn = (principal: WriteKeyPrincipal): TrackingRequest => {
-    const scope: WorkspaceScope = {
-      source: 'browser',
-      intake: 'segment_api',
-      tenantId: principal.tenantId,
-      workspaceId: principal.workspaceId,
-    };
-    return {
-      scope: scopeFor(runtime.sink, scope),
-      receivedAt: runtime.clock.now().toISOString(),
-      collectorId: runtime.sink.collectorId,
-      form: runtime.sink.form,
-    };
-  };
+  const requestIn = (principal: WriteKeyPrincipal): TrackingRequest => ({
+    scope: scopeFor(runtime.sink, writeKeyScope(principal)),
+    receivedAt: runtime.clock.now().toISOString(),
+    collectorId: runtime.sink.collectorId,
+    form: runtime.sink.form,
+  });
 
   /** The key of the Authorization header, else of the body, with the body parsed. */
   const admitted = (request: FastifyRequest, text: string) => {
@@ -204,6 +177,26 @@ export async function analyticsJsRoutes(
             );
         },
       );
+
+      // RudderStack's browser SDK v3 asks its config URL, with the key as Basic auth's username
+      // (or in the query, as its URL also names it), and sends to /v1/track … /v1/batch, the
+      // Tracking API's routes, which take a write key too.
+      const sourceConfig = async (request: FastifyRequest, reply: FastifyReply) => {
+        const authorization = request.headers.authorization;
+        const query = request.query as Record<string, unknown>;
+        const key =
+          authorization !== undefined && authorization !== ''
+            ? writeKeyOfHeader(authorization)
+            : typeof query.writeKey === 'string'
+              ? query.writeKey
+              : undefined;
+        const principal = admit(request, () => key);
+        return reply
+          .header('cache-control', 'private, max-age=60')
+          .send(sourceConfigDocument(key as string, principal));
+      };
+      requests.get('/sourceConfig', sourceConfig);
+      requests.get('/sourceConfig/', sourceConfig);
 
       for (const [path, call] of CALLS) {
         requests.post(`/v1/${path}`, async (request) => {

@@ -51,3 +51,27 @@ export function settingsDocument(
     consentSettings: { allCategories: [...consentCategories], hasUnmappedDestinations: true },
   };
 }
+
+/**
+ * What RudderStack's browser SDK v3 asks its config URL (`/sourceConfig/?…&writeKey=…`): a source
+ * of the key's workspace with no destination (each would load a device-mode SDK from RudderStack's
+ * CDN) and its error reports off (they would be posted to `/rsaMetrics`). The SDK sends to the
+ * data plane URL its page names, which is this cds. docs/decisions.md "RudderStack's browser SDK".
+ */
+export function sourceConfigDocument(
+  writeKey: string,
+  principal: { tokenId: string; tenantId: string; workspaceId: string },
+): Record<string, unknown> {
+  return {
+    isHosted: false,
+    source: {
+      id: principal.tokenId,
+      name: principal.workspaceId,
+      writeKey,
+      workspaceId: `${principal.tenantId}/${principal.workspaceId}`,
+      enabled: true,
+      config: { statsCollection: { errors: { enabled: false }, metrics: { enabled: false } } },
+      destinations: [],
+    },
+  };
+}

@@ -1,12 +1,14 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { ZodTypeProvider } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { ForbiddenError, UnauthorizedError } from '../../errors.js';
 import type { RateLimiter } from '../../rate-limit.js';
 import { countIntake } from '../../telemetry/prometheus.js';
 import { parseBody } from '../batch-intake.js';
+import { addCorsHeaders } from '../cors.js';
 import { acceptedAs, scopeFor } from '../event-sink.js';
 import type { CollectorRuntime } from '../runtime.js';
+import { checkPageOrigin, workspaceBudget, writeKeyScope } from '../write-keys.js';
 import {
   checkTrackingBatchBody,
   checkTrackingMessage,
@@ -16,10 +18,12 @@ import {
 } from './intake.js';
 import { TRACKING_CALLS } from './spec.js';
 
-/** The collector's limiters these endpoints share with `/v1/server/events`. */
+/** The collector's limiters these endpoints share with `/v1/server/events` and `/v1/events`. */
 export interface TrackingApiLimiters {
   /** Requests per second of each collector token. */
   perToken: RateLimiter;
+  /** Requests per second of each workspace's browser write keys, as `/v1/events` spends them. */
+  perWorkspace: RateLimiter;
   /** Requests per second one address may have refused. */
   refusedPerAddress: RateLimiter;
 }
@@ -31,7 +35,7 @@ const batchAnswer = success.extend({
 });
 
 const HOW_TO_SEND =
-  'send a collector token of one workspace (cpc_…) as the Basic auth username with an empty password, or as writeKey in the body';
+  'send a collector token of one workspace (cpc_…) as the Basic auth username with an empty password, or as writeKey in the body; a page sends a browser write key (cpk_…) so';
 
 /**
  * The write key of an Authorization header: Basic auth's username, as Segment's and
@@ -52,18 +56,45 @@ export function writeKeyOfHeader(authorization: string): string {
   );
 }
 
-/** The token a write key is, if it is a collector token of one workspace. */
-function principalOf(
+/** Who sends: the scope its messages land in, and whose budget the request spends. */
+interface Admission {
+  scope: WorkspaceScope;
+  budget: { limiter: 'token' | 'workspace'; key: string };
+  /** A page's browser write key: its answers carry CORS headers. */
+  page: boolean;
+}
+
+/**
+ * The sender a write key names: a collector token of one workspace (a backend, at server trust),
+ * or a browser write key (a page, as RudderStack's browser SDK sends: browser trust, from an
+ * origin its workspace allows).
+ */
+function admissionOf(
   runtime: CollectorRuntime,
+  request: FastifyRequest,
   writeKey: string | undefined,
-): { scope: WorkspaceScope; tokenId: string } {
+): Admission {
   if (writeKey === undefined || writeKey === '') {
     throw new UnauthorizedError(`missing write key: ${HOW_TO_SEND}`);
   }
   const principal = runtime.registry.authenticateCollector(writeKey);
   if (!principal) {
+    const browserKey = runtime.registry.authenticateWriteKey(writeKey);
+    if (browserKey) {
+      checkPageOrigin(runtime, request, browserKey);
+      return {
+        scope: writeKeyScope(browserKey),
+        budget: {
+          limiter: 'workspace',
+          key: workspaceBudget(browserKey.tenantId, browserKey.workspaceId),
+        },
+        page: true,
+      };
+    }
     if (/^cp[tw]_/.test(writeKey)) {
-      throw new ForbiddenError('a write key is a collector token (cpc_…), not an API token');
+      throw new ForbiddenError(
+        'a write key is a collector token (cpc_…) or a browser write key (cpk_…), not an API token',
+      );
     }
     throw new UnauthorizedError('unknown or revoked write key');
   }
@@ -73,7 +104,11 @@ function principalOf(
       'this collector token is tenant-wide; a write key must be a collector token minted for one workspace (POST /v1/tenants/{tenant}/tokens with kind "collector" and a workspace_id)',
     );
   }
-  return { scope: { source: 'server', intake: 'segment_api', tenantId, workspaceId }, tokenId };
+  return {
+    scope: { source: 'server', intake: 'segment_api', tenantId, workspaceId },
+    budget: { limiter: 'token', key: tokenId },
+    page: false,
+  };
 }
 
 /**
@@ -87,19 +122,27 @@ export async function trackingApiRoutes(
   runtime: CollectorRuntime,
   limiters: TrackingApiLimiters,
 ): Promise<void> {
-  const { perToken, refusedPerAddress } = limiters;
+  const { perToken, perWorkspace, refusedPerAddress } = limiters;
   const scopes = new WeakMap<FastifyRequest, WorkspaceScope>();
 
-  /** Counts the request against its token, or against its address when it is refused. */
-  const admit = (request: FastifyRequest, writeKey: () => string | undefined): WorkspaceScope => {
-    let admitted: ReturnType<typeof principalOf>;
+  /**
+   * Counts the request against its token or its workspace's pages, or against its address when
+   * it is refused; a page's request is answered with CORS headers from then on.
+   */
+  const admit = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    writeKey: () => string | undefined,
+  ): WorkspaceScope => {
+    let admitted: Admission;
     try {
-      admitted = principalOf(runtime, writeKey());
+      admitted = admissionOf(runtime, request, writeKey());
     } catch (error) {
       refusedPerAddress.take(request.ip);
       throw error;
     }
-    perToken.take(admitted.tokenId);
+    if (admitted.page) addCorsHeaders(request, reply);
+    (admitted.budget.limiter === 'workspace' ? perWorkspace : perToken).take(admitted.budget.key);
     return admitted.scope;
   };
 
@@ -108,7 +151,7 @@ export async function trackingApiRoutes(
    * costs no parsing; a request without one must be parsed to find `writeKey`, unless its address
    * has used up its refusals.
    */
-  const admitByHeader = async (request: FastifyRequest) => {
+  const admitByHeader = async (request: FastifyRequest, reply: FastifyReply) => {
     const authorization = request.headers.authorization;
     if (authorization === undefined || authorization === '') {
       refusedPerAddress.check(request.ip);
@@ -116,13 +159,14 @@ export async function trackingApiRoutes(
     }
     scopes.set(
       request,
-      admit(request, () => writeKeyOfHeader(authorization)),
+      admit(request, reply, () => writeKeyOfHeader(authorization)),
     );
   };
 
   /** The request's scope, admitting it by the body's `writeKey` where no header named a key. */
   const admitted = (
     request: FastifyRequest,
+    reply: FastifyReply,
     text: string,
   ): { scope: WorkspaceScope; body?: unknown } => {
     const scope = scopes.get(request);
@@ -134,7 +178,7 @@ export async function trackingApiRoutes(
       refusedPerAddress.take(request.ip);
       throw error;
     }
-    return { scope: admit(request, () => writeKeyIn(body)), body };
+    return { scope: admit(request, reply, () => writeKeyIn(body)), body };
   };
 
   const requestIn = (scope: WorkspaceScope): TrackingRequest => ({
@@ -158,9 +202,9 @@ export async function trackingApiRoutes(
     routes.post(
       '/v1/batch',
       { onRequest: admitByHeader, schema: { body: textBody, response: { 200: batchAnswer } } },
-      async (request) => {
+      async (request, reply) => {
         const text = request.body ?? '';
-        const { scope, body } = admitted(request, text);
+        const { scope, body } = admitted(request, reply, text);
         const outcome =
           body === undefined
             ? await runtime.intakePool.checkTrackingBatch(
@@ -178,9 +222,9 @@ export async function trackingApiRoutes(
       routes.post(
         `/v1/${type}`,
         { onRequest: admitByHeader, schema: { body: textBody, response: { 200: success } } },
-        async (request) => {
+        async (request, reply) => {
           const text = request.body ?? '';
-          const admission = admitted(request, text);
+          const admission = admitted(request, reply, text);
           const body = 'body' in admission ? admission.body : parseBody(text);
           const lines = checkTrackingMessage(
             body,
