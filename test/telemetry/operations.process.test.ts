@@ -53,7 +53,9 @@ describe('operating cds: one log and the metrics endpoint over a full run', () =
   beforeAll(async () => {
     dir = tempDir();
     demoDir = join(dir, 'demo');
-    demo = await startCli(['--data-dir', demoDir, 'demo', '--port', '0'], /Press Ctrl-C/, 60_000, {
+    // The demo sends and ingests 5,000 events first: about 20 s on a quiet machine, and three
+    // times that with two other process files beside it.
+    demo = await startCli(['--data-dir', demoDir, 'demo', '--port', '0'], /Press Ctrl-C/, 120_000, {
       CDS_LOG_LEVEL: 'debug',
     });
     const text = demo.output();
@@ -65,9 +67,9 @@ describe('operating cds: one log and the metrics endpoint over a full run', () =
       collector: token('collector') ?? '',
       operator: operatorToken(openDataDir(demoDir).masterKey),
     };
-  }, 90_000);
+  }, 150_000);
   afterAll(async () => {
-    await demo.stop();
+    await demo?.stop();
   });
 
   const scrape = async (token = tokens.operator) =>
