@@ -512,6 +512,9 @@ SELECT a.tenant_id, a.workspace_id, a.event_id, a.event_name, a.dedup_key, a.ded
 FROM ingest_accepted a JOIN ingest_event_profiles p USING (seq) JOIN ingest_event_keys k USING (seq)
 CROSS JOIN ingest_key_lists l;
 
+/* @name ingest_consent_choices_present */
+SELECT EXISTS (SELECT 1 FROM ingest_accepted WHERE json_exists(properties, '$.consent')) AS present;
+
 /* @name ingest_queue_revocations */
 -- Before the batch's choices join the ledger: each profile whose consent to a category its
 -- workspace names goes from granted to denied at one of the batch's choices newer than its

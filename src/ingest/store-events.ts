@@ -52,6 +52,9 @@ export async function recordConsent(
   options: { now: string; announce: boolean },
 ): Promise<void> {
   const session = sessionOf(resolved.accepted, eventProfiles);
+  // Both statements read ledgers; a batch that carries no choice must not pay for them.
+  const choices = await session.one<{ present: boolean }>('ingest_consent_choices_present');
+  if (!choices?.present) return;
   if (options.announce) await session.run('ingest_queue_revocations', { now: options.now });
   await session.run('ingest_record_consent');
 }
